@@ -1,0 +1,43 @@
+# gwtrace: the two commands a newcomer needs are `make demo` and `make test`.
+# Everything they need (venv, Python packages, bats-core) is installed here.
+
+PYTHON  ?= python3
+VENV    := .venv
+PY      := $(VENV)/bin/python
+PIP     := $(VENV)/bin/pip
+GWTRACE := $(VENV)/bin/gwtrace
+TOOLS   := .tools
+BATS    := $(TOOLS)/node_modules/.bin/bats
+STAMP   := $(VENV)/.installed
+
+.PHONY: install demo test pytest bats bench lint clean
+
+install: $(STAMP) $(BATS)
+
+$(STAMP): setup.cfg pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e '.[test]'
+	touch $@
+
+$(BATS):
+	mkdir -p $(TOOLS)
+	npm install --silent --no-audit --no-fund --prefix $(TOOLS) bats@1.13.0 bats-support@0.3.0 bats-assert@2.2.4 >/dev/null
+
+demo: install
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
+
+test: install pytest bats
+
+pytest: $(STAMP)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q tests
+
+bats: $(STAMP) $(BATS)
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(BATS) bats
+
+bench: install
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bench/overhead
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/throughput
+
+clean:
+	rm -rf $(VENV) $(TOOLS) build dist *.egg-info

@@ -1,0 +1,1 @@
+"""Ships bash/gwtrace.sh inside the Python package, so `gwtrace lib` can print its path."""
