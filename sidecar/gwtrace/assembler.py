@@ -1,0 +1,184 @@
+"""Turns begin/end/event/attribute events into finished spans.
+
+The assembler keeps the table of open spans. It is deliberately free of I/O so
+that its state can be checkpointed (``snapshot``/``restore``) and replayed
+after a crash, and so that the same code serves the live sidecar and
+``gwtrace ingest`` of a spool.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from typing import Any, Callable, Dict, List, Optional, Tuple
+
+from .protocol import AttrValue, Event, unescape
+
+#: Attributes a span may carry; more are counted as dropped (OTel's default is 128).
+MAX_ATTRIBUTES = 128
+#: Events a span may carry.
+MAX_EVENTS = 256
+
+SpanKey = Tuple[str, str]
+
+
+@dataclass
+class SpanRecord:
+    """A span as gwtrace knows it: what the exporter turns into OTLP."""
+
+    trace_id: str
+    span_id: str
+    parent_id: str
+    parent_remote: bool
+    flags: int
+    tracestate: str
+    name: str
+    start_us: int
+    pid: int
+    end_us: int = 0
+    status: str = "unset"            # "unset", "ok" or "error"
+    status_message: str = ""
+    attributes: Dict[str, AttrValue] = field(default_factory=dict)
+    events: List[Tuple[str, int, Dict[str, AttrValue]]] = field(default_factory=list)
+    dropped_attributes: int = 0
+    dropped_events: int = 0
+
+    def to_json(self) -> Dict[str, Any]:
+        """A compact, JSON-safe dict (outbox files, checkpoints)."""
+        return {
+            "t": self.trace_id, "s": self.span_id, "p": self.parent_id,
+            "r": self.parent_remote, "f": self.flags, "ts": self.tracestate,
+            "n": self.name, "b": self.start_us, "e": self.end_us, "pid": self.pid,
+            "st": self.status, "sm": self.status_message, "a": self.attributes,
+            "ev": [[n, t, a] for n, t, a in self.events],
+            "da": self.dropped_attributes, "de": self.dropped_events,
+        }
+
+    @classmethod
+    def from_json(cls, d: Dict[str, Any]) -> "SpanRecord":
+        return cls(
+            trace_id=d["t"], span_id=d["s"], parent_id=d["p"], parent_remote=d["r"],
+            flags=d["f"], tracestate=d["ts"], name=d["n"], start_us=d["b"],
+            pid=d["pid"], end_us=d["e"], status=d["st"], status_message=d["sm"],
+            attributes=dict(d["a"]), events=[(n, t, dict(a)) for n, t, a in d["ev"]],
+            dropped_attributes=d.get("da", 0), dropped_events=d.get("de", 0),
+        )
+
+
+class Counters(dict):
+    """Named counters that read as zero until first incremented."""
+
+    def __missing__(self, key: str) -> int:
+        return 0
+
+    def add(self, key: str, n: int = 1) -> None:
+        self[key] = self[key] + n
+
+
+class Assembler:
+    """Open-span table. ``feed`` returns the spans an event finished."""
+
+    def __init__(self, counters: Optional[Counters] = None) -> None:
+        self.open: Dict[SpanKey, SpanRecord] = {}
+        self.counters = counters if counters is not None else Counters()
+
+    def feed(self, ev: Event) -> Optional[SpanRecord]:
+        key = (ev.trace_id, ev.span_id)
+        if ev.kind == "B":
+            if key in self.open:
+                self.counters.add("events_duplicate")
+                return None
+            span = SpanRecord(ev.trace_id, ev.span_id, ev.parent_id, ev.parent_remote,
+                              ev.flags, ev.tracestate, ev.name, ev.ts_us, ev.pid)
+            _set_attributes(span, ev.attributes)
+            self.open[key] = span
+            return None
+        span = self.open.get(key)
+        if span is None:
+            # An end, event or attribute for a span we never saw begin.
+            self.counters.add("events_unknown_span")
+            return None
+        if ev.kind == "A":
+            _set_attributes(span, ev.attributes)
+            return None
+        if ev.kind == "V":
+            if len(span.events) >= MAX_EVENTS:
+                span.dropped_events += 1
+            else:
+                span.events.append((ev.name, ev.ts_us, dict(ev.attributes)))
+            return None
+        # "E"
+        del self.open[key]
+        _set_attributes(span, ev.attributes)
+        span.end_us = max(ev.ts_us, span.start_us)
+        _apply_status(span, ev.status)
+        return span
+
+    def end_all(self, now_us: int, reason: str,
+                keep: Optional[Callable[[SpanRecord], bool]] = None) -> List[SpanRecord]:
+        """End open spans (all, or those ``keep`` rejects) as incomplete errors.
+
+        Used at sidecar stop and for spans whose process is known to be gone:
+        an unfinished span is still a fact worth exporting, flagged so that
+        nobody mistakes its end time for the real one.
+        """
+        done = []
+        for key, span in list(self.open.items()):
+            if keep is not None and keep(span):
+                continue
+            del self.open[key]
+            span.end_us = max(now_us, span.start_us)
+            span.status = "error"
+            span.status_message = f"span not ended: {reason}"
+            span.attributes["gwtrace.incomplete"] = True
+            span.attributes["gwtrace.incomplete_reason"] = reason
+            done.append(span)
+        if done:
+            self.counters.add("spans_incomplete", len(done))
+        return done
+
+    def snapshot(self) -> List[Dict[str, Any]]:
+        return [span.to_json() for span in self.open.values()]
+
+    def restore(self, spans: List[Dict[str, Any]]) -> None:
+        self.open = {}
+        for d in spans:
+            span = SpanRecord.from_json(d)
+            self.open[(span.trace_id, span.span_id)] = span
+
+
+def _set_attributes(span: SpanRecord, attrs: Tuple[Tuple[str, AttrValue], ...]) -> None:
+    for key, value in attrs:
+        if key not in span.attributes and len(span.attributes) >= MAX_ATTRIBUTES:
+            span.dropped_attributes += 1
+            continue
+        span.attributes[key] = value
+
+
+def _apply_status(span: SpanRecord, status: str) -> None:
+    if status == "ok":
+        span.status = "ok"
+    elif status == "error":
+        span.status = "error"
+    elif status.startswith("error:"):
+        span.status = "error"
+        span.status_message = unescape(status[6:])
+    else:
+        code = int(status)
+        span.attributes["process.exit.code"] = code
+        if code == 0:
+            span.status = "ok"
+        else:
+            span.status = "error"
+            span.status_message = f"exit code {code}"
+
+
+def pid_alive(pid: int) -> bool:
+    """True unless the process is certainly gone (EPERM means it exists)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except (PermissionError, OverflowError, ValueError):
+        return True
+    return True

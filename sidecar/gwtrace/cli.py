@@ -1,0 +1,94 @@
+"""The ``gwtrace`` command. Every failure is one clear line on stderr, exit 1."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from typing import List, Optional
+
+from . import __version__
+
+
+def _lib_path() -> str:
+    """Path of the installed bash library (bash/gwtrace.sh in a checkout)."""
+    from . import bashlib
+
+    return os.path.join(os.path.dirname(os.path.abspath(bashlib.__file__)), "gwtrace.sh")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gwtrace", description="Tracing for glideins and the jobs they run.")
+    p.add_argument("--version", action="version", version=f"gwtrace {__version__}")
+    sub = p.add_subparsers(dest="command", metavar="COMMAND")
+
+    sc = sub.add_parser("sidecar", help="start, stop or inspect the sidecar")
+    scs = sc.add_subparsers(dest="action", metavar="ACTION")
+    start = scs.add_parser("start", help="daemonize a sidecar; prints export lines for eval")
+    start.add_argument("--dir", help="state directory (default: $GWTRACE_DIR or a new private temp dir)")
+    start.add_argument("--glidein-config", help="glidein_config file to read the pilot identity from")
+    run = scs.add_parser("run", help="run a sidecar in the foreground")
+    run.add_argument("--dir", help="state directory (default: $GWTRACE_DIR)")
+    run.add_argument("--glidein-config")
+    stop = scs.add_parser("stop", help="flush everything, then stop the sidecar")
+    stop.add_argument("--dir")
+    stop.add_argument("--timeout", type=float, default=120.0, help="seconds to wait (default 120)")
+    status = scs.add_parser("status", help="print the sidecar's counters")
+    status.add_argument("--dir")
+
+    sub.add_parser("lib", help="print the path of gwtrace.sh, for `source \"$(gwtrace lib)\"`")
+
+    show = sub.add_parser("show", help="print a trace from the embedded store as a tree")
+    show.add_argument("trace_id", nargs="?", help="trace id (32 hex digits)")
+    show.add_argument("--last", action="store_true", help="the most recent trace (default)")
+    show.add_argument("--db", help="store file (default: ${GWTRACE_HOME:-~/.local/share/gwtrace}/traces.db)")
+
+    sub.add_parser("serve", help="trace store, Jaeger-compatible API and web UI", add_help=False)
+    return p
+
+
+def main(argv: Optional[List[str]] = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if argv and argv[0] == "serve":
+        from .server import serve_main
+
+        return serve_main(argv[1:])
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    try:
+        return _dispatch(parser, args)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as exc:  # noqa: BLE001 - one clear line, never a traceback
+        from .control import ControlError
+
+        if isinstance(exc, (ControlError, LookupError, OSError, ValueError)):
+            print(f"gwtrace: {exc}", file=sys.stderr)
+        else:
+            print(f"gwtrace: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        return 1
+
+
+def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
+    from . import control
+
+    if args.command == "lib":
+        print(_lib_path())
+        return 0
+    if args.command == "show":
+        from .show import show
+
+        return show(args.trace_id, args.last, args.db, sys.stdout)
+    if args.command == "sidecar":
+        if args.action == "start":
+            return control.start(args.dir, args.glidein_config, sys.stdout)
+        if args.action == "run":
+            directory = control.choose_directory(args.dir)
+            return control.run_foreground(directory, args.glidein_config)
+        if args.action == "stop":
+            return control.stop(args.dir, args.timeout, sys.stderr)
+        if args.action == "status":
+            return control.status(args.dir, sys.stdout)
+        parser.parse_args(["sidecar", "--help"])
+    parser.print_help(sys.stderr)
+    return 2

@@ -1,0 +1,239 @@
+"""``gwtrace sidecar start|stop|status|run``: the sidecar's life cycle.
+
+``start`` works like ssh-agent: it prepares a private state directory,
+daemonizes a sidecar on it, waits until the sidecar is ready and prints
+``export GWTRACE_...=...;`` lines for ``eval``. Started on a directory left by
+a dead sidecar, the new one takes its state over (same event log, so the
+scripts still running keep writing to the right place).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import shlex
+import signal
+import sys
+import tempfile
+import time
+from typing import Dict, List, Optional, TextIO
+
+from .spool import LOG_NAME, Spool, SpoolError
+from .eventlog import EVENT_LOG_NAME
+
+log = logging.getLogger("gwtrace.control")
+
+READY_TIMEOUT_S = 30.0
+
+
+class ControlError(RuntimeError):
+    """A user-facing failure: printed as one line, exit status 1."""
+
+
+def boot_time_us() -> int:
+    """Wall-clock time of boot in microseconds (for bash < 5 timestamps).
+
+    bash 4 reads /proc/uptime (CLOCK_BOOTTIME); adding this offset, computed
+    here from the precise clocks, turns it into epoch time.
+    """
+    return (time.time_ns() - time.clock_gettime_ns(time.CLOCK_BOOTTIME)) // 1000
+
+
+def environment_lines(directory: str, pid: int) -> List[str]:
+    values = {
+        "GWTRACE_DIR": directory,
+        "GWTRACE_SOCKET": "file://" + os.path.join(directory, EVENT_LOG_NAME),
+        "GWTRACE_SIDECAR_PID": str(pid),
+        "GWTRACE_BOOT_US": str(boot_time_us()),
+    }
+    return [f"export {k}={shlex.quote(v)};" for k, v in values.items()]
+
+
+def choose_directory(explicit: Optional[str]) -> str:
+    """--dir, else $GWTRACE_DIR (takeover), else a fresh private temp dir."""
+    if explicit:
+        return explicit
+    env_dir = os.environ.get("GWTRACE_DIR")
+    if env_dir:
+        return env_dir
+    return tempfile.mkdtemp(prefix="gwtrace.", dir=os.environ.get("TMPDIR") or None)
+
+
+def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO) -> int:
+    spool = _open_spool(choose_directory(directory))
+    if spool.is_owned():
+        pid = spool.owner_pid() or 0
+        print(f"gwtrace: a sidecar (pid {pid}) already runs on {spool.dir}", file=sys.stderr)
+        out.write("\n".join(environment_lines(spool.dir, pid)) + "\n")
+        return 0
+    read_fd, write_fd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the daemon
+        os.close(read_fd)
+        _daemonize(spool.dir, glidein_config, write_fd)
+    os.close(write_fd)
+    os.waitpid(pid, 0)   # the intermediate child exits at once
+    message = _read_ready(read_fd, READY_TIMEOUT_S)
+    if not message.startswith("ready "):
+        raise ControlError(message.strip() or f"sidecar did not start; see {spool.path(LOG_NAME)}")
+    daemon_pid = int(message.split()[1])
+    out.write("\n".join(environment_lines(spool.dir, daemon_pid)) + "\n")
+    return 0
+
+
+def _read_ready(fd: int, timeout: float) -> str:
+    import select
+
+    deadline = time.monotonic() + timeout
+    chunks = []
+    try:
+        while time.monotonic() < deadline:
+            ready, _, _ = select.select([fd], [], [], max(0.0, deadline - time.monotonic()))
+            if not ready:
+                break
+            data = os.read(fd, 4096)
+            if not data:
+                break
+            chunks.append(data)
+            if b"\n" in data:
+                break
+    finally:
+        os.close(fd)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def _daemonize(directory: str, glidein_config: Optional[str], ready_fd: int) -> None:  # pragma: no cover
+    """Double fork, new session, stdio to the sidecar log; never returns."""
+    code = 1
+    try:
+        os.setsid()
+        if os.fork() > 0:
+            os._exit(0)
+        os.chdir("/")
+        log_fd = os.open(os.path.join(directory, LOG_NAME), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
+        null_fd = os.open(os.devnull, os.O_RDONLY)
+        os.dup2(null_fd, 0)
+        os.dup2(log_fd, 1)
+        os.dup2(log_fd, 2)
+        os.close(null_fd)
+        os.close(log_fd)
+        sys.stdout = os.fdopen(1, "w", buffering=1)
+        sys.stderr = os.fdopen(2, "w", buffering=1)
+        code = run_foreground(directory, glidein_config, ready_fd=ready_fd)
+    except BaseException as exc:  # noqa: BLE001 - report anything to the waiting parent
+        try:
+            os.write(ready_fd, f"gwtrace: sidecar failed to start: {exc}\n".encode())
+        except OSError:
+            pass
+    finally:
+        os._exit(code)
+
+
+def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Optional[int] = None) -> int:
+    """Run a sidecar in this process until SIGTERM/SIGINT (``sidecar run``)."""
+    from .exporter import make_exporter
+    from .resource import build_resource
+    from .sidecar import Sidecar
+
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s gwtrace[%(process)d] %(levelname)s %(message)s")
+    spool = _open_spool(directory)
+    exporter, destination = make_exporter()
+    resource = build_resource(glidein_config or os.environ.get("GLIDEIN_CONFIG"))
+    stop_timeout = _float_env("GWTRACE_STOP_TIMEOUT", 10.0)
+    sidecar = Sidecar(spool, exporter, resource, destination, stop_timeout=stop_timeout)
+    sidecar.open()
+
+    def on_signal(signum: int, frame: object) -> None:
+        sidecar.request_stop()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    signal.signal(signal.SIGHUP, signal.SIG_IGN)   # the pilot's terminal going away is not a stop
+    log.info("sidecar on %s exporting to %s", spool.dir, destination)
+    if ready_fd is not None:
+        os.write(ready_fd, f"ready {os.getpid()}\n".encode())
+        os.close(ready_fd)
+    sidecar.run()
+    return 0
+
+
+def stop(directory: Optional[str], timeout: float, out: TextIO) -> int:
+    """Stop the sidecar and wait until it has flushed; with none running,
+    export whatever the directory still holds (spooled events, outbox)."""
+    spool = _open_spool(_existing_directory(directory))
+    if spool.is_owned():
+        pid = spool.owner_pid()
+        if pid is None:
+            raise ControlError(f"{spool.dir} is locked but has no pid file")
+        os.kill(pid, signal.SIGTERM)
+        deadline = time.monotonic() + timeout
+        while spool.is_owned():
+            if time.monotonic() > deadline:
+                raise ControlError(f"sidecar {pid} did not stop within {timeout:.0f}s")
+            time.sleep(0.02)
+    else:
+        _drain_without_daemon(spool)
+    from .sidecar import format_counters
+
+    print(f"gwtrace: sidecar stopped: {format_counters(spool.read_status())}", file=out)
+    return 0
+
+
+def _drain_without_daemon(spool: Spool) -> None:
+    """What `stop` does when no sidecar runs: a foreground sidecar that stops at once."""
+    from .exporter import make_exporter
+    from .resource import build_resource
+    from .sidecar import Sidecar
+
+    exporter, destination = make_exporter()
+    sidecar = Sidecar(spool, exporter, build_resource(os.environ.get("GLIDEIN_CONFIG")), destination,
+                      stop_timeout=_float_env("GWTRACE_STOP_TIMEOUT", 10.0))
+    sidecar.open()
+    sidecar.request_stop()
+    sidecar.run()
+
+
+def status(directory: Optional[str], out: TextIO) -> int:
+    spool = _open_spool(_existing_directory(directory))
+    st = spool.read_status()
+    running = spool.is_owned()
+    counters: Dict[str, int] = dict(st.get("counters", {}))
+    if not running:
+        # Nobody is reading the log: what is in it past the checkpoint is spooled.
+        cp = spool.load_checkpoint()
+        try:
+            size = os.path.getsize(spool.path(EVENT_LOG_NAME))
+        except OSError:
+            size = 0
+        counters["log_bytes_unread"] = max(0, size - cp.offset)
+    pid = spool.owner_pid() if running else None
+    print(f"sidecar: {'running (pid %d)' % pid if running and pid else 'not running'}", file=out)
+    print(f"dir: {spool.dir}", file=out)
+    if st.get("destination"):
+        print(f"destination: {st['destination']}", file=out)
+    for key in sorted(counters):
+        print(f"{key}: {counters[key]}", file=out)
+    return 0
+
+
+def _existing_directory(directory: Optional[str]) -> str:
+    directory = directory or os.environ.get("GWTRACE_DIR")
+    if not directory:
+        raise ControlError("no sidecar directory: set GWTRACE_DIR (eval \"$(gwtrace sidecar start)\") or pass --dir")
+    if not os.path.isdir(directory):
+        raise ControlError(f"no sidecar directory at {directory}")
+    return directory
+
+
+def _open_spool(directory: str) -> Spool:
+    try:
+        return Spool(directory)
+    except (SpoolError, OSError) as exc:
+        raise ControlError(str(exc)) from None
+
+
+def _float_env(name: str, default: float) -> float:
+    try:
+        return float(os.environ.get(name, "") or default)
+    except ValueError:
+        return default

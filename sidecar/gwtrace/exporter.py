@@ -1,0 +1,160 @@
+"""From gwtrace span records to OTLP, through opentelemetry-sdk.
+
+Spans arrive finished, with ids and timestamps chosen by bash, so they are
+built as SDK ``ReadableSpan`` objects (no live Tracer: a live span would take
+its ids and clock from Python) and handed to a standard ``SpanExporter``:
+
+* ``OTLPSpanExporter`` (opentelemetry-exporter-otlp-proto-http) when an
+  endpoint is configured through the usual OTEL_EXPORTER_OTLP_* variables;
+* ``StoreSpanExporter`` otherwise: the same OTLP encoding, written into the
+  embedded SQLite store that ``gwtrace show`` and ``gwtrace serve`` read.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from typing import Dict, List, Optional, Sequence, Tuple
+
+import requests
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.trace import Event as SdkEvent
+from opentelemetry.sdk.trace import ReadableSpan
+from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
+from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
+
+from . import __version__
+from .assembler import SpanRecord
+
+log = logging.getLogger("gwtrace.exporter")
+
+SCOPE = InstrumentationScope("gwtrace.bash", __version__)
+DEFAULT_TIMEOUT_S = 10.0
+
+
+def _trace_state(header: str, cache: Dict[str, TraceState]) -> TraceState:
+    state = cache.get(header)
+    if state is None:
+        state = TraceState.from_header([header]) if header else TraceState()
+        cache[header] = state
+    return state
+
+
+def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List[ReadableSpan]:
+    """Build SDK spans carrying exactly the ids, parents and times bash chose."""
+    out = []
+    states: Dict[str, TraceState] = {}
+    for r in records:
+        tid = int(r.trace_id, 16)
+        flags = TraceFlags(r.flags & 0x01)
+        state = _trace_state(r.tracestate, states)
+        ctx = SpanContext(tid, int(r.span_id, 16), is_remote=False, trace_flags=flags,
+                          trace_state=state)
+        parent = None
+        if r.parent_id:
+            parent = SpanContext(tid, int(r.parent_id, 16), is_remote=r.parent_remote,
+                                 trace_flags=flags, trace_state=state)
+        if r.status == "ok":
+            status = Status(StatusCode.OK)
+        elif r.status == "error":
+            status = Status(StatusCode.ERROR, r.status_message or None)
+        else:
+            status = Status(StatusCode.UNSET)
+        attrs = dict(r.attributes)
+        attrs["process.pid"] = r.pid
+        if r.dropped_attributes:
+            attrs["gwtrace.dropped_attributes"] = r.dropped_attributes
+        if r.dropped_events:
+            attrs["gwtrace.dropped_events"] = r.dropped_events
+        events = [SdkEvent(name, attributes=a, timestamp=ts * 1000) for name, ts, a in r.events]
+        out.append(ReadableSpan(
+            name=r.name, context=ctx, parent=parent, resource=resource, attributes=attrs,
+            events=events, kind=SpanKind.INTERNAL, start_time=r.start_us * 1000,
+            end_time=r.end_us * 1000, status=status, instrumentation_scope=SCOPE,
+        ))
+    return out
+
+
+class StoreSpanExporter(SpanExporter):
+    """Writes spans, OTLP-encoded, into the embedded SQLite store."""
+
+    def __init__(self, path: Optional[str] = None) -> None:
+        from .store import TraceStore  # imported late: only this exporter needs sqlite
+
+        self.store = TraceStore(path)
+        self.path = str(self.store.path) if hasattr(self.store, "path") else str(path)
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        try:
+            accepted, rejected, message = self.store.ingest(encode_spans(spans))
+        except Exception as exc:  # noqa: BLE001 - a store failure must not kill the sidecar
+            log.warning("embedded store rejected a batch: %s", exc)
+            return SpanExportResult.FAILURE
+        if rejected:
+            log.warning("embedded store rejected %d span(s): %s", rejected, message)
+        return SpanExportResult.SUCCESS
+
+    def shutdown(self) -> None:
+        self.store.close()
+
+
+class _RecordingSession(requests.Session):
+    """Remembers the last HTTP response, which the SDK exporter hides."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.last_status: Optional[int] = None
+        self.last_retry_after: Optional[str] = None
+        self.hooks["response"].append(self._record)
+
+    def _record(self, response: requests.Response, *args, **kwargs) -> requests.Response:
+        self.last_status = response.status_code
+        self.last_retry_after = response.headers.get("Retry-After")
+        return response
+
+
+def otlp_endpoint_configured(env: Optional[Dict[str, str]] = None) -> bool:
+    env = os.environ if env is None else env
+    return bool(env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
+
+
+def otlp_timeout_seconds(env: Optional[Dict[str, str]] = None) -> float:
+    """OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT in milliseconds, as the spec says.
+
+    The Python exporter reads these variables as seconds (opentelemetry-python
+    #4044), so gwtrace reads them itself and passes seconds explicitly.
+    """
+    env = os.environ if env is None else env
+    for name in ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"):
+        raw = (env.get(name) or "").strip()
+        if not raw:
+            continue
+        try:
+            ms = float(raw)
+        except ValueError:
+            log.warning("ignoring %s=%r: not a number of milliseconds", name, raw)
+            continue
+        if ms < 0:
+            log.warning("ignoring %s=%r: negative", name, raw)
+            continue
+        return 3600.0 if ms == 0 else ms / 1000.0
+    return DEFAULT_TIMEOUT_S
+
+
+def make_otlp_exporter() -> Tuple[SpanExporter, _RecordingSession, str]:
+    from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
+
+    session = _RecordingSession()
+    exporter = OTLPSpanExporter(timeout=otlp_timeout_seconds(), session=session)
+    return exporter, session, getattr(exporter, "_endpoint", "otlp")
+
+
+def make_exporter(store_path: Optional[str] = None) -> Tuple[SpanExporter, str]:
+    """The configured exporter and a one-line description of where spans go."""
+    if otlp_endpoint_configured():
+        exporter, _, endpoint = make_otlp_exporter()
+        return exporter, f"OTLP/HTTP {endpoint}"
+    exporter = StoreSpanExporter(store_path)
+    return exporter, f"embedded store {exporter.path}"

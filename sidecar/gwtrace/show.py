@@ -1,0 +1,78 @@
+"""``gwtrace show``: a trace from the embedded store as an indented tree.
+
+The terminal view an operator uses on the worker node or the factory, with no
+browser: span names nested as they ran, durations, status, and the exit code
+or error message of what failed.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, TextIO
+
+STATUS_NAMES = {0: "UNSET", 1: "OK", 2: "ERROR"}
+
+
+def format_duration(ns: int) -> str:
+    if ns < 0:
+        return "?"
+    if ns < 1_000_000:
+        return f"{ns / 1000:.0f} us"
+    if ns < 1_000_000_000:
+        return f"{ns / 1e6:.1f} ms"
+    if ns < 60_000_000_000:
+        return f"{ns / 1e9:.2f} s"
+    minutes, seconds = divmod(ns / 1e9, 60)
+    if minutes < 60:
+        return f"{int(minutes)}m{seconds:04.1f}s"
+    hours, minutes = divmod(int(minutes), 60)
+    return f"{hours}h{minutes:02d}m{seconds:02.0f}s"
+
+
+def render_tree(spans: List[Dict[str, Any]], out: TextIO) -> None:
+    """Print spans nested under their parents; orphans (parent not in this
+    trace, e.g. the factory's span) are shown as roots."""
+    ids = {s["span_id"] for s in spans}
+    children: Dict[str, List[Dict[str, Any]]] = {}
+    roots = []
+    for span in sorted(spans, key=lambda s: (s["start_ns"], s["span_id"])):
+        parent = span.get("parent_span_id") or ""
+        if parent and parent in ids and parent != span["span_id"]:
+            children.setdefault(parent, []).append(span)
+        else:
+            roots.append(span)
+
+    def line(span: Dict[str, Any], depth: int) -> None:
+        status = STATUS_NAMES.get(span.get("status_code", 0), "UNSET")
+        detail = ""
+        if status == "ERROR":
+            message = span.get("status_message") or ""
+            detail = f"  ({message})" if message else ""
+        if span.get("attributes", {}).get("gwtrace.incomplete"):
+            detail += "  [incomplete]"
+        duration = format_duration(span["end_ns"] - span["start_ns"])
+        out.write(f"{'  ' * depth}{span['name']}  {duration}  {status}{detail}\n")
+        for child in children.get(span["span_id"], []):
+            line(child, depth + 1)
+
+    for root in roots:
+        line(root, 0)
+
+
+def show(trace_id: Optional[str], last: bool, db: Optional[str], out: TextIO) -> int:
+    from .store import TraceStore
+
+    store = TraceStore(db)
+    try:
+        if last or not trace_id:
+            trace_id = store.last_trace_id()
+            if trace_id is None:
+                raise LookupError(f"no traces in {getattr(store, 'path', db or 'the store')}")
+        spans = store.get_trace(trace_id)
+        if not spans:
+            raise LookupError(f"no trace {trace_id} in {getattr(store, 'path', db or 'the store')}")
+        service = spans[0].get("service") or "?"
+        out.write(f"trace {trace_id}  service={service}  spans={len(spans)}\n")
+        render_tree(spans, out)
+    finally:
+        store.close()
+    return 0
