@@ -7,7 +7,7 @@ PY      := $(VENV)/bin/python
 PIP     := $(VENV)/bin/pip
 GWTRACE := $(VENV)/bin/gwtrace
 TOOLS   := .tools
-BATS    := $(TOOLS)/node_modules/.bin/bats
+BATS    := $(TOOLS)/node_modules/bats/bin/bats
 STAMP   := $(VENV)/.installed
 
 .PHONY: install demo test pytest bats bench lint clean
