@@ -1,0 +1,340 @@
+"""The SQLite trace store: ingest, idempotency, rejection, queries, retention, sharing."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import stat
+import threading
+import time
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
+
+from gwtrace.store import TraceStore, default_store_path
+
+T0 = 1_700_000_000_000_000_000
+TRACE_A = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
+TRACE_B = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
+
+
+def sid(n: int) -> bytes:
+    return n.to_bytes(8, "big")
+
+
+def set_attr(kvs, key, value):
+    kv = kvs.add()
+    kv.key = key
+    if isinstance(value, bool):
+        kv.value.bool_value = value
+    elif isinstance(value, int):
+        kv.value.int_value = value
+    elif isinstance(value, float):
+        kv.value.double_value = value
+    elif isinstance(value, list):
+        for item in value:
+            kv.value.array_value.values.add().string_value = item
+    else:
+        kv.value.string_value = value
+
+
+def make_request(spans, resource=None, scope="gwtrace.test"):
+    """One ResourceSpans/ScopeSpans holding `spans` (list of dicts)."""
+    req = ExportTraceServiceRequest()
+    rs = req.resource_spans.add()
+    resource = resource if resource is not None else {"service.name": "glidein", "glidein.uuid": "u-1",
+                                                      "glidein.site": "SITE_A", "glidein.entry": "ENTRY_1"}
+    for k, v in resource.items():
+        set_attr(rs.resource.attributes, k, v)
+    ss = rs.scope_spans.add()
+    ss.scope.name = scope
+    ss.scope.version = "1.0"
+    for d in spans:
+        add_span(ss, **d)
+    return req
+
+
+def add_span(ss, trace=TRACE_A, span=1, parent=0, name="op", start=0, dur=1000, kind=Span.SPAN_KIND_INTERNAL,
+             status=Status.STATUS_CODE_UNSET, message="", attrs=None, events=()):
+    s = ss.spans.add()
+    s.trace_id = trace
+    s.span_id = sid(span) if isinstance(span, int) else span
+    if parent:
+        s.parent_span_id = sid(parent) if isinstance(parent, int) else parent
+    s.name = name
+    s.kind = kind
+    s.start_time_unix_nano = T0 + start
+    s.end_time_unix_nano = T0 + start + dur
+    s.status.code = status
+    s.status.message = message
+    for k, v in (attrs or {}).items():
+        set_attr(s.attributes, k, v)
+    for ename, etime, eattrs in events:
+        e = s.events.add()
+        e.name = ename
+        e.time_unix_nano = T0 + etime
+        for k, v in eattrs.items():
+            set_attr(e.attributes, k, v)
+    return s
+
+
+@pytest.fixture
+def store(tmp_path):
+    s = TraceStore(tmp_path / "db" / "traces.db")
+    yield s
+    s.close()
+
+
+def test_default_path_follows_gwtrace_home(monkeypatch, tmp_path):
+    monkeypatch.setenv("GWTRACE_HOME", str(tmp_path / "home"))
+    assert default_store_path() == tmp_path / "home" / "traces.db"
+    monkeypatch.delenv("GWTRACE_HOME")
+    assert default_store_path().parts[-4:] == (".local", "share", "gwtrace", "traces.db")
+
+
+def test_creates_private_dir_and_file_in_wal_mode(tmp_path, monkeypatch):
+    monkeypatch.setenv("GWTRACE_HOME", str(tmp_path / "gh"))
+    with TraceStore() as s:
+        assert s.path == tmp_path / "gh" / "traces.db"
+        assert stat.S_IMODE(os.stat(tmp_path / "gh").st_mode) & 0o077 == 0
+        assert stat.S_IMODE(os.stat(s.path).st_mode) & 0o077 == 0
+    conn = sqlite3.connect(tmp_path / "gh" / "traces.db")
+    assert conn.execute("PRAGMA journal_mode").fetchone()[0] == "wal"
+    indexes = {r[0] for r in conn.execute("SELECT name FROM sqlite_master WHERE type = 'index'")}
+    assert {"chunks_trace", "traces_start", "traces_status", "resources_service", "resources_glidein"} <= indexes
+    conn.close()
+
+
+def test_round_trip_of_every_field(store):
+    req = make_request([
+        dict(span=1, name="glidein", dur=10_000, status=Status.STATUS_CODE_OK, attrs={"glidein.rc": 0}),
+        dict(span=2, parent=1, name="validate check_proxy.sh", start=100, dur=500, kind=Span.SPAN_KIND_CLIENT,
+             status=Status.STATUS_CODE_ERROR, message="exit 1",
+             attrs={"script.path": "/x/check_proxy.sh", "ok": False, "ratio": 0.5, "list": ["a", "b"]},
+             events=[("exception", 200, {"exception.message": "no proxy"})]),
+    ])
+    assert store.ingest(req) == (2, 0, "")
+    spans = store.get_trace(TRACE_A.hex())
+    assert [s["name"] for s in spans] == ["glidein", "validate check_proxy.sh"]
+    root, child = spans
+    assert root["parent_span_id"] == "" and root["status_code"] == 1
+    assert root["trace_id"] == TRACE_A.hex() and root["span_id"] == sid(1).hex()
+    assert child["parent_span_id"] == sid(1).hex()
+    assert child["kind"] == Span.SPAN_KIND_CLIENT
+    assert (child["start_ns"], child["end_ns"]) == (T0 + 100, T0 + 600)
+    assert (child["status_code"], child["status_message"]) == (2, "exit 1")
+    assert child["attributes"] == {"script.path": "/x/check_proxy.sh", "ok": False, "ratio": 0.5, "list": ["a", "b"]}
+    assert child["events"] == [{"name": "exception", "time_ns": T0 + 200, "attributes": {"exception.message": "no proxy"}}]
+    assert child["resource"]["glidein.site"] == "SITE_A"
+    assert (child["service"], child["scope"]) == ("glidein", "gwtrace.test")
+    assert store.get_trace(TRACE_A.hex().upper()) == spans
+    assert store.span_count() == 2
+
+
+def test_resending_spans_replaces_never_duplicates(store):
+    first = make_request([dict(span=1, name="glidein", dur=100), dict(span=2, parent=1, name="old", dur=10)])
+    store.ingest(first)
+    # A retried batch: span 2 again (now finished with another name/status) plus a new span 3.
+    again = make_request([dict(span=2, parent=1, name="new", dur=20, status=Status.STATUS_CODE_ERROR),
+                          dict(span=3, parent=1, name="third")])
+    assert store.ingest(again) == (2, 0, "")
+    assert store.ingest(again) == (2, 0, "")
+    spans = store.get_trace(TRACE_A)
+    assert sorted(s["span_id"] for s in spans) == [sid(1).hex(), sid(2).hex(), sid(3).hex()]
+    assert {s["name"] for s in spans} == {"glidein", "new", "third"}
+    assert store.span_count() == 3
+    [summary] = store.find_traces()
+    assert (summary["span_count"], summary["error_count"], summary["status_code"]) == (3, 1, 2)
+    assert store.find_traces(operation="old") == []
+    assert len(store.find_traces(operation="new")) == 1
+
+
+def test_duplicate_inside_one_request_keeps_the_last(store):
+    req = make_request([dict(span=1, name="a"), dict(span=1, name="b")])
+    assert store.ingest(req) == (1, 0, "")
+    assert [s["name"] for s in store.get_trace(TRACE_A)] == ["b"]
+
+
+def test_bad_spans_are_rejected_and_counted_the_rest_kept(store):
+    req = make_request([
+        dict(span=1, name="good"),
+        dict(trace=bytes(16), span=2, name="zero trace"),
+        dict(trace=b"short", span=3, name="short trace"),
+        dict(span=bytes(8), name="zero span"),
+        dict(span=b"\x01\x02", name="short span"),
+        dict(span=4, parent=b"\x01", name="bad parent"),
+        dict(span=5, name="backwards", dur=-5),
+        dict(trace=TRACE_B, span=6, name="good too"),
+    ])
+    accepted, rejected, message = store.ingest(req)
+    assert (accepted, rejected) == (2, 6)
+    assert "spans[1]: trace_id must be 16 bytes" in message
+    assert "spans[3]: span_id must be 8 bytes" in message
+    assert "1 more" in message
+    assert [s["name"] for s in store.get_trace(TRACE_A)] == ["good"]
+    assert [s["name"] for s in store.get_trace(TRACE_B)] == ["good too"]
+
+
+def test_request_with_only_bad_spans_stores_nothing(store):
+    assert store.ingest(make_request([dict(span=bytes(8))]))[:2] == (0, 1)
+    assert store.ingest(ExportTraceServiceRequest()) == (0, 0, "")
+    assert store.span_count() == 0 and store.services() == []
+
+
+def test_mixed_traces_in_one_scope_are_split(store):
+    req = make_request([dict(trace=TRACE_A, span=1, name="a1"), dict(trace=TRACE_B, span=1, name="b1"),
+                        dict(trace=TRACE_A, span=2, parent=1, name="a2")])
+    assert store.ingest(req) == (3, 0, "")
+    assert [s["name"] for s in store.get_trace(TRACE_A)] == ["a1", "a2"]
+    assert [s["name"] for s in store.get_trace(TRACE_B)] == ["b1"]
+    assert store.trace_count() == 2
+
+
+def test_unknown_or_malformed_trace_id_reads_empty(store):
+    store.ingest(make_request([dict(span=1)]))
+    assert store.get_trace("ffffffffffffffffffffffffffffffff") == []
+    assert store.get_trace("not hex") == []
+    assert store.get_trace("") == []
+
+
+def test_last_trace_id_is_the_latest_root(store):
+    store.ingest(make_request([dict(trace=TRACE_A, span=1, start=5_000)]))
+    store.ingest(make_request([dict(trace=TRACE_B, span=1, start=1_000)], resource={"service.name": "job"}))
+    assert store.last_trace_id() == TRACE_A.hex()
+    assert store.last_trace_id(service="job") == TRACE_B.hex()
+    assert store.last_trace_id(service="nope") is None
+    # A late child of B does not move B's start.
+    store.ingest(make_request([dict(trace=TRACE_B, span=2, parent=1, start=9_000)], resource={"service.name": "job"}))
+    assert store.last_trace_id() == TRACE_A.hex()
+
+
+def test_root_name_arrives_after_children(store):
+    store.ingest(make_request([dict(span=2, parent=1, name="child", start=10)]))
+    [summary] = store.find_traces()
+    assert summary["root_name"] == "child"
+    store.ingest(make_request([dict(span=1, name="glidein", start=0, dur=100)]))
+    [summary] = store.find_traces()
+    assert (summary["root_name"], summary["root_service"], summary["span_count"]) == ("glidein", "glidein", 2)
+
+
+def test_services_operations_and_search(store):
+    store.ingest(make_request([
+        dict(trace=TRACE_A, span=1, name="glidein", dur=50_000),
+        dict(trace=TRACE_A, span=2, parent=1, name="condor", start=100, dur=40_000, attrs={"rc": 0}),
+    ]))
+    store.ingest(make_request(
+        [dict(trace=TRACE_B, span=1, name="glidein", start=100_000, dur=2_000, status=Status.STATUS_CODE_ERROR,
+              attrs={"rc": 1})],
+        resource={"service.name": "glidein", "glidein.uuid": "u-2", "glidein.site": "SITE_B"}))
+    store.ingest(make_request([dict(trace=TRACE_B, span=9, parent=1, name="user job", start=100_500,
+                                    kind=Span.SPAN_KIND_SERVER)],
+                              resource={"service.name": "user-job"}))
+    assert store.services() == ["glidein", "user-job"]
+    assert store.operations("glidein") == [("condor", 1), ("glidein", 1)]
+    assert store.operations("user-job", kind=Span.SPAN_KIND_SERVER) == [("user job", 2)]
+    assert store.operations("user-job", kind=Span.SPAN_KIND_CLIENT) == []
+
+    ids = lambda found: [t["trace_id"] for t in found]  # noqa: E731
+    assert ids(store.find_traces(service="glidein")) == [TRACE_B.hex(), TRACE_A.hex()]  # newest first
+    assert ids(store.find_traces(service="glidein", limit=1)) == [TRACE_B.hex()]
+    assert ids(store.find_traces(service="user-job")) == [TRACE_B.hex()]
+    assert ids(store.find_traces(service="glidein", operation="condor")) == [TRACE_A.hex()]
+    assert ids(store.find_traces(service="user-job", operation="condor")) == []
+    assert ids(store.find_traces(resource_attrs={"glidein.site": "SITE_B"})) == [TRACE_B.hex()]
+    assert ids(store.find_traces(status=2)) == [TRACE_B.hex()]
+    assert ids(store.find_traces(min_trace_duration_ns=10_000)) == [TRACE_A.hex()]
+    assert ids(store.find_traces(start_ns=T0 + 50_000)) == [TRACE_B.hex()]
+    assert ids(store.find_traces(end_ns=T0 + 50_000)) == [TRACE_A.hex()]
+    # Jaeger span-level semantics: the tag and the duration must hold on one span of the service.
+    assert ids(store.find_traces(service="glidein", tags={"rc": "0"})) == [TRACE_A.hex()]
+    assert ids(store.find_traces(service="glidein", tags={"rc": "1"})) == [TRACE_B.hex()]
+    assert ids(store.find_traces(tags={"glidein.site": "SITE_A"})) == [TRACE_A.hex()]  # resource tag
+    assert ids(store.find_traces(tags={"error": "true"})) == [TRACE_B.hex()]
+    assert ids(store.find_traces(service="glidein", operation="condor", min_duration_ns=45_000)) == []
+    assert ids(store.find_traces(service="glidein", min_duration_ns=45_000)) == [TRACE_A.hex()]
+    assert ids(store.find_traces(service="glidein", max_duration_ns=3_000)) == [TRACE_B.hex()]
+    [summary] = store.find_traces(service="user-job")
+    assert summary["services"] == ["glidein", "user-job"]
+    assert store.resource_attribute_values("glidein.site") == ["SITE_A", "SITE_B"]
+
+
+def test_glidein_spans_and_list(store):
+    store.ingest(make_request([dict(trace=TRACE_A, span=1, name="glidein"), dict(trace=TRACE_A, span=2, parent=1)]))
+    store.ingest(make_request([dict(trace=TRACE_B, span=3, name="job", start=50)],
+                              resource={"service.name": "glidein", "service.instance.id": "u-1"}))
+    store.ingest(make_request([dict(trace=TRACE_B, span=4, name="other")],
+                              resource={"service.name": "glidein", "glidein.uuid": "u-9"}))
+    spans = store.glidein_spans("u-1")
+    assert [s["name"] for s in spans] == ["glidein", "op", "job"]
+    assert store.glidein_spans("missing") == []
+    assert {g["uuid"] for g in store.glideins()} == {"u-1", "u-9"}
+
+
+def test_retention_purges_old_traces_only(tmp_path):
+    path = tmp_path / "traces.db"
+    now = time.time_ns()
+    recent = make_request([dict(trace=TRACE_B, span=1)], resource={"service.name": "fresh"})
+    recent.resource_spans[0].scope_spans[0].spans[0].start_time_unix_nano = now - 10**9
+    recent.resource_spans[0].scope_spans[0].spans[0].end_time_unix_nano = now
+    with TraceStore(path) as s:
+        s.ingest(make_request([dict(trace=TRACE_A, span=1)]))  # ended in 2023
+        s.ingest(recent)
+        assert s.purge() == 0  # no retention configured: keep everything
+        assert s.purge(now_ns=now, older_than_days=1) == 1
+        assert s.get_trace(TRACE_A) == [] and len(s.get_trace(TRACE_B)) == 1
+        assert s.services() == ["fresh"]
+        # The purged trace can come back (its ids are not remembered as stored).
+        s.ingest(make_request([dict(trace=TRACE_A, span=1)]))
+        assert len(s.get_trace(TRACE_A)) == 1
+    with TraceStore(path, retention_days=30) as s:  # purges on open
+        assert s.get_trace(TRACE_A) == [] and len(s.get_trace(TRACE_B)) == 1
+    with pytest.raises(ValueError):
+        TraceStore(path, retention_days=0)
+
+
+def test_two_stores_share_one_file(tmp_path):
+    path = tmp_path / "shared.db"
+    a, b = TraceStore(path), TraceStore(path)
+    try:
+        a.ingest(make_request([dict(span=1, name="from a")]))
+        b.ingest(make_request([dict(span=1, name="from b"), dict(span=2, name="b2")]))
+        # a's in-memory id cache must notice b's chunk: the re-send replaces, not duplicates.
+        a.ingest(make_request([dict(span=2, name="a again")]))
+        names = sorted(s["name"] for s in a.get_trace(TRACE_A))
+        assert names == ["a again", "from b"]
+        assert a.span_count() == b.span_count() == 2
+    finally:
+        a.close()
+        b.close()
+
+
+def test_concurrent_threads(store):
+    errors = []
+
+    def worker(n):
+        try:
+            for i in range(20):
+                trace = (n * 1000 + i + 1).to_bytes(16, "big")
+                store.ingest(make_request([dict(trace=trace, span=1), dict(trace=trace, span=2, parent=1)]))
+                assert len(store.get_trace(trace)) == 2
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert errors == []
+    assert store.span_count() == 160 and store.trace_count() == 80
+
+
+def test_newer_schema_is_refused(tmp_path):
+    path = tmp_path / "t.db"
+    TraceStore(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("PRAGMA user_version = 99")
+    conn.close()
+    with pytest.raises(RuntimeError, match="newer than this gwtrace"):
+        TraceStore(path)
