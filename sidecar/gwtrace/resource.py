@@ -14,7 +14,7 @@ import logging
 import socket
 from typing import Dict, Optional, Union
 
-from opentelemetry.sdk.resources import Resource
+from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 
 log = logging.getLogger("gwtrace.resource")
 
@@ -85,8 +85,11 @@ def build_resource(glidein_config: Optional[str] = None) -> Resource:
             attrs.update(glidein_attributes(read_glidein_config(glidein_config)))
         except OSError as exc:
             log.warning("cannot read glidein_config %s: %s", glidein_config, exc)
-    from_env = Resource.create({})   # OTEL_RESOURCE_ATTRIBUTES, OTEL_SERVICE_NAME
-    resource = Resource(attrs).merge(from_env)
+    # SDK defaults (telemetry.sdk.*, maybe a random service.instance.id) lose
+    # to the glidein's identity, which loses to what the operator set
+    # explicitly in OTEL_RESOURCE_ATTRIBUTES / OTEL_SERVICE_NAME.
+    explicit = OTELResourceDetector().detect()
+    resource = Resource.create({}).merge(Resource(attrs)).merge(explicit)
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
         resource = resource.merge(Resource({"service.name": DEFAULT_SERVICE}))
     return resource

@@ -1,0 +1,146 @@
+"""A real OTLP/HTTP receiver for tests and benchmarks.
+
+It decodes every request with the official ``opentelemetry.proto`` messages,
+keeps the spans, and can misbehave on purpose (status codes, Retry-After,
+hanging) so that fault tests exercise the sidecar against real HTTP.
+"""
+
+from __future__ import annotations
+
+import gzip
+import threading
+import time
+import zlib
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Dict, List, Optional, Tuple
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+    ExportTraceServiceResponse,
+)
+from opentelemetry.proto.common.v1.common_pb2 import AnyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
+
+
+def any_value(v: AnyValue):
+    kind = v.WhichOneof("value")
+    return getattr(v, kind) if kind else None
+
+
+class ReceivedSpan:
+    """A decoded span with its resource, flattened for assertions."""
+
+    def __init__(self, span: Span, resource: Dict[str, object], scope: str) -> None:
+        self.proto = span
+        self.trace_id = span.trace_id.hex()
+        self.span_id = span.span_id.hex()
+        self.parent_id = span.parent_span_id.hex()
+        self.name = span.name
+        self.start_ns = span.start_time_unix_nano
+        self.end_ns = span.end_time_unix_nano
+        self.status_code = span.status.code
+        self.status_message = span.status.message
+        self.attributes = {kv.key: any_value(kv.value) for kv in span.attributes}
+        self.events = [(e.name, e.time_unix_nano, {kv.key: any_value(kv.value) for kv in e.attributes})
+                       for e in span.events]
+        self.trace_state = span.trace_state
+        self.flags = span.flags
+        self.resource = resource
+        self.scope = scope
+
+    def __repr__(self) -> str:
+        return f"<span {self.name} {self.trace_id[:8]}/{self.span_id}>"
+
+
+class OtlpReceiver:
+    """Threaded OTLP/HTTP receiver on 127.0.0.1 and a free port."""
+
+    def __init__(self) -> None:
+        self.spans: List[ReceivedSpan] = []
+        self.requests = 0
+        self.lock = threading.Condition()
+        # Scripted misbehaviour: a list of (status, headers) answers used first.
+        self.script: List[Tuple[int, Dict[str, str]]] = []
+        self.hang = False
+        receiver = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args) -> None:
+                pass
+
+            def do_POST(self) -> None:
+                body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                with receiver.lock:
+                    receiver.requests += 1
+                    scripted = receiver.script.pop(0) if receiver.script else None
+                    hang = receiver.hang
+                if hang:
+                    time.sleep(3600)
+                if scripted is not None:
+                    status, headers = scripted
+                    self.send_response(status)
+                    for k, v in headers.items():
+                        self.send_header(k, v)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                if self.path != "/v1/traces":
+                    self.send_response(404)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
+                encoding = self.headers.get("Content-Encoding", "")
+                if encoding == "gzip":
+                    body = gzip.decompress(body)
+                elif encoding == "deflate":
+                    body = zlib.decompress(body)
+                req = ExportTraceServiceRequest()
+                req.ParseFromString(body)
+                receiver._add(req)
+                out = ExportTraceServiceResponse().SerializeToString()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/x-protobuf")
+                self.send_header("Content-Length", str(len(out)))
+                self.end_headers()
+                self.wfile.write(out)
+
+        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server.daemon_threads = True
+        self.port = self.server.server_address[1]
+        self.endpoint = f"http://127.0.0.1:{self.port}/v1/traces"
+        self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def _add(self, req: ExportTraceServiceRequest) -> None:
+        new = []
+        for rs in req.resource_spans:
+            resource = {kv.key: any_value(kv.value) for kv in rs.resource.attributes}
+            for ss in rs.scope_spans:
+                for span in ss.spans:
+                    new.append(ReceivedSpan(span, resource, ss.scope.name))
+        with self.lock:
+            self.spans.extend(new)
+            self.lock.notify_all()
+
+    def start(self) -> "OtlpReceiver":
+        self.thread.start()
+        return self
+
+    def stop(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+    def wait_for(self, count: int, timeout: float = 15.0) -> List[ReceivedSpan]:
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while len(self.spans) < count and time.monotonic() < deadline:
+                self.lock.wait(0.05)
+            return list(self.spans)
+
+    def by_name(self, name: str) -> Optional[ReceivedSpan]:
+        with self.lock:
+            for span in self.spans:
+                if span.name == name:
+                    return span
+        return None

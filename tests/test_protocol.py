@@ -1,0 +1,84 @@
+"""The version-1 wire format: what is accepted, what is rejected."""
+
+import pytest
+
+from gwtrace.protocol import ProtocolError, escape, format_event, parse_line, typed_value, unescape
+
+T = "4bf92f3577b34da6a3ce929d0e0e4736"
+S = "00f067aa0ba902b7"
+P = "1111111111111111"
+
+
+def begin(*extra, parent=P, flags="01", state="-", name="validate"):
+    return "\t".join(["gw1", "B", "1700000000000001", "42", T, S, parent, "1", flags, state, name, *extra]).encode()
+
+
+def test_begin_with_attributes_and_tracestate():
+    ev = parse_line(begin("site=FNAL", "cores=8", "verbose", state="rojo=00f067aa0ba902b7"))
+    assert (ev.kind, ev.ts_us, ev.pid, ev.trace_id, ev.span_id) == ("B", 1700000000000001, 42, T, S)
+    assert (ev.parent_id, ev.parent_remote, ev.flags, ev.name) == (P, True, 1, "validate")
+    assert ev.tracestate == "rojo=00f067aa0ba902b7"
+    assert ev.attributes == (("site", "FNAL"), ("cores", 8), ("verbose", True))
+
+
+def test_root_span_has_no_parent():
+    assert parse_line(begin(parent="-")).parent_id == ""
+
+
+@pytest.mark.parametrize("value", ["a b", "x=y=z", "tab\there", "nl\nhere", "cr\rhere", "back\\slash",
+                                   "quote\"'", "héllo wörld ✓", "\\t literal", "$HOME *"])
+def test_values_round_trip_through_escaping(value):
+    ev = parse_line(begin(escape(f"msg={value}")))
+    assert ev.attributes == (("msg", value),)
+
+
+def test_unescape_keeps_unknown_escapes_and_trailing_backslash():
+    assert unescape("a\\qb") == "aqb"
+    assert unescape("end\\") == "end\\"
+
+
+@pytest.mark.parametrize("text,expected", [("8", 8), ("-3", -3), ("0", 0), ("true", True), ("false", False),
+                                           ("08", "08"), ("1.10", "1.10"), ("1e3", "1e3"), ("", ""),
+                                           ("12345678901234567890", "12345678901234567890"), ("TRUE", "TRUE")])
+def test_only_canonical_values_are_typed(text, expected):
+    assert typed_value(text) == expected
+    assert type(typed_value(text)) is type(expected)
+
+
+def test_end_event_statuses():
+    for status in ("0", "3", "ok", "error", "error:disk full"):
+        line = "\t".join(["gw1", "E", "1700000000000002", "42", T, S, status, "k=v"]).encode()
+        ev = parse_line(line)
+        assert ev.status == status and ev.attributes == (("k", "v"),)
+
+
+def test_event_and_attribute_records():
+    ev = parse_line("\t".join(["gw1", "V", "5", "1", T, S, "disk ok", "free_gb=120"]).encode())
+    assert (ev.kind, ev.name, ev.attributes) == ("V", "disk ok", (("free_gb", 120),))
+    ev = parse_line("\t".join(["gw1", "A", "5", "1", T, S, "node.kind=worker"]).encode())
+    assert (ev.kind, ev.attributes) == ("A", (("node.kind", "worker"),))
+
+
+@pytest.mark.parametrize("line", [
+    b"", b"garbage", b"\x00\xff\xfe binary", b"gw2\tB\t1\t1\t" + T.encode() + b"\t" + S.encode(),
+    "\t".join(["gw1", "B", "x", "1", T, S, "-", "0", "01", "-", "n"]).encode(),         # bad timestamp
+    "\t".join(["gw1", "B", "1", "1", T.upper(), S, "-", "0", "01", "-", "n"]).encode(),  # upper-case id
+    "\t".join(["gw1", "B", "1", "1", "0" * 32, S, "-", "0", "01", "-", "n"]).encode(),   # zero trace id
+    "\t".join(["gw1", "B", "1", "1", T, "0" * 16, "-", "0", "01", "-", "n"]).encode(),   # zero span id
+    "\t".join(["gw1", "B", "1", "1", T, S[:15], "-", "0", "01", "-", "n"]).encode(),     # short span id
+    "\t".join(["gw1", "B", "1", "1", T, S, "xyz", "0", "01", "-", "n"]).encode(),        # bad parent
+    "\t".join(["gw1", "B", "1", "1", T, S, "-", "0", "1", "-", "n"]).encode(),           # bad flags
+    "\t".join(["gw1", "B", "1", "1", T, S, "-"]).encode(),                              # short begin
+    "\t".join(["gw1", "E", "1", "1", T, S, "maybe"]).encode(),                          # bad status
+    "\t".join(["gw1", "Q", "1", "1", T, S, "x"]).encode(),                              # unknown kind
+    b"gw1\tB\t" + b"9" * 70000,                                                         # too long
+])
+def test_bad_lines_are_rejected(line):
+    with pytest.raises(ProtocolError):
+        parse_line(line)
+
+
+def test_format_event_matches_the_parser():
+    raw = format_event("V", 7, 9, T, S, "evt", attributes={"a": "x\ty", "n": 3, "b": False})
+    ev = parse_line(raw.rstrip(b"\n"))
+    assert ev.attributes == (("a", "x\ty"), ("n", 3), ("b", False))
