@@ -85,6 +85,33 @@ trace_run() { shift; "$@"; }
 EOF
 }
 
+# compare_with_stubs <<'EOF' ... EOF: run the script on stdin (which must
+# `source "$TRACE_IMPL"`) once with write_stubs' no-ops and once with the
+# library; stdout, stderr and the exit status must be byte-identical.
+# Leaves the library run's results in $status, $output and $stderr.
+compare_with_stubs() {
+  local d=$BATS_TEST_TMPDIR/cmp rc_stub=0 rc_lib=0
+  mkdir -p "$d"
+  cat >"$SCRIPT"
+  write_stubs "$d/stubs.sh"
+  TRACE_IMPL=$d/stubs.sh bash "$SCRIPT" "$@" >"$d/stub.out" 2>"$d/stub.err" </dev/null || rc_stub=$?
+  TRACE_IMPL=$GWTRACE_LIB bash "$SCRIPT" "$@" >"$d/lib.out" 2>"$d/lib.err" </dev/null || rc_lib=$?
+  status=$rc_lib
+  output=$(cat "$d/lib.out")
+  stderr=$(cat "$d/lib.err")
+  if ! cmp -s "$d/stub.out" "$d/lib.out"; then
+    echo "stdout differs (- stubs, + library):"
+    diff -u "$d/stub.out" "$d/lib.out" | tail -n +3
+    return 1
+  fi
+  if ! cmp -s "$d/stub.err" "$d/lib.err"; then
+    echo "stderr differs (- stubs, + library):"
+    diff -u "$d/stub.err" "$d/lib.err" | tail -n +3
+    return 1
+  fi
+  assert_equal "$rc_lib" "$rc_stub"
+}
+
 # log_lines: the event log into the array LINES (empty when there is none).
 log_lines() {
   LINES=()
