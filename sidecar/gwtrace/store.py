@@ -36,6 +36,7 @@ import base64
 import collections
 import json
 import math
+import operator
 import os
 import pathlib
 import sqlite3
@@ -293,22 +294,26 @@ def _is_root(parent: bytes) -> bool:
 
 
 class _Chunk:
-    """Summary of the spans of one trace from one ScopeSpans, ready to insert."""
+    """Summary of the spans of one trace from one ScopeSpans, ready to insert.
+
+    Built from per-field columns (one ``zip`` over the extracted tuples) so
+    that every summary is a C-level pass, not a Python loop per span.
+    """
 
     __slots__ = (
         "trace_id", "start_ns", "max_start_ns", "end_ns", "max_dur_ns", "n_spans", "n_errors",
-        "status", "root_name", "root_start_ns", "first_name", "span_ids", "ops", "body",
+        "status", "root_name", "root_start_ns", "first_name", "span_ids", "id_set", "ops", "body",
     )
 
-    def __init__(self, trace_id: bytes, rows: Sequence[tuple], body: bytes):
+    def __init__(self, trace_id: bytes, rows: Sequence[tuple], body: bytes, columns: Optional[Sequence[tuple]] = None):
+        _, sids, parents, names, kinds, starts, ends, statuses = columns if columns is not None else zip(*rows)
         self.trace_id = trace_id
         self.body = body
         self.n_spans = len(rows)
-        self.start_ns = min(r[_START] for r in rows)
-        self.max_start_ns = max(r[_START] for r in rows)
-        self.end_ns = max(r[_END] for r in rows)
-        self.max_dur_ns = max(r[_END] - r[_START] for r in rows)
-        statuses = [r[_STATUS] for r in rows]
+        self.start_ns = min(starts)
+        self.max_start_ns = max(starts)
+        self.end_ns = max(ends)
+        self.max_dur_ns = max(map(operator.sub, ends, starts))
         self.n_errors = statuses.count(STATUS_ERROR)
         if self.n_errors:
             self.status = STATUS_ERROR
@@ -316,20 +321,80 @@ class _Chunk:
             self.status = STATUS_OK
         else:
             self.status = STATUS_UNSET
-        first = min(rows, key=lambda r: r[_START])
-        self.first_name = first[_NAME]
-        roots = [r for r in rows if _is_root(r[_PARENT])]
-        if roots:
-            root = min(roots, key=lambda r: r[_START])
+        self.first_name = names[starts.index(self.start_ns)]
+        n_roots = parents.count(b"") + parents.count(_ZERO_SPAN)
+        if n_roots == 1:
+            i = parents.index(b"") if b"" in parents else parents.index(_ZERO_SPAN)
+            self.root_name, self.root_start_ns = names[i], starts[i]
+        elif n_roots > 1:
+            root = min((r for r in rows if _is_root(r[_PARENT])), key=lambda r: r[_START])
             self.root_name, self.root_start_ns = root[_NAME], root[_START]
         else:
             self.root_name, self.root_start_ns = None, None
-        self.span_ids = b"".join([r[_SID] for r in rows])
-        self.ops = {(r[_NAME], r[_KIND]) for r in rows}
+        self.span_ids = b"".join(sids)
+        self.id_set = set(sids)
+        self.ops = set(zip(names, kinds))
 
-    def span_id_set(self) -> Set[bytes]:
-        ids = self.span_ids
-        return {ids[i:i + 8] for i in range(0, len(ids), 8)}
+
+def _all_valid(columns: Sequence[tuple]) -> bool:
+    """True if every span is valid; C-level passes over columns (the common case)."""
+    tids, sids, parents, _, _, starts, ends, _ = columns
+    return (
+        set(map(len, tids)) == {16} and _ZERO_TRACE not in tids
+        and set(map(len, sids)) == {8} and _ZERO_SPAN not in sids
+        and set(map(len, parents)) <= {0, 8}
+        and 0 not in starts
+        and not any(map(operator.lt, ends, starts))
+    )
+
+
+def _read_varint(buf: bytes, pos: int) -> Tuple[int, int]:
+    result = shift = 0
+    while True:
+        byte = buf[pos]
+        pos += 1
+        result |= (byte & 0x7F) << shift
+        if byte < 0x80:
+            return result, pos
+        shift += 7
+        if shift > 63:
+            raise ValueError("varint too long")
+
+
+def _fields(buf: bytes, start: int, end: int) -> Iterator[Tuple[int, int, int, int]]:
+    """(field number, wire type, value start, value end) of a message's top-level fields."""
+    pos = start
+    while pos < end:
+        key, pos = _read_varint(buf, pos)
+        field, wire = key >> 3, key & 7
+        if wire == 0:
+            _, nxt = _read_varint(buf, pos)
+        elif wire == 1:
+            nxt = pos + 8
+        elif wire == 2:
+            length, pos = _read_varint(buf, pos)
+            nxt = pos + length
+        elif wire == 5:
+            nxt = pos + 4
+        else:
+            raise ValueError(f"unsupported wire type {wire}")
+        if nxt > end:
+            raise ValueError("truncated field")
+        yield field, wire, pos, nxt
+        pos = nxt
+
+
+def scope_spans_slices(raw: bytes) -> List[List[bytes]]:
+    """The serialized ScopeSpans of an encoded ExportTraceServiceRequest, per ResourceSpans.
+
+    Only two levels of the wire format are walked (never the spans), so
+    reusing these bytes is much cheaper than re-serializing the messages.
+    """
+    out: List[List[bytes]] = []
+    for field, wire, start, end in _fields(raw, 0, len(raw)):
+        if field == 1 and wire == 2:
+            out.append([raw[s:e] for f, w, s, e in _fields(raw, start, end) if f == 2 and w == 2])
+    return out
 
 
 def _split_ids(blob: bytes) -> List[bytes]:
@@ -371,6 +436,9 @@ class TraceStore:
                 str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
             )
             conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+            # Chunks are ~100 KB blobs: 16 KiB pages halve the page writes per
+            # chunk.  Only takes effect on a new, empty file (before WAL).
+            conn.execute("PRAGMA page_size = 16384")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
             self._local.conn = conn
@@ -418,44 +486,66 @@ class TraceStore:
 
     # ------------------------------------------------------------------ ingest
 
-    def ingest(self, request: ExportTraceServiceRequest) -> Tuple[int, int, str]:
+    def ingest(self, request: ExportTraceServiceRequest, raw: Optional[bytes] = None) -> Tuple[int, int, str]:
         """Store the spans of an export request; return (accepted, rejected, message).
 
         Spans with malformed ids or times are rejected and counted; the others
         are stored in one transaction.  The message names the first problems,
-        in the form OTLP's partial success ``error_message`` expects.
+        in the form OTLP's partial success ``error_message`` expects.  ``raw``,
+        the request's own encoding when the caller has it, lets whole
+        ScopeSpans be stored without re-serializing them.
         """
-        accepted = rejected = 0
+        slices: Optional[List[List[bytes]]] = None
+        if raw is not None:
+            try:
+                slices = scope_spans_slices(raw)
+            except (ValueError, IndexError):
+                slices = None
+            if slices is not None and (
+                len(slices) != len(request.resource_spans)
+                or any(len(sl) != len(rs.scope_spans) for sl, rs in zip(slices, request.resource_spans))
+            ):
+                slices = None
+        # Decide what to write before taking the write lock: this is the Python
+        # part, and other threads may write meanwhile (sqlite3 releases the GIL).
+        rejected = 0
         problems: List[str] = []
-        touched: Set[bytes] = set()
+        plan: List[Tuple[Any, str, List[_Chunk]]] = []
+        for ri, rs in enumerate(request.resource_spans):
+            resource_chunks: List[_Chunk] = []
+            for si, ss in enumerate(rs.scope_spans):
+                if not ss.spans:
+                    continue
+                chunks, bad = self._chunks_of(ss, slices[ri][si] if slices is not None else None)
+                for index, reason in bad:
+                    rejected += 1
+                    if len(problems) < 5:
+                        problems.append(f"resource_spans[{ri}].scope_spans[{si}].spans[{index}]: {reason}")
+                resource_chunks.extend(chunks)
+            if resource_chunks:
+                plan.append((rs.resource, rs.schema_url, resource_chunks))
+        accepted = sum(c.n_spans for _, _, chunks in plan for c in chunks)
+        if plan:
+            self._write(plan)
+        message = ""
+        if rejected:
+            message = f"rejected {rejected} span(s): " + "; ".join(problems)
+            if rejected > len(problems):
+                message += f"; and {rejected - len(problems)} more"
+        return accepted, rejected, message
+
+    def _write(self, plan: List[Tuple[Resource, str, List[_Chunk]]]) -> None:
+        touched = [c.trace_id for _, _, chunks in plan for c in chunks]
         with self._write_lock:
             conn = self._conn()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 replaced_in: Set[bytes] = set()
-                for ri, rs in enumerate(request.resource_spans):
-                    resource_id: Optional[int] = None
-                    service = ""
-                    for si, ss in enumerate(rs.scope_spans):
-                        spans = ss.spans
-                        if not spans:
-                            continue
-                        chunks, bad = self._chunks_of(ss)
-                        for index, reason in bad:
-                            rejected += 1
-                            if len(problems) < 5:
-                                problems.append(
-                                    f"resource_spans[{ri}].scope_spans[{si}].spans[{index}]: {reason}"
-                                )
-                        if not chunks:
-                            continue
-                        if resource_id is None:
-                            resource_id, service = self._resource_id(conn, rs.resource, rs.schema_url)
-                        for chunk in chunks:
-                            touched.add(chunk.trace_id)
-                            if self._store_chunk(conn, chunk, resource_id, service):
-                                replaced_in.add(chunk.trace_id)
-                            accepted += chunk.n_spans
+                for resource, schema_url, chunks in plan:
+                    resource_id, service = self._resource_id(conn, resource, schema_url)
+                    for chunk in chunks:
+                        if self._store_chunk(conn, chunk, resource_id, service):
+                            replaced_in.add(chunk.trace_id)
                 for trace_id in replaced_in:
                     self._recompute_trace(conn, trace_id)
                 conn.execute("COMMIT")
@@ -464,29 +554,22 @@ class TraceStore:
                 for trace_id in touched:
                     self._known.pop(trace_id, None)
                 raise
-        message = ""
-        if rejected:
-            message = f"rejected {rejected} span(s): " + "; ".join(problems)
-            if rejected > len(problems):
-                message += f"; and {rejected - len(problems)} more"
-        return accepted, rejected, message
 
-    def _chunks_of(self, ss: ScopeSpans) -> Tuple[List[_Chunk], List[Tuple[int, str]]]:
+    def _chunks_of(self, ss: ScopeSpans, raw: Optional[bytes] = None) -> Tuple[List[_Chunk], List[Tuple[int, str]]]:
         """Split one ScopeSpans into per-trace chunks; also return rejected spans."""
         spans = ss.spans
         rows = list(map(_SPAN_FIELDS, spans))
-        bad_index = [
-            i for i, r in enumerate(rows)
-            if len(r[_TID]) != 16 or r[_TID] == _ZERO_TRACE or len(r[_SID]) != 8 or r[_SID] == _ZERO_SPAN
-            or (r[_PARENT] and len(r[_PARENT]) != 8) or not r[_START] or r[_END] < r[_START]
-        ]
-        bad = [(i, _span_problem(rows[i]) or "invalid span") for i in bad_index]
-        trace_ids = {r[_TID] for r in rows}
-        span_ids = {(r[_TID], r[_SID]) for r in rows}
-        if not bad and len(trace_ids) == 1 and len(span_ids) == len(rows):
-            # The common case: one trace, nothing to drop; keep the message as is.
-            return [_Chunk(rows[0][_TID], rows, ss.SerializeToString())], []
-        skip = set(bad_index)
+        columns = list(zip(*rows))
+        if _all_valid(columns):
+            tids = columns[_TID]
+            if tids.count(tids[0]) == len(rows) and len(set(columns[_SID])) == len(rows):
+                # The common case: one trace, nothing to drop; keep the message as is.
+                body = raw if raw is not None else ss.SerializeToString()
+                return [_Chunk(tids[0], rows, body, columns)], []
+            bad: List[Tuple[int, str]] = []
+        else:
+            bad = [(i, p) for i, p in ((i, _span_problem(r)) for i, r in enumerate(rows)) if p is not None]
+        skip = {i for i, _ in bad}
         groups: Dict[bytes, Dict[bytes, int]] = {}
         for i, r in enumerate(rows):
             if i not in skip:
@@ -540,7 +623,7 @@ class TraceStore:
         """Insert one chunk; return True if it replaced spans stored earlier."""
         trace_id = chunk.trace_id
         _, known = self._known_ids(conn, trace_id)
-        new_ids = chunk.span_id_set()
+        new_ids = chunk.id_set
         replaced = bool(known) and not known.isdisjoint(new_ids)
         if replaced:
             self._remove_spans(conn, trace_id, known & new_ids)
@@ -679,7 +762,7 @@ class TraceStore:
             scope, scope_version = ss.scope.name, ss.scope.version
             for s in ss.spans:
                 out.append(span_to_dict(s, service, resource, scope, scope_version, resource_id))
-        out.sort(key=lambda d: (d["start_ns"], d["end_ns"]))
+        out.sort(key=lambda d: (d["start_ns"], -d["end_ns"]))  # parents before children on ties
         return out
 
     def get_trace_otlp(self, trace_id: "str | bytes") -> List[Tuple[Resource, str, List[ScopeSpans]]]:
@@ -813,14 +896,12 @@ class TraceStore:
 
     def _summary(self, conn: sqlite3.Connection, row: Sequence[Any]) -> Dict[str, Any]:
         trace_id = row[0]
-        services = [
-            r[0] for r in conn.execute(
-                "SELECT DISTINCT r.service FROM trace_resources tr JOIN resources r ON r.id = tr.resource_id"
-                " WHERE tr.trace_id = ? ORDER BY r.service",
-                (trace_id,),
-            )
-        ]
-        return {
+        resources = conn.execute(
+            "SELECT r.id, r.service, r.glidein_uuid FROM trace_resources tr JOIN resources r ON r.id = tr.resource_id"
+            " WHERE tr.trace_id = ? ORDER BY r.id",
+            (trace_id,),
+        ).fetchall()
+        summary = {
             "trace_id": trace_id.hex(),
             "start_ns": row[1],
             "end_ns": row[2],
@@ -829,8 +910,19 @@ class TraceStore:
             "status_code": row[5],
             "root_name": row[6],
             "root_service": row[7],
-            "services": services,
+            "services": sorted({r[1] for r in resources}),
+            "glidein_uuid": None,
+            "site": None,
+            "entry": None,
         }
+        # The glidein the trace belongs to: prefer a resource of the root's service.
+        glideins = sorted((r for r in resources if r[2]), key=lambda r: r[1] != row[7])
+        if glideins:
+            attrs = self._resource(conn, glideins[0][0])[1]
+            summary["glidein_uuid"] = glideins[0][2]
+            summary["site"] = attrs.get("glidein.site")
+            summary["entry"] = attrs.get("glidein.entry")
+        return summary
 
     def _trace_has_span(
         self,

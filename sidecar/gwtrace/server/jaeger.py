@@ -1,0 +1,209 @@
+"""Jaeger's UI data model and query parameters.
+
+Tools written against Jaeger's HTTP API (``/api/traces``...) read spans in
+Jaeger's JSON model, not OTLP.  The conversion follows the OpenTelemetry
+Collector's OTLP -> Jaeger translator, which is what Jaeger itself applies to
+OTLP input: the parent becomes a ``CHILD_OF`` reference and links
+``FOLLOWS_FROM``; times are microseconds; span kind and status become the
+``span.kind``, ``otel.status_code``, ``otel.status_description`` and
+``error`` tags; events become logs with an ``event`` field; resource
+attributes become the tags of the span's process.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any, Dict, List, Optional, Tuple
+
+from ..store import SPAN_KIND_NAMES, STATUS_ERROR, STATUS_OK, tag_text
+
+#: OTLP SpanKind from the ``spanKind`` query values Jaeger uses.
+SPAN_KIND_BY_NAME = {v: k for k, v in SPAN_KIND_NAMES.items()}
+SPAN_KIND_BY_NAME["unspecified"] = 0
+
+_DURATION_UNITS = {
+    "ns": 1,
+    "us": 1_000,
+    "\u00b5s": 1_000,  # micro sign
+    "\u03bcs": 1_000,  # Greek mu
+    "ms": 1_000_000,
+    "s": 1_000_000_000,
+    "m": 60 * 1_000_000_000,
+    "h": 3600 * 1_000_000_000,
+}
+_DURATION_PART = re.compile(r"(\d+\.?\d*|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)")
+
+
+class QueryError(ValueError):
+    """A query parameter Jaeger would refuse; answered with HTTP 400."""
+
+
+def parse_duration(text: str) -> int:
+    """A Go ``time.ParseDuration`` string ("10ms", "1.5s", "1m30s") in nanoseconds."""
+    s = text.strip()
+    if s in ("0", "+0", "-0"):
+        return 0
+    sign = 1
+    if s[:1] in "+-" and s:
+        sign = -1 if s[0] == "-" else 1
+        s = s[1:]
+    if not s:
+        raise QueryError(f"invalid duration {text!r}")
+    pos = 0
+    total = 0.0
+    while pos < len(s):
+        m = _DURATION_PART.match(s, pos)
+        if not m:
+            raise QueryError(f"invalid duration {text!r}: use a number and a unit (ns, us, ms, s, m, h), e.g. 1.5s")
+        total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
+        pos = m.end()
+    return sign * int(round(total))
+
+
+def parse_tags(values_json: List[str], values_pairs: List[str]) -> Dict[str, str]:
+    """``tags={"k":"v"}`` (JSON objects, repeatable) and ``tag=k:v`` (repeatable)."""
+    tags: Dict[str, str] = {}
+    for raw in values_json:
+        try:
+            obj = json.loads(raw)
+        except ValueError:
+            raise QueryError(f"malformed 'tags' parameter {raw!r}: not a JSON object") from None
+        if not isinstance(obj, dict):
+            raise QueryError(f"malformed 'tags' parameter {raw!r}: not a JSON object")
+        for key, value in obj.items():
+            if not isinstance(value, str):
+                raise QueryError(f"malformed 'tags' parameter: the value of {key!r} must be a string")
+            tags[key] = value
+    for pair in values_pairs:
+        key, sep, value = pair.partition(":")
+        if not sep or not key:
+            raise QueryError(f"malformed 'tag' parameter {pair!r}: expected key:value")
+        tags[key] = value
+    return tags
+
+
+def parse_micros(name: str, value: Optional[str]) -> Optional[int]:
+    """A ``start``/``end`` parameter (Unix microseconds) in nanoseconds."""
+    if value in (None, ""):
+        return None
+    try:
+        return int(value) * 1000
+    except ValueError:
+        raise QueryError(f"'{name}' must be an integer number of microseconds since the epoch") from None
+
+
+def parse_limit(value: Optional[str], default: int) -> int:
+    if value in (None, ""):
+        return default
+    try:
+        limit = int(value)
+    except ValueError:
+        raise QueryError("'limit' must be an integer") from None
+    if limit < 0:
+        raise QueryError("'limit' must not be negative")
+    return limit or default
+
+
+def envelope(data: Any, errors: Optional[List[Dict[str, Any]]] = None, total: Optional[int] = None) -> Dict[str, Any]:
+    """Jaeger's response envelope."""
+    if total is None:
+        total = len(data) if isinstance(data, list) else 0
+    return {"data": data, "total": total, "limit": 0, "offset": 0, "errors": errors}
+
+
+def error_envelope(code: int, message: str, trace_id: Optional[str] = None) -> Dict[str, Any]:
+    err: Dict[str, Any] = {"code": code, "msg": message}
+    if trace_id is not None:
+        err["traceID"] = trace_id
+    return envelope(None, [err], total=0)
+
+
+def tag(key: str, value: Any) -> Dict[str, Any]:
+    """A Jaeger key/type/value tag; arrays and maps become JSON strings, as in the Collector."""
+    if isinstance(value, bool):
+        return {"key": key, "type": "bool", "value": value}
+    if isinstance(value, int):
+        return {"key": key, "type": "int64", "value": value}
+    if isinstance(value, float):
+        return {"key": key, "type": "float64", "value": value}
+    if isinstance(value, bytes):
+        return {"key": key, "type": "binary", "value": tag_text(value)}
+    if isinstance(value, str):
+        return {"key": key, "type": "string", "value": value}
+    return {"key": key, "type": "string", "value": tag_text(value)}
+
+
+def _process_key(span: Dict[str, Any]) -> Tuple[Any, ...]:
+    return (span.get("resource_id"), span["service"])
+
+
+def to_trace(spans: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """Store span dicts (one trace, ``TraceStore.get_trace``) as a Jaeger trace."""
+    processes: Dict[str, Dict[str, Any]] = {}
+    process_ids: Dict[Tuple[Any, ...], str] = {}
+    out = []
+    for s in spans:
+        key = _process_key(s)
+        pid = process_ids.get(key)
+        if pid is None:
+            pid = f"p{len(process_ids) + 1}"
+            process_ids[key] = pid
+            processes[pid] = {
+                "serviceName": s["service"],
+                "tags": [tag(k, v) for k, v in s["resource"].items() if k != "service.name"],
+            }
+        out.append(to_span(s, pid))
+    return {
+        "traceID": spans[0]["trace_id"] if spans else "",
+        "spans": out,
+        "processes": processes,
+        "warnings": None,
+    }
+
+
+def to_span(s: Dict[str, Any], process_id: str) -> Dict[str, Any]:
+    refs = []
+    if s["parent_span_id"]:
+        refs.append({"refType": "CHILD_OF", "traceID": s["trace_id"], "spanID": s["parent_span_id"]})
+    for link in s.get("links", ()):
+        refs.append({"refType": "FOLLOWS_FROM", "traceID": link["trace_id"], "spanID": link["span_id"]})
+    tags = [tag(k, v) for k, v in s["attributes"].items()]
+    kind = SPAN_KIND_NAMES.get(s["kind"])
+    if kind:
+        tags.append({"key": "span.kind", "type": "string", "value": kind})
+    if s["status_code"] == STATUS_ERROR:
+        tags.append({"key": "otel.status_code", "type": "string", "value": "ERROR"})
+        tags.append({"key": "error", "type": "bool", "value": True})
+    elif s["status_code"] == STATUS_OK:
+        tags.append({"key": "otel.status_code", "type": "string", "value": "OK"})
+    if s["status_message"]:
+        tags.append({"key": "otel.status_description", "type": "string", "value": s["status_message"]})
+    if s["scope"]:
+        tags.append({"key": "otel.scope.name", "type": "string", "value": s["scope"]})
+    if s.get("scope_version"):
+        tags.append({"key": "otel.scope.version", "type": "string", "value": s["scope_version"]})
+    if s.get("trace_state"):
+        tags.append({"key": "w3c.tracestate", "type": "string", "value": s["trace_state"]})
+    logs = [
+        {
+            "timestamp": e["time_ns"] // 1000,
+            "fields": [{"key": "event", "type": "string", "value": e["name"]}]
+            + [tag(k, v) for k, v in e["attributes"].items()],
+        }
+        for e in s["events"]
+    ]
+    return {
+        "traceID": s["trace_id"],
+        "spanID": s["span_id"],
+        # OTLP keeps the W3C trace flags in the low byte; a stored span was sampled.
+        "flags": (s.get("flags", 0) & 0xFF) or 1,
+        "operationName": s["name"],
+        "references": refs,
+        "startTime": s["start_ns"] // 1000,
+        "duration": (s["end_ns"] - s["start_ns"]) // 1000,
+        "tags": tags,
+        "logs": logs,
+        "processID": process_id,
+        "warnings": None,
+    }

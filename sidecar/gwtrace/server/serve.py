@@ -1,0 +1,175 @@
+"""``gwtrace serve``: run the app under waitress until SIGTERM/SIGINT.
+
+Why a hand-rolled main loop around waitress: ``waitress.serve`` stops its
+loop on a signal without sending responses already computed, so a client
+could see a reset for a batch that *was* stored and re-send it.  Here a
+signal stops accepting connections, lets the requests in progress finish and
+their answers leave, then closes the store.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import logging
+import os
+import signal
+import socket
+import sys
+import threading
+import time
+from typing import List, Optional
+
+from ..store import TraceStore, default_store_path
+
+log = logging.getLogger("gwtrace.server")
+
+TOKEN_ENV = "GWTRACE_SERVER_TOKEN"
+#: How long requests in progress may take to finish after SIGTERM.
+DRAIN_SECONDS = 10.0
+#: How often the retention purge runs (it also runs at start).
+PURGE_INTERVAL_SECONDS = 3600.0
+
+
+def is_loopback(host: str) -> bool:
+    """True if every address ``host`` names is a loopback address."""
+    if host.strip().lower() == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        pass
+    try:
+        infos = socket.getaddrinfo(host, None)
+    except OSError:
+        return False
+    return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(
+        prog="gwtrace serve",
+        description="Trace store with an OTLP/HTTP receiver (POST /v1/traces), the Jaeger query API "
+        "(/api, /api/v3) and a web UI, in one process.",
+        epilog=f"Binding to a non-loopback address requires {TOKEN_ENV}; clients then send "
+        f"'Authorization: Bearer <token>'.",
+    )
+    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
+    p.add_argument("--port", type=int, default=4318, help="port (default: 4318, the OTLP/HTTP port; 0 picks one)")
+    p.add_argument("--db", help=f"store file (default: {default_store_path()})")
+    p.add_argument(
+        "--retention-days", type=float, default=None,
+        help="delete traces that ended more than this many days ago (default: keep everything)",
+    )
+    return p
+
+
+def _fail(message: str) -> int:
+    print(f"gwtrace serve: {message}", file=sys.stderr)
+    return 2
+
+
+def serve_main(argv: List[str]) -> int:
+    """Entry point of ``gwtrace serve``; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    token = os.environ.get(TOKEN_ENV) or None
+    if not is_loopback(args.host) and token is None:
+        return _fail(
+            f"refusing to listen on {args.host} without {TOKEN_ENV}: anyone on the network could read and "
+            f"write traces; set {TOKEN_ENV} or use --host 127.0.0.1"
+        )
+    if args.retention_days is not None and not args.retention_days > 0:
+        return _fail("--retention-days must be a positive number")
+    if not 0 <= args.port <= 65535:
+        return _fail("--port must be between 0 and 65535")
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=logging.INFO, format="gwtrace serve: %(message)s")
+    try:
+        store = TraceStore(args.db, retention_days=args.retention_days)
+    except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback
+        return _fail(f"cannot open the store {args.db or default_store_path()}: {exc}")
+
+    from waitress import create_server
+
+    from .app import create_app
+    from .otlp_http import DEFAULT_MAX_BODY_BYTES
+
+    app = create_app(store, token, max_body_bytes=DEFAULT_MAX_BODY_BYTES)
+    try:
+        server = create_server(
+            app,
+            host=args.host,
+            port=args.port,
+            threads=4,
+            ident="gwtrace",
+            # waitress refuses larger bodies itself (413) before buffering them.
+            max_request_body_size=DEFAULT_MAX_BODY_BYTES,
+            clear_untrusted_proxy_headers=True,
+        )
+    except OSError as exc:
+        store.close()
+        return _fail(f"cannot listen on {args.host}:{args.port}: {exc}")
+
+    stop = threading.Event()
+
+    def on_signal(signum: int, _frame: object) -> None:
+        stop.set()
+        server.pull_trigger()
+
+    previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
+    purger: Optional[threading.Thread] = None
+    if args.retention_days is not None:
+        purger = threading.Thread(target=_purge_loop, args=(store, stop), name="gwtrace-retention", daemon=True)
+        purger.start()
+    host = server.effective_host
+    url_host = f"[{host}]" if ":" in str(host) else host
+    print(
+        f"gwtrace serve: listening on http://{url_host}:{server.effective_port} (store {store.path}"
+        f"{', token required' if token else ''})",
+        file=sys.stderr,
+        flush=True,
+    )
+    try:
+        _run(server, stop)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+        stop.set()
+        if purger is not None:
+            purger.join(timeout=5)
+        store.close()
+    print("gwtrace serve: stopped", file=sys.stderr, flush=True)
+    return 0
+
+
+def _run(server: "object", stop: threading.Event) -> None:
+    from waitress import wasyncore
+    from waitress.channel import HTTPChannel
+
+    channels = server._map  # type: ignore[attr-defined]
+    timeout = 1.0
+    while not stop.is_set():
+        wasyncore.loop(timeout=timeout, map=channels, use_poll=True, count=1)
+    # Stop accepting, finish what is in progress, then close everything.
+    wasyncore.dispatcher.close(server)  # the listening socket only, not the trigger
+    deadline = time.monotonic() + DRAIN_SECONDS
+    while time.monotonic() < deadline:
+        busy = [
+            ch for ch in list(channels.values())
+            if isinstance(ch, HTTPChannel) and (ch.requests or ch.total_outbufs_len)
+        ]
+        if not busy:
+            break
+        wasyncore.loop(timeout=0.05, map=channels, use_poll=True, count=1)
+    server.task_dispatcher.shutdown(timeout=2)  # type: ignore[attr-defined]
+    wasyncore.close_all(channels)
+
+
+def _purge_loop(store: TraceStore, stop: threading.Event) -> None:
+    while not stop.wait(PURGE_INTERVAL_SECONDS):
+        try:
+            removed = store.purge()
+            if removed:
+                log.info("retention: removed %d trace(s)", removed)
+        except Exception as exc:  # noqa: BLE001 - retry at the next interval
+            log.warning("retention purge failed: %s", exc)

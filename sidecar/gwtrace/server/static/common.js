@@ -1,0 +1,195 @@
+// gwtrace UI helpers shared by every page.
+//
+// Rule for the whole UI: trace data (span names, attributes, events, resource
+// values) only reaches the page as text nodes (el() and textContent), never
+// through innerHTML, so a span called "<script>..." is shown, not run.
+"use strict";
+
+const gw = (() => {
+  const TOKEN_KEY = "gwtrace.token";
+
+  /** Create an element: el("td", {className: "num", title: "..."}, "text", child...). */
+  function el(tag, props, ...children) {
+    const node = document.createElement(tag);
+    if (props) {
+      for (const [key, value] of Object.entries(props)) {
+        if (value === undefined || value === null) continue;
+        if (key === "dataset") Object.assign(node.dataset, value);
+        else if (key === "style") Object.assign(node.style, value);
+        else if (key === "text") node.textContent = value;
+        else node[key] = value;
+      }
+    }
+    for (const child of children) {
+      if (child === undefined || child === null || child === false) continue;
+      node.append(child instanceof Node ? child : String(child));
+    }
+    return node;
+  }
+
+  function clear(node) {
+    while (node.firstChild) node.removeChild(node.firstChild);
+    return node;
+  }
+
+  function showMessage(text, kind) {
+    const box = document.getElementById("message");
+    box.textContent = text;
+    box.className = "message " + (kind || "error");
+    box.hidden = !text;
+  }
+
+  function showAuth() {
+    const section = document.getElementById("auth");
+    section.hidden = false;
+    document.getElementById("auth-token").focus();
+  }
+
+  document.addEventListener("DOMContentLoaded", () => {
+    const form = document.getElementById("auth-form");
+    form.addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      sessionStorage.setItem(TOKEN_KEY, document.getElementById("auth-token").value);
+      location.reload();
+    });
+  });
+
+  class ApiError extends Error {
+    constructor(status, message) {
+      super(message);
+      this.status = status;
+    }
+  }
+
+  /** GET a JSON API path with the tab's token; 401 opens the token form. */
+  async function api(path) {
+    const headers = { Accept: "application/json" };
+    const token = sessionStorage.getItem(TOKEN_KEY);
+    if (token) headers.Authorization = "Bearer " + token;
+    const resp = await fetch(path, { headers, credentials: "omit" });
+    let body = null;
+    try {
+      body = await resp.json();
+    } catch (e) {
+      body = null;
+    }
+    if (resp.status === 401) {
+      showAuth();
+      throw new ApiError(401, "this server needs a token");
+    }
+    if (!resp.ok) {
+      let msg = resp.status + " " + resp.statusText;
+      if (body && body.errors && body.errors.length) msg = body.errors[0].msg;
+      else if (body && body.error) msg = typeof body.error === "string" ? body.error : body.error.message;
+      throw new ApiError(resp.status, msg);
+    }
+    return body;
+  }
+
+  // ------------------------------------------------------------ formatting
+
+  /** Microseconds as a short human duration. */
+  function fmtDuration(us) {
+    if (us < 1000) return us + "µs";
+    if (us < 1e6) return (us / 1000).toFixed(us < 1e4 ? 2 : 1) + "ms";
+    const s = us / 1e6;
+    if (s < 60) return s.toFixed(s < 10 ? 2 : 1) + "s";
+    if (s < 3600) return Math.floor(s / 60) + "m" + String(Math.round(s % 60)).padStart(2, "0") + "s";
+    return Math.floor(s / 3600) + "h" + String(Math.floor((s % 3600) / 60)).padStart(2, "0") + "m";
+  }
+
+  function pad(n, w) {
+    return String(n).padStart(w || 2, "0");
+  }
+
+  /** Epoch microseconds as local "YYYY-MM-DD HH:MM:SS.mmm". */
+  function fmtTime(us) {
+    const d = new Date(us / 1000);
+    return d.getFullYear() + "-" + pad(d.getMonth() + 1) + "-" + pad(d.getDate()) + " " +
+      pad(d.getHours()) + ":" + pad(d.getMinutes()) + ":" + pad(d.getSeconds()) + "." + pad(d.getMilliseconds(), 3);
+  }
+
+  function fmtValue(v) {
+    if (typeof v === "string") return v;
+    return JSON.stringify(v);
+  }
+
+  /** "error", "ok" or "unset" from a Jaeger span's tags. */
+  function statusOf(span) {
+    let status = "unset";
+    for (const t of span.tags) {
+      if ((t.key === "error" && t.value === true) || (t.key === "otel.status_code" && t.value === "ERROR")) return "error";
+      if (t.key === "otel.status_code" && t.value === "OK") status = "ok";
+    }
+    return status;
+  }
+
+  function tagValue(tags, key) {
+    for (const t of tags || []) if (t.key === key) return t.value;
+    return undefined;
+  }
+
+  function kvTable(tags, className) {
+    const table = el("table", { className: className || "kv" });
+    const tbody = el("tbody");
+    for (const t of tags) {
+      tbody.append(el("tr", null, el("th", { text: t.key }), el("td", { text: fmtValue(t.value) })));
+    }
+    table.append(tbody);
+    return table;
+  }
+
+  /** Fill the detail panel with one Jaeger span (and its process, if known). */
+  function renderDetail(panel, span, process, traceStart) {
+    clear(panel);
+    const status = statusOf(span);
+    panel.append(el("h2", { className: "detail-title", text: span.operationName }));
+    const meta = el("dl", { className: "meta" });
+    const add = (k, v) => meta.append(el("dt", { text: k }), el("dd", { text: v }));
+    add("Service", process ? process.serviceName : span.serviceName || "");
+    add("Status", status + (tagValue(span.tags, "otel.status_description") ? " — " + tagValue(span.tags, "otel.status_description") : ""));
+    add("Duration", fmtDuration(span.duration));
+    add("Start", fmtTime(span.startTime) + (traceStart !== undefined ? "  (+" + fmtDuration(span.startTime - traceStart) + ")" : ""));
+    add("Span ID", span.spanID);
+    const parent = (span.references || []).find((r) => r.refType === "CHILD_OF");
+    add("Parent", parent ? parent.spanID : "(root)");
+    add("Trace", span.traceID);
+    panel.append(meta);
+    panel.append(el("p", null, el("a", { href: "/trace/" + encodeURIComponent(span.traceID) + "#" + encodeURIComponent(span.spanID), text: "open in trace view" })));
+    panel.dataset.status = status;
+
+    const hidden = new Set(["otel.status_code", "otel.status_description", "error"]);
+    const attrs = span.tags.filter((t) => !hidden.has(t.key));
+    panel.append(el("h3", { text: "Attributes (" + attrs.length + ")" }));
+    panel.append(attrs.length ? kvTable(attrs, "kv span-attributes") : el("p", { className: "muted", text: "none" }));
+
+    panel.append(el("h3", { text: "Events (" + span.logs.length + ")" }));
+    if (!span.logs.length) panel.append(el("p", { className: "muted", text: "none" }));
+    const list = el("ol", { className: "events" });
+    for (const log of span.logs) {
+      const name = tagValue(log.fields, "event") || "(event)";
+      const fields = log.fields.filter((f) => f.key !== "event");
+      list.append(el("li", null,
+        el("span", { className: "event-time", text: "+" + fmtDuration(Math.max(0, log.timestamp - span.startTime)) }),
+        " ", el("strong", { className: "event-name", text: name }),
+        fields.length ? kvTable(fields) : null));
+    }
+    if (span.logs.length) panel.append(list);
+
+    if (process && process.tags.length) {
+      panel.append(el("details", null, el("summary", { text: "Resource (" + process.tags.length + ")" }), kvTable(process.tags)));
+    }
+  }
+
+  /** Tick marks for an axis spanning `total` µs: about `count` round steps. */
+  function ticks(total, count) {
+    const raw = total / Math.max(1, count);
+    const mag = Math.pow(10, Math.floor(Math.log10(Math.max(raw, 1))));
+    const step = [1, 2, 5, 10].map((m) => m * mag).find((s) => s >= raw) || raw;
+    const out = [];
+    for (let t = 0; t <= total + 1e-9; t += step) out.push(t);
+    return out;
+  }
+
+  return { el, clear, api, ApiError, showMessage, fmtDuration, fmtTime, fmtValue, statusOf, tagValue, kvTable, renderDetail, ticks };
+})();

@@ -1,0 +1,199 @@
+"""The web UI: trace search, trace waterfall and glidein time line.
+
+The HTML pages are static shells (no trace data in them): the browser code
+fetches JSON from the APIs, so with a server token every byte of trace data
+goes through the ``Authorization: Bearer`` check, and span names, attributes
+and events only ever reach the page through ``textContent``.  Everything is
+served from this package, nothing from a CDN, so the UI works air-gapped.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from typing import Any, Dict, List, Optional
+
+from flask import Blueprint, Response, current_app, render_template, request
+
+from ..store import STATUS_ERROR, STATUS_OK, STATUS_UNSET, TraceStore
+from . import jaeger
+from .jsonutil import json_response
+
+bp = Blueprint("ui", __name__, template_folder="templates", static_folder="static", static_url_path="/static")
+
+_STATUS_BY_NAME = {"error": STATUS_ERROR, "ok": STATUS_OK, "unset": STATUS_UNSET}
+_STATUS_NAMES = {v: k for k, v in _STATUS_BY_NAME.items()}
+
+#: Lanes of the glidein time line, in display order.
+PHASES = ("glidein", "validation", "condor", "job", "other")
+_PHASE_SYNONYMS = {
+    "glidein": "glidein", "startup": "glidein", "pilot": "glidein",
+    "validation": "validation", "validate": "validation", "setup": "validation", "script": "validation",
+    "periodic": "validation",
+    "condor": "condor", "htcondor": "condor", "startd": "condor",
+    "job": "job", "user_job": "job", "userjob": "job", "payload": "job",
+}
+_JOB_WORDS = re.compile(r"(^|[^a-z])(job|payload)s?([^a-z]|$)")
+_CONDOR_WORDS = re.compile(r"condor|startd|schedd|starter|collector")
+_SCRIPT_SUFFIXES = (".sh", ".source", ".py", ".pl")
+
+
+def phase_of(span: Dict[str, Any]) -> str:
+    """Which lane of the glidein time line a span belongs to.
+
+    An explicit ``glidein.phase`` (or ``gwtrace.phase``) attribute wins; else
+    the span is classified by its name and attributes: the glidein's root
+    span, user jobs (job wrapper, payload), HTCondor (condor_startup, the
+    daemons) and validation/setup scripts (``*.sh`` files run by
+    glidein_startup).
+    """
+    attrs = span["attributes"]
+    for key in ("glidein.phase", "gwtrace.phase"):
+        value = attrs.get(key)
+        if isinstance(value, str) and value:
+            return _PHASE_SYNONYMS.get(value.strip().lower(), "other")
+    if not span["parent_span_id"]:
+        return "glidein"
+    name = span["name"].lower()
+    executable = str(attrs.get("process.executable.name", "")).lower()
+    words = f"{name} {executable}"
+    if _JOB_WORDS.search(words) or any(k.startswith(("condor.job", "job.")) for k in attrs):
+        return "job"
+    if _CONDOR_WORDS.search(words):
+        return "condor"
+    if (
+        name.endswith(_SCRIPT_SUFFIXES)
+        or executable.endswith(_SCRIPT_SUFFIXES)
+        or "valid" in name
+        or "script" in name
+        or "setup" in name
+    ):
+        return "validation"
+    return "other"
+
+
+def _store() -> TraceStore:
+    return current_app.config["GWTRACE_STORE"]
+
+
+# ---------------------------------------------------------------- pages
+
+
+@bp.route("/")
+def search_page() -> str:
+    return render_template("search.html", page="search")
+
+
+@bp.route("/trace/<trace_id>")
+def trace_page(trace_id: str) -> str:
+    return render_template("trace.html", page="trace")
+
+
+@bp.route("/glidein/<path:uuid>")
+def glidein_page(uuid: str) -> str:
+    return render_template("glidein.html", page="glidein")
+
+
+# ------------------------------------------------------------ UI data
+
+
+def _bad(message: str) -> Response:
+    return json_response({"error": message}, 400)
+
+
+@bp.route("/ui/api/filters")
+def filters() -> Response:
+    store = _store()
+    return json_response({
+        "services": store.services(),
+        "sites": store.resource_attribute_values("glidein.site"),
+        "entries": store.resource_attribute_values("glidein.entry"),
+    })
+
+
+def _summary_json(t: Dict[str, Any]) -> Dict[str, Any]:
+    return {
+        "traceID": t["trace_id"],
+        "rootName": t["root_name"],
+        "rootService": t["root_service"],
+        "services": t["services"],
+        "startTime": t["start_ns"] // 1000,
+        "duration": (t["end_ns"] - t["start_ns"]) // 1000,
+        "spanCount": t["span_count"],
+        "errorCount": t["error_count"],
+        "status": _STATUS_NAMES.get(t["status_code"], "unset"),
+        "glidein": t.get("glidein_uuid"),
+        "site": t.get("site"),
+        "entry": t.get("entry"),
+    }
+
+
+@bp.route("/ui/api/search")
+def search() -> Response:
+    args = request.args
+    resource_attrs = {}
+    if args.get("site"):
+        resource_attrs["glidein.site"] = args["site"]
+    if args.get("entry"):
+        resource_attrs["glidein.entry"] = args["entry"]
+    status: Optional[int] = None
+    if args.get("status"):
+        status = _STATUS_BY_NAME.get(args["status"].lower())
+        if status is None:
+            return _bad("status must be one of error, ok, unset")
+    try:
+        min_duration = jaeger.parse_duration(args["minDuration"]) if args.get("minDuration") else None
+        start = jaeger.parse_micros("start", args.get("start"))
+        end = jaeger.parse_micros("end", args.get("end"))
+        if args.get("lookback"):
+            start = time.time_ns() - jaeger.parse_duration(args["lookback"])
+        limit = min(jaeger.parse_limit(args.get("limit"), 20), 1000)
+    except jaeger.QueryError as exc:
+        return _bad(str(exc))
+    found = _store().find_traces(
+        service=args.get("service") or None,
+        resource_attrs=resource_attrs or None,
+        status=status,
+        min_trace_duration_ns=min_duration,
+        start_ns=start,
+        end_ns=end,
+        limit=limit,
+    )
+    return json_response({"traces": [_summary_json(t) for t in found], "limit": limit})
+
+
+@bp.route("/ui/api/glideins")
+def glideins() -> Response:
+    try:
+        limit = min(jaeger.parse_limit(request.args.get("limit"), 20), 1000)
+    except jaeger.QueryError as exc:
+        return _bad(str(exc))
+    rows = _store().glideins(limit)
+    return json_response({
+        "glideins": [
+            {"uuid": g["uuid"], "service": g["service"], "site": g["site"], "entry": g["entry"],
+             "startTime": g["start_ns"] // 1000, "duration": (g["end_ns"] - g["start_ns"]) // 1000}
+            for g in rows
+        ]
+    })
+
+
+@bp.route("/ui/api/glidein/<path:uuid>")
+def glidein(uuid: str) -> Response:
+    spans = _store().glidein_spans(uuid)
+    if not spans:
+        return json_response({"error": f"no spans for glidein {uuid}"}, 404)
+    out: List[Dict[str, Any]] = []
+    for s in spans:
+        j = jaeger.to_span(s, "p1")
+        j["phase"] = phase_of(s)
+        j["serviceName"] = s["service"]
+        out.append(j)
+    first = spans[0]
+    return json_response({
+        "uuid": uuid,
+        "service": first["service"],
+        "resource": [jaeger.tag(k, v) for k, v in first["resource"].items()],
+        "phases": list(PHASES),
+        "spans": out,
+    })
