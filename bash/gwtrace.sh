@@ -51,62 +51,107 @@ _gwtrace_line=''
 
 # trace_begin NAME [KEY=VALUE...]: open a span, child of the innermost open
 # span (or of the incoming TRACEPARENT), and export TRACEPARENT for children.
+# The hot path is written inline: a bash function call costs as much as the
+# write itself, so begin and end make as few of them as possible.
 trace_begin() {
-  local _gwtrace_rc=$?
-  if _gwtrace_off || (( $# == 0 )); then
-    _gwtrace_keep "$_gwtrace_rc"; return
+  local _gwtrace_rc=$? d=$_gwtrace_depth trace parent remote flags state span z name=${1-} path a t=$'\t'
+  if [[ -z $name || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$#"; then
+    [[ -o errexit ]] && return 0
+    return "$_gwtrace_rc"
   fi
-  local d=$_gwtrace_depth trace parent remote flags state span t=$'\t'
   if (( d > 0 )); then
-    trace=${_gwtrace_tr[d-1]} parent=${_gwtrace_sp[d-1]} remote=0
-    flags=${_gwtrace_fl[d-1]} state=${_gwtrace_ts[d-1]}
+    trace=${_gwtrace_tr[d-1]} parent=${_gwtrace_sp[d-1]} remote=0 flags=${_gwtrace_fl[d-1]} state=${_gwtrace_ts[d-1]}
   elif [[ -n $_gwtrace_base_tr ]]; then
-    trace=$_gwtrace_base_tr parent=$_gwtrace_base_sp remote=1
-    flags=$_gwtrace_base_fl state=$_gwtrace_base_ts
+    trace=$_gwtrace_base_tr parent=$_gwtrace_base_sp remote=1 flags=$_gwtrace_base_fl state=$_gwtrace_base_ts
   else
     _gwtrace_trace_id; trace=$_gwtrace_r parent=- remote=0 flags=01 state=''
   fi
-  _gwtrace_rand64; span=$_gwtrace_r
-  if _gwtrace_sampled "$flags"; then
-    _gwtrace_now
-    _gwtrace_esc "${state:--}"; _gwtrace_line="gw1${t}B${t}${_gwtrace_t}${t}${BASHPID}${t}${trace}${t}${span}${t}${parent}${t}${remote}${t}${flags}${t}${_gwtrace_r}"
-    _gwtrace_esc "$1"; _gwtrace_line+="${t}${_gwtrace_r}"
+  # Span id: one splitmix64 step (see _gwtrace_rand64), never zero.
+  [[ $_gwtrace_rng_pid == "$BASHPID" ]] || _gwtrace_reseed
+  builtin printf -v span '%016x' $(( z = (_gwtrace_rng += -7046029254386353131),
+        z = (z ^ ((z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
+        z = (z ^ ((z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
+        z = z ^ ((z >> 31) & 0x1FFFFFFFF), z ? z : 1 ))
+  if [[ $flags == ?[13579bdf] ]]; then
+    [[ $name$state == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$name"; name=$_gwtrace_r; _gwtrace_esc "$state"; state=$_gwtrace_r; }
+    [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
+    _gwtrace_line="gw1${t}B${t}${EPOCHREALTIME:-$_gwtrace_t}${t}${BASHPID}${t}${trace}${t}${span}${t}${parent}${t}${remote}${t}${flags}${t}${state:--}${t}${name}"
     shift
-    _gwtrace_attrs "$@"
-    _gwtrace_emit
+    for a in "$@"; do   # as _gwtrace_attrs, inline
+      case ${a,,} in
+        *token*=*|*secret*=*|*passw*=*|*proxy*=*|*credential*=*|*cookie*=*|*authorization*=*|\
+        *apikey*=*|*api_key*=*|*private_key*=*|*=bearer\ *|*=eyj*.*.*) a="${a%%=*}=[REDACTED]" ;;
+      esac
+      [[ $a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$a"; a=$_gwtrace_r; }
+      _gwtrace_line+=$t$a
+    done
+    path=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
+    if [[ $path == file://?* ]]; then
+      (( ${#_gwtrace_line} < 1000 )) || _gwtrace_shrink
+      builtin printf '%s\n' "$_gwtrace_line" >>"${path#file://}" || :
+    fi
   fi
-  _gwtrace_push "$trace" "$span" "$flags" "$state"
-  _gwtrace_keep "$_gwtrace_rc"
+  # Push the span, remembering the TRACEPARENT/TRACESTATE it hides.
+  _gwtrace_tr[d]=$trace _gwtrace_sp[d]=$span _gwtrace_fl[d]=$flags _gwtrace_ts[d]=$state \
+    _gwtrace_otp[d]=${TRACEPARENT-} _gwtrace_otpset[d]=${TRACEPARENT+1} \
+    _gwtrace_ots[d]=${TRACESTATE-} _gwtrace_otsset[d]=${TRACESTATE+1} _gwtrace_depth=$((d + 1))
+  builtin export TRACEPARENT="00-$trace-$span-$flags"
+  if [[ -n $state${TRACESTATE+1} ]]; then
+    if [[ -n $state ]]; then builtin export TRACESTATE="${_gwtrace_ts[d]}"; else builtin unset TRACESTATE; fi
+  fi
+  [[ -o errexit ]] && return 0
+  return "$_gwtrace_rc"
 } 2>&-
 
 # trace_end [STATUS] [KEY=VALUE...]: end the innermost span. STATUS is an exit
 # code (default: $?), `ok`, `error` or an error message; it is also returned.
 trace_end() {
-  local _gwtrace_rc=$?
-  if _gwtrace_off || (( _gwtrace_depth == 0 )); then
-    _gwtrace_keep "$_gwtrace_rc"; return
+  local _gwtrace_rc=$? d=$((_gwtrace_depth - 1)) status=$? code=$? path a t=$'\t'
+  if [[ $d -lt 0 || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$((d + 1))"; then
+    [[ -o errexit ]] && return 0
+    return "$_gwtrace_rc"
   fi
-  local d=$((_gwtrace_depth - 1)) status=$_gwtrace_rc code=$_gwtrace_rc t=$'\t'
-  if (( $# > 0 )) && [[ $1 != *=* ]]; then
+  if [[ -n ${1-} && $1 != *=* ]]; then
     status=$1; shift
     case $status in
       ok|OK) code=0 ;;
       error|ERROR) status=error code=1 ;;
       *) if [[ -n $status && $status != *[!0-9]* && ${#status} -lt 10 ]]; then
-           code=$((10#$status))
+           code=$((10#$status)) status=$((10#$status))
          else
            _gwtrace_esc "$status"; status="error:$_gwtrace_r" code=1
          fi ;;
     esac
   fi
-  if _gwtrace_sampled "${_gwtrace_fl[d]}"; then
-    _gwtrace_now
-    _gwtrace_line="gw1${t}E${t}${_gwtrace_t}${t}${BASHPID}${t}${_gwtrace_tr[d]}${t}${_gwtrace_sp[d]}${t}${status}"
-    _gwtrace_attrs "$@"
-    _gwtrace_emit
+  if [[ ${_gwtrace_fl[d]} == ?[13579bdf] ]]; then
+    [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
+    _gwtrace_line="gw1${t}E${t}${EPOCHREALTIME:-$_gwtrace_t}${t}${BASHPID}${t}${_gwtrace_tr[d]}${t}${_gwtrace_sp[d]}${t}${status}"
+    for a in "$@"; do   # as _gwtrace_attrs, inline
+      case ${a,,} in
+        *token*=*|*secret*=*|*passw*=*|*proxy*=*|*credential*=*|*cookie*=*|*authorization*=*|\
+        *apikey*=*|*api_key*=*|*private_key*=*|*=bearer\ *|*=eyj*.*.*) a="${a%%=*}=[REDACTED]" ;;
+      esac
+      [[ $a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$a"; a=$_gwtrace_r; }
+      _gwtrace_line+=$t$a
+    done
+    path=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
+    if [[ $path == file://?* ]]; then
+      (( ${#_gwtrace_line} < 1000 )) || _gwtrace_shrink
+      builtin printf '%s\n' "$_gwtrace_line" >>"${path#file://}" || :
+    fi
   fi
-  _gwtrace_pop
-  _gwtrace_keep "$code"
+  # Pop the span and give back the TRACEPARENT/TRACESTATE it hid.
+  _gwtrace_depth=$d
+  if [[ -n ${_gwtrace_otpset[d]} ]]; then
+    builtin export TRACEPARENT="${_gwtrace_otp[d]}"
+  else
+    builtin unset TRACEPARENT
+  fi
+  if [[ -n ${_gwtrace_otsset[d]}${TRACESTATE+1} ]]; then
+    if [[ -n ${_gwtrace_otsset[d]} ]]; then builtin export TRACESTATE="${_gwtrace_ots[d]}"; else builtin unset TRACESTATE; fi
+  fi
+  [[ -o errexit ]] && return 0
+  return "$code"
 } 2>&-
 
 # trace_event NAME [KEY=VALUE...]: a timestamped event on the innermost span.
@@ -117,9 +162,9 @@ trace_event() {
   fi
   local d=$((_gwtrace_depth - 1)) t=$'\t'
   if _gwtrace_sampled "${_gwtrace_fl[d]}"; then
-    _gwtrace_now
+    [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
     _gwtrace_esc "$1"
-    _gwtrace_line="gw1${t}V${t}${_gwtrace_t}${t}${BASHPID}${t}${_gwtrace_tr[d]}${t}${_gwtrace_sp[d]}${t}${_gwtrace_r}"
+    _gwtrace_line="gw1${t}V${t}${EPOCHREALTIME:-$_gwtrace_t}${t}${BASHPID}${t}${_gwtrace_tr[d]}${t}${_gwtrace_sp[d]}${t}${_gwtrace_r}"
     shift
     _gwtrace_attrs "$@"
     _gwtrace_emit
@@ -135,8 +180,8 @@ trace_attr() {
   fi
   local d=$((_gwtrace_depth - 1)) t=$'\t'
   if _gwtrace_sampled "${_gwtrace_fl[d]}"; then
-    _gwtrace_now
-    _gwtrace_line="gw1${t}A${t}${_gwtrace_t}${t}${BASHPID}${t}${_gwtrace_tr[d]}${t}${_gwtrace_sp[d]}"
+    [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
+    _gwtrace_line="gw1${t}A${t}${EPOCHREALTIME:-$_gwtrace_t}${t}${BASHPID}${t}${_gwtrace_tr[d]}${t}${_gwtrace_sp[d]}"
     _gwtrace_attrs "$@"
     _gwtrace_emit
   fi
@@ -170,6 +215,12 @@ trace_run() {
 
 # --- internals -------------------------------------------------------------
 
+# _gwtrace_skip COUNT: true when a call must do nothing: tracing is off, or
+# COUNT (arguments for trace_begin, open spans for trace_end) is zero.
+_gwtrace_skip() {
+  (( $1 == 0 )) || _gwtrace_off
+}
+
 # True when tracing is switched off (GWTRACE_DISABLED=1, OTEL_SDK_DISABLED=true).
 _gwtrace_off() {
   [[ ${GWTRACE_DISABLED-} == 1 || ${OTEL_SDK_DISABLED-} == [Tt][Rr][Uu][Ee] ]]
@@ -192,21 +243,18 @@ _gwtrace_is_shell_code() {
   declare -F -- "$1" >/dev/null 2>&1
 }
 
-# _gwtrace_now: microseconds since the epoch into _gwtrace_t, taken now.
-# bash 5: EPOCHREALTIME (1 us). bash 4: /proc/uptime (10 ms) + boot time.
+# _gwtrace_now: the time as "seconds.microseconds" (the form of bash 5's
+# EPOCHREALTIME) into _gwtrace_t, for bash 4: /proc/uptime (10 ms resolution)
+# plus the boot time, without forking.
 _gwtrace_now() {
-  if [[ -n ${EPOCHREALTIME-} ]]; then
-    _gwtrace_t=${EPOCHREALTIME/[.,]/}
-    return 0
-  fi
-  local up=''
+  local up='' us
   IFS= builtin read -r up </proc/uptime || up=''
   up=${up%% *}
   if [[ $up == [0-9]*.[0-9][0-9] && $up != *[!0-9.]* ]]; then
-    _gwtrace_t=$(( _gwtrace_boot_us + 10#${up/./} * 10000 ))
+    us=$(( _gwtrace_boot_us + 10#${up/./} * 10000 ))
+    builtin printf -v _gwtrace_t '%d.%06d' $((us / 1000000)) $((us % 1000000))
   else
-    builtin printf -v up '%(%s)T' -1
-    _gwtrace_t=${up}000000
+    builtin printf -v _gwtrace_t '%(%s)T.000000' -1
   fi
   return 0
 }
@@ -263,73 +311,37 @@ _gwtrace_esc() {
 # of keys that name secrets, and values that look like tokens, never leave
 # the process.
 _gwtrace_attrs() {
-  local a k
+  local a
   for a in "$@"; do
-    if [[ $a == *=* ]]; then
-      k=${a%%=*}
-      case ${k,,} in
-        *token*|*secret*|*passw*|*proxy*|*credential*|*cookie*|*authorization*|*apikey*|*api_key*|*private_key*)
-          a="$k=[REDACTED]" ;;
-      esac
-      case ${a#*=} in
-        [Bb]earer\ *|eyJ*.*.*) a="$k=[REDACTED]" ;;
-      esac
-    fi
-    _gwtrace_esc "$a"
-    _gwtrace_line+=$'\t'$_gwtrace_r
+    case ${a,,} in
+      *token*=*|*secret*=*|*passw*=*|*proxy*=*|*credential*=*|*cookie*=*|*authorization*=*|\
+      *apikey*=*|*api_key*=*|*private_key*=*|*=bearer\ *|*=eyj*.*.*)
+        a="${a%%=*}=[REDACTED]" ;;
+    esac
+    [[ $a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$a"; a=$_gwtrace_r; }
+    _gwtrace_line+=$'\t'$a
   done
 }
 
-# _gwtrace_emit: append _gwtrace_line to the event log. One printf is one
-# write(2) below 4096 bytes, and O_APPEND writes of one call never interleave
-# with other writers, so longer lines are cut (and marked) to stay below it.
+# _gwtrace_emit: append _gwtrace_line to the event log (trace_begin and
+# trace_end carry an inline copy of these lines: it saves a call per event).
 _gwtrace_emit() {
-  local path=''
-  if [[ -n ${GWTRACE_SOCKET-} ]]; then
-    [[ $GWTRACE_SOCKET == file://* ]] && path=${GWTRACE_SOCKET#file://}
-  elif [[ -n ${GWTRACE_DIR-} ]]; then
-    path=$GWTRACE_DIR/events.log
-  fi
-  [[ -n $path ]] || return 0
-  if (( ${#_gwtrace_line} > 1000 )); then
-    local max=4000
-    [[ $_gwtrace_line == *[![:ascii:]]* ]] && max=1000
-    if (( ${#_gwtrace_line} > max )); then
-      _gwtrace_line=${_gwtrace_line:0:max}
-      [[ $_gwtrace_line == *\\ ]] && _gwtrace_line=${_gwtrace_line%\\}
-      _gwtrace_line+=$'\tgwtrace.truncated=true'
-    fi
-  fi
-  builtin printf '%s\n' "$_gwtrace_line" >>"$path" || return 0
+  local path=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
+  [[ $path == file://?* ]] || return 0
+  (( ${#_gwtrace_line} < 1000 )) || _gwtrace_shrink
+  builtin printf '%s\n' "$_gwtrace_line" >>"${path#file://}" || :
 }
 
-_gwtrace_push() {
-  local d=$_gwtrace_depth
-  _gwtrace_tr[d]=$1 _gwtrace_sp[d]=$2 _gwtrace_fl[d]=$3 _gwtrace_ts[d]=$4
-  _gwtrace_otp[d]=${TRACEPARENT-} _gwtrace_otpset[d]=${TRACEPARENT+1}
-  _gwtrace_ots[d]=${TRACESTATE-} _gwtrace_otsset[d]=${TRACESTATE+1}
-  _gwtrace_depth=$((d + 1))
-  builtin export TRACEPARENT="00-$1-$2-$3"
-  if [[ -n $4 ]]; then
-    builtin export TRACESTATE="$4"
-  else
-    builtin unset TRACESTATE
-  fi
-}
-
-_gwtrace_pop() {
-  local d=$((_gwtrace_depth - 1))
-  _gwtrace_depth=$d
-  if [[ -n ${_gwtrace_otpset[d]} ]]; then
-    builtin export TRACEPARENT="${_gwtrace_otp[d]}"
-  else
-    builtin unset TRACEPARENT
-  fi
-  if [[ -n ${_gwtrace_otsset[d]} ]]; then
-    builtin export TRACESTATE="${_gwtrace_ots[d]}"
-  else
-    builtin unset TRACESTATE
-  fi
+# _gwtrace_shrink: one printf is one write(2) below 4096 bytes, and O_APPEND
+# writes of one call never interleave with other writers; a longer line is cut
+# to stay below that, and marked. (Up to 4 bytes per character when not ASCII.)
+_gwtrace_shrink() {
+  local max=4000
+  [[ $_gwtrace_line == *[![:ascii:]]* ]] && max=1000
+  (( ${#_gwtrace_line} > max )) || return 0
+  _gwtrace_line=${_gwtrace_line:0:max}
+  [[ $_gwtrace_line == *\\ ]] && _gwtrace_line=${_gwtrace_line%\\}
+  _gwtrace_line+=$'\tgwtrace.truncated=true'
 }
 
 # _gwtrace_is_hex STRING LENGTH: lower-case hex of that length, not all zero.

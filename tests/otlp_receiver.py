@@ -55,7 +55,9 @@ class ReceivedSpan:
 class OtlpReceiver:
     """Threaded OTLP/HTTP receiver on 127.0.0.1 and a free port."""
 
-    def __init__(self) -> None:
+    def __init__(self, keep_spans: bool = True, port: int = 0) -> None:
+        self.keep_spans = keep_spans
+        self.count = 0
         self.spans: List[ReceivedSpan] = []
         self.requests = 0
         self.lock = threading.Condition()
@@ -106,13 +108,18 @@ class OtlpReceiver:
                 self.end_headers()
                 self.wfile.write(out)
 
-        self.server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.server = ThreadingHTTPServer(("127.0.0.1", port), Handler)
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.endpoint = f"http://127.0.0.1:{self.port}/v1/traces"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
 
     def _add(self, req: ExportTraceServiceRequest) -> None:
+        if not self.keep_spans:
+            n = sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans)
+            with self.lock:
+                self.count += n
+            return
         new = []
         for rs in req.resource_spans:
             resource = {kv.key: any_value(kv.value) for kv in rs.resource.attributes}
@@ -121,6 +128,7 @@ class OtlpReceiver:
                     new.append(ReceivedSpan(span, resource, ss.scope.name))
         with self.lock:
             self.spans.extend(new)
+            self.count += len(new)
             self.lock.notify_all()
 
     def start(self) -> "OtlpReceiver":
@@ -144,3 +152,29 @@ class OtlpReceiver:
                 if span.name == name:
                     return span
         return None
+
+
+def _serve_counting(port: int) -> None:
+    """``python otlp_receiver.py [PORT]``: a receiver in its own process that
+    prints its port and answers ``GET /count`` (benchmarks use it so the
+    receiver does not share a GIL with what is measured)."""
+    r = OtlpReceiver(keep_spans=False, port=port)
+    handler = r.server.RequestHandlerClass
+
+    def do_GET(self) -> None:
+        with r.lock:
+            body = str(r.count).encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    handler.do_GET = do_GET
+    print(r.port, flush=True)
+    r.server.serve_forever()
+
+
+if __name__ == "__main__":
+    import sys
+
+    _serve_counting(int(sys.argv[1]) if len(sys.argv) > 1 else 0)

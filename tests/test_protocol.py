@@ -82,3 +82,16 @@ def test_format_event_matches_the_parser():
     raw = format_event("V", 7, 9, T, S, "evt", attributes={"a": "x\ty", "n": 3, "b": False})
     ev = parse_line(raw.rstrip(b"\n"))
     assert ev.attributes == (("a", "x\ty"), ("n", 3), ("b", False))
+
+
+@pytest.mark.parametrize("ts,us", [("1700000000.123456", 1700000000123456), ("1700000000,000001", 1700000000000001),
+                                   ("1700000000.5", 1700000000500000), ("1700000000123456", 1700000000123456)])
+def test_timestamp_forms(ts, us):
+    line = "\t".join(["gw1", "A", ts, "1", T, S, "k=v"]).encode()
+    assert parse_line(line).ts_us == us
+
+
+@pytest.mark.parametrize("ts", ["1.2.3", "1.1234567", ".5", "a.1", "-1"])
+def test_bad_timestamps(ts):
+    with pytest.raises(ProtocolError):
+        parse_line("\t".join(["gw1", "A", ts, "1", T, S]).encode())

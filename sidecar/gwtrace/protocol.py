@@ -2,11 +2,13 @@
 
 One event per line, fields separated by TAB, written by bash/gwtrace.sh:
 
-    gw1 B <ts_us> <pid> <trace_id> <span_id> <parent|-> <remote> <flags> <tracestate|-> <name> [k=v...]
-    gw1 E <ts_us> <pid> <trace_id> <span_id> <status> [k=v...]
-    gw1 V <ts_us> <pid> <trace_id> <span_id> <name> [k=v...]
-    gw1 A <ts_us> <pid> <trace_id> <span_id> [k=v...]
+    gw1 B <ts> <pid> <trace_id> <span_id> <parent|-> <remote> <flags> <tracestate|-> <name> [k=v...]
+    gw1 E <ts> <pid> <trace_id> <span_id> <status> [k=v...]
+    gw1 V <ts> <pid> <trace_id> <span_id> <name> [k=v...]
+    gw1 A <ts> <pid> <trace_id> <span_id> [k=v...]
 
+``ts`` is seconds.microseconds since the epoch (``1700000000.123456``; a
+comma is accepted as the decimal mark) or plain microseconds.
 Text fields escape backslash, TAB, LF and CR as ``\\\\ \\t \\n \\r``. The parser
 is strict about ids and numbers (a bad line is rejected whole and counted by
 the caller) and lenient about text (invalid UTF-8 is replaced, not fatal),
@@ -103,6 +105,17 @@ def _int_field(text: str, what: str) -> int:
     return int(text)
 
 
+def _ts_field(text: str) -> int:
+    """Microseconds since the epoch, written as ``S.UUUUUU`` (bash's
+    EPOCHREALTIME, either decimal mark) or as plain microseconds."""
+    sec, sep, frac = text.replace(",", ".").partition(".")
+    if sep:
+        if not sec.isdigit() or not frac.isdigit() or len(frac) > 6 or len(sec) > 12:
+            raise ProtocolError(f"bad timestamp: {text[:40]!r}")
+        return int(sec) * 1_000_000 + int(frac.ljust(6, "0"))
+    return _int_field(text, "timestamp")
+
+
 def parse_line(raw: bytes) -> Event:
     """Parse one line (without its newline) or raise ProtocolError."""
     if len(raw) > MAX_LINE_BYTES:
@@ -111,7 +124,7 @@ def parse_line(raw: bytes) -> Event:
     if len(fields) < 7 or fields[0] != "gw1":
         raise ProtocolError("not a gw1 event")
     kind = fields[1]
-    ts_us = _int_field(fields[2], "timestamp")
+    ts_us = _ts_field(fields[2])
     pid = _int_field(fields[3], "pid")
     trace_id, span_id = fields[4], fields[5]
     if not is_hex_id(trace_id, 32) or not is_hex_id(span_id, 16):
