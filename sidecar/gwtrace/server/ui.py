@@ -34,7 +34,11 @@ _PHASE_SYNONYMS = {
     "job": "job", "user_job": "job", "userjob": "job", "payload": "job",
 }
 _JOB_WORDS = re.compile(r"(^|[^a-z])(job|payload)s?([^a-z]|$)")
-_CONDOR_WORDS = re.compile(r"condor|startd|schedd|starter|collector")
+# condor_startup.sh and the daemons it starts; not the setup scripts that merely
+# mention condor (condor_platform_select.sh, collector_setup.sh run before it).
+_CONDOR_WORDS = re.compile(
+    r"condor_startup|(^|[^a-z_])(ht)?condor([^a-z_.]|$)|condor_(master|startd|starter|schedd|collector|procd|shared_port)"
+)
 _SCRIPT_SUFFIXES = (".sh", ".source", ".py", ".pl")
 
 
