@@ -166,6 +166,22 @@ nth_event() {
   split_fields "$EVENT"
 }
 
+# ts_us TEXT: a timestamp field as protocol.py reads it (S.UUUUUU with '.' or
+# ',' as the decimal mark, or plain microseconds) into REPLY, in microseconds
+# since the epoch; fails on anything else.
+ts_us() {
+  local s f
+  if [[ $1 =~ ^([0-9]{1,12})[.,]([0-9]{1,6})$ ]]; then
+    s=${BASH_REMATCH[1]} f=${BASH_REMATCH[2]}000000
+    REPLY=$(( 10#$s * 1000000 + 10#${f:0:6} ))
+  elif [[ $1 =~ ^[0-9]{1,19}$ ]]; then
+    REPLY=$(( 10#$1 ))
+  else
+    echo "not a timestamp: '$1'"
+    return 1
+  fi
+}
+
 # gw_unescape TEXT: protocol.py's unescape() into REPLY (\\ \t \n \r; an
 # unknown escape keeps its character; a lone trailing backslash stays).
 gw_unescape() {
