@@ -12,7 +12,14 @@ STAMP   := $(VENV)/.installed
 
 .PHONY: install demo test pytest bats bench lint clean
 
-install: $(STAMP) $(BATS)
+install: $(STAMP) $(BATS) $(TOOLS)/.browser
+
+# Headless Chromium for the web UI tests (Debian packages; CI runs as root).
+$(TOOLS)/.browser:
+	mkdir -p $(TOOLS)
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	touch $@
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -29,7 +36,7 @@ demo: install
 
 test: install pytest bats
 
-pytest: $(STAMP)
+pytest: $(STAMP) $(TOOLS)/.browser
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q tests
 
 bats: $(STAMP) $(BATS)
