@@ -39,7 +39,7 @@ RETRY_MAX_S = 30.0
 STATUS_COUNTERS = (
     "events_received", "events_malformed", "events_unknown_span", "events_duplicate",
     "spans_finished", "spans_exported", "spans_incomplete", "spans_dropped",
-    "export_failures", "log_resets",
+    "export_failures", "spans_maybe_duplicated", "log_resets",
 )
 
 
@@ -70,6 +70,7 @@ class Sidecar:
         self._export_done = threading.Event()
         self._retry_now = threading.Event()
         self._outbox_spans = 0
+        self._inflight_at_start: set = set()
         self._committed_offset = -1
         self._exporter_thread: Optional[threading.Thread] = None
         self._last_status = 0.0
@@ -90,6 +91,7 @@ class Sidecar:
         self.reader = EventLogReader(log_path, cp.offset, cp.inode)
         self.next_seq = self._committed_seq = cp.next_seq
         pending = self.spool.batch_seqs()
+        self._inflight_at_start = {seq for seq in pending if self.spool.was_inflight(seq)}
         for seq in pending:
             try:
                 self._outbox_spans += len(self.spool.read_batch(seq))
@@ -237,10 +239,14 @@ class Sidecar:
                     log.error("unreadable outbox batch %d set aside: %s", seq, exc)
                     self._set_aside(seq)
                     continue
+            resent = self.spool.was_inflight(seq) and seq in self._inflight_at_start
+            self.spool.mark_inflight(seq)
             if self._export(spans) == SpanExportResult.SUCCESS:
                 self.spool.remove_batch(seq)
                 with self._lock:
                     self.counters.add("spans_exported", len(spans))
+                    if resent:
+                        self.counters.add("spans_maybe_duplicated", len(spans))
                     self._outbox_spans -= len(spans)
                 backoff = RETRY_MIN_S
                 continue
