@@ -44,15 +44,24 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("--db", help="store file (default: ${GWTRACE_HOME:-~/.local/share/gwtrace}/traces.db)")
 
     sub.add_parser("serve", help="trace store, Jaeger-compatible API and web UI", add_help=False)
+    sub.add_parser("run", help="run a command traced, with no change to its scripts", add_help=False)
+    sub.add_parser("span", help="a span around one command, for any shell or language", add_help=False)
+    sub.add_parser("ingest", help="recover spans from glidein .out/.err files or a spool", add_help=False)
     return p
+
+
+# Commands with their own argument parsing, in their own modules.
+_DELEGATED = {"serve": ("server", "serve_main"), "run": ("run", "run_main"),
+              "span": ("run", "span_main"), "ingest": ("ingest", "ingest_main")}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] == "serve":
-        from .server import serve_main
+    if argv and argv[0] in _DELEGATED:
+        import importlib
 
-        return serve_main(argv[1:])
+        module, function = _DELEGATED[argv[0]]
+        return getattr(importlib.import_module(f".{module}", __package__), function)(argv[1:])
     parser = build_parser()
     args = parser.parse_args(argv)
     try:
