@@ -288,8 +288,11 @@ _gwtrace_reseed() {
   if [[ ${#u} -ge 30 && $u != *[!0-9a-f]* ]]; then
     _gwtrace_rng=$(( (16#${u:0:15} << 4) ^ 16#${u:15:15} ))
   else
-    _gwtrace_now
-    _gwtrace_rng=$(( _gwtrace_rng ^ (_gwtrace_t * 2654435761) ^ (RANDOM << 16) ))
+    # No kernel randomness: mix the clock (digits only: it is "S.UUUUUU").
+    [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
+    u=${EPOCHREALTIME:-$_gwtrace_t}
+    u=${u//[!0-9]/}
+    _gwtrace_rng=$(( _gwtrace_rng ^ (10#${u:-0} * 2654435761) ^ (RANDOM << 16) ))
   fi
   _gwtrace_rng=$(( _gwtrace_rng ^ (BASHPID << 40) ))
   _gwtrace_rng_pid=$BASHPID
