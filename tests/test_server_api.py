@@ -109,6 +109,15 @@ def test_get_trace_in_jaeger_model(client):
     assert ptags == {"glidein.uuid": "u-1", "glidein.site": "SITE_A", "glidein.entry": "E1", "glidein.cpus": 8}
 
 
+def test_fast_path_matches_the_dict_path(store):
+    """/api/traces converts stored OTLP directly; it must equal to_trace(get_trace())."""
+    from gwtrace.server import jaeger
+
+    for trace in (TRACE_A, TRACE_B):
+        assert jaeger.trace_from_chunks(store.trace_chunks(trace.hex())) == jaeger.to_trace(store.get_trace(trace))
+    assert store.trace_chunks("00" * 16) == [] and store.trace_chunks("zz") == []
+
+
 def test_get_trace_errors(client):
     missing = get(client, "/api/traces/" + "ab" * 16, 404)
     assert missing["data"] is None

@@ -40,6 +40,7 @@ import operator
 import os
 import pathlib
 import sqlite3
+import sys
 import threading
 import time
 from operator import attrgetter
@@ -50,7 +51,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
 
 #: How long a writer waits for another process holding the write lock.
 BUSY_TIMEOUT_MS = 30_000
@@ -136,9 +137,7 @@ CREATE TABLE IF NOT EXISTS traces (
     first_service TEXT    NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS traces_start ON traces (start_ns);
-CREATE INDEX IF NOT EXISTS traces_end ON traces (end_ns);
 CREATE INDEX IF NOT EXISTS traces_status ON traces (status, start_ns);
-CREATE INDEX IF NOT EXISTS traces_sort ON traces (coalesce(root_start_ns, start_ns));
 
 CREATE TABLE IF NOT EXISTS trace_resources (
     resource_id INTEGER NOT NULL,
@@ -155,6 +154,13 @@ CREATE TABLE IF NOT EXISTS trace_ops (
     PRIMARY KEY (service, name, kind, trace_id)
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS trace_ops_trace ON trace_ops (trace_id);
+
+-- generation: bumped by every purge, so that other processes drop their caches
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta (key, value) VALUES ('generation', 0);
 
 CREATE TABLE IF NOT EXISTS operations (
     service TEXT    NOT NULL,
@@ -397,6 +403,29 @@ def scope_spans_slices(raw: bytes) -> List[List[bytes]]:
     return out
 
 
+class _TraceCache:
+    """In-memory knowledge of one stored trace, to keep re-checks out of SQL."""
+
+    __slots__ = ("last_chunk", "ids", "ops", "resources")
+
+    def __init__(self) -> None:
+        self.last_chunk = 0
+        self.ids: Set[bytes] = set()
+        self.ops: Set[Tuple[str, str, int]] = set()
+        self.resources: Set[int] = set()
+
+
+class _Pending:
+    """One ingest waiting for a group commit."""
+
+    __slots__ = ("plan", "done", "error")
+
+    def __init__(self, plan: List[Tuple[Resource, str, "_Chunk"]]):
+        self.plan = plan
+        self.done = False
+        self.error: Optional[BaseException] = None
+
+
 def _split_ids(blob: bytes) -> List[bytes]:
     return [blob[i:i + 8] for i in range(0, len(blob), 8)]
 
@@ -413,7 +442,13 @@ class TraceStore:
         self._connections: List[sqlite3.Connection] = []
         self._connections_lock = threading.Lock()
         self._write_lock = threading.Lock()
-        self._known: "collections.OrderedDict[bytes, Tuple[int, Set[bytes]]]" = collections.OrderedDict()
+        # Group commit: threads that ingest at the same time share one transaction.
+        self._group_cv = threading.Condition(threading.Lock())
+        self._group_queue: List["_Pending"] = []
+        self._group_leader = False
+        self._generation = -1
+        self._ops_seen: Set[Tuple[str, str, int]] = set()
+        self._known: "collections.OrderedDict[bytes, _TraceCache]" = collections.OrderedDict()
         self._resource_cache: Dict[int, Tuple[str, Dict[str, Any]]] = {}
         self._closed = False
         if not self.path.parent.exists():
@@ -461,6 +496,9 @@ class TraceStore:
                     for statement in _SCHEMA.split(";"):
                         if statement.strip():
                             conn.execute(statement)
+                    # Version 1 had two indexes that cost every write and served only rare reads.
+                    conn.execute("DROP INDEX IF EXISTS traces_end")
+                    conn.execute("DROP INDEX IF EXISTS traces_sort")
                     conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
                 conn.execute("COMMIT")
             except BaseException:
@@ -535,17 +573,67 @@ class TraceStore:
         return accepted, rejected, message
 
     def _write(self, plan: List[Tuple[Resource, str, List[_Chunk]]]) -> None:
-        touched = [c.trace_id for _, _, chunks in plan for c in chunks]
+        """Write one request's chunks, sharing a transaction with concurrent callers.
+
+        Group commit: the first waiting thread becomes the leader, takes every
+        plan queued so far and commits them together, while the others wait
+        for that commit; a commit's cost (WAL pages, checkpoints) is then paid
+        once for several requests.  Each caller returns only after its own data
+        is committed.
+        """
+        mine = _Pending(plan)
+        cv = self._group_cv
+        with cv:
+            self._group_queue.append(mine)
+            while not mine.done:
+                if self._group_leader:
+                    cv.wait()
+                    continue
+                self._group_leader = True
+                group, self._group_queue = self._group_queue, []
+                cv.release()
+                try:
+                    self._commit_group(group)
+                finally:
+                    cv.acquire()
+                    self._group_leader = False
+                    cv.notify_all()
+        if mine.error is not None:
+            raise mine.error
+
+    def _commit_group(self, group: List["_Pending"]) -> None:
+        try:
+            self._commit_plans([p.plan for p in group])
+        except sqlite3.OperationalError as exc:
+            for p in group:  # locked, disk full...: the same for every request
+                p.error = exc
+        except Exception:
+            if len(group) == 1:
+                group[0].error = sys.exc_info()[1]
+            else:
+                # Isolate the request that failed; the others are committed.
+                for p in group:
+                    try:
+                        self._commit_plans([p.plan])
+                    except Exception as exc:  # noqa: BLE001 - handed to that request's caller
+                        p.error = exc
+        for p in group:
+            p.done = True
+
+    def _commit_plans(self, plans: List[List[Tuple[Resource, str, List[_Chunk]]]]) -> None:
+        touched = [c.trace_id for plan in plans for _, _, chunks in plan for c in chunks]
         with self._write_lock:
             conn = self._conn()
             conn.execute("BEGIN IMMEDIATE")
             try:
+                self._check_generation(conn)
                 replaced_in: Set[bytes] = set()
-                for resource, schema_url, chunks in plan:
-                    resource_id, service = self._resource_id(conn, resource, schema_url)
-                    for chunk in chunks:
-                        if self._store_chunk(conn, chunk, resource_id, service):
-                            replaced_in.add(chunk.trace_id)
+                for plan in plans:
+                    for resource, schema_url, chunks in plan:
+                        resource_id, service = self._resource_id(conn, resource, schema_url)
+                        for chunk in chunks:
+                            if self._store_chunk(conn, chunk, resource_id, service):
+                                replaced_in.add(chunk.trace_id)
                 for trace_id in replaced_in:
                     self._recompute_trace(conn, trace_id)
                 conn.execute("COMMIT")
@@ -553,7 +641,16 @@ class TraceStore:
                 conn.execute("ROLLBACK")
                 for trace_id in touched:
                     self._known.pop(trace_id, None)
+                self._ops_seen.clear()
                 raise
+
+    def _check_generation(self, conn: sqlite3.Connection) -> None:
+        """Drop the in-memory caches if any process purged since we filled them."""
+        generation = conn.execute("SELECT value FROM meta WHERE key = 'generation'").fetchone()[0]
+        if generation != self._generation:
+            self._known.clear()
+            self._ops_seen.clear()
+            self._generation = generation
 
     def _chunks_of(self, ss: ScopeSpans, raw: Optional[bytes] = None) -> Tuple[List[_Chunk], List[Tuple[int, str]]]:
         """Split one ScopeSpans into per-trace chunks; also return rejected spans."""
@@ -605,28 +702,29 @@ class TraceStore:
         )
         return resource_id, service
 
-    def _known_ids(self, conn: sqlite3.Connection, trace_id: bytes) -> Tuple[int, Set[bytes]]:
-        """Span ids already stored for a trace (cached; refreshed with newer chunks)."""
+    def _trace_cache(self, conn: sqlite3.Connection, trace_id: bytes) -> "_TraceCache":
+        """What is already stored for a trace (cached; refreshed with chunks written since)."""
         entry = self._known.pop(trace_id, None)
-        last, ids = entry if entry else (0, set())
+        if entry is None:
+            entry = _TraceCache()
         for chunk_id, blob in conn.execute(
-            "SELECT id, span_ids FROM chunks WHERE trace_id = ? AND id > ?", (trace_id, last)
+            "SELECT id, span_ids FROM chunks WHERE trace_id = ? AND id > ?", (trace_id, entry.last_chunk)
         ):
-            ids.update(_split_ids(blob))
-            last = max(last, chunk_id)
-        self._known[trace_id] = (last, ids)
+            entry.ids.update(_split_ids(blob))
+            entry.last_chunk = max(entry.last_chunk, chunk_id)
+        self._known[trace_id] = entry
         while len(self._known) > _KNOWN_TRACES_MAX:
             self._known.popitem(last=False)
-        return last, ids
+        return entry
 
     def _store_chunk(self, conn: sqlite3.Connection, chunk: _Chunk, resource_id: int, service: str) -> bool:
         """Insert one chunk; return True if it replaced spans stored earlier."""
         trace_id = chunk.trace_id
-        _, known = self._known_ids(conn, trace_id)
+        cache = self._trace_cache(conn, trace_id)
         new_ids = chunk.id_set
-        replaced = bool(known) and not known.isdisjoint(new_ids)
+        replaced = bool(cache.ids) and not cache.ids.isdisjoint(new_ids)
         if replaced:
-            self._remove_spans(conn, trace_id, known & new_ids)
+            self._remove_spans(conn, trace_id, cache.ids & new_ids)
         cur = conn.execute(
             "INSERT INTO chunks (trace_id, resource_id, start_ns, max_start_ns, end_ns, max_dur_ns, n_spans,"
             " n_errors, status, root_name, root_start_ns, first_name, span_ids, body)"
@@ -635,17 +733,27 @@ class TraceStore:
              chunk.n_spans, chunk.n_errors, chunk.status, chunk.root_name, chunk.root_start_ns,
              chunk.first_name, chunk.span_ids, chunk.body),
         )
-        known.update(new_ids)
-        self._known[trace_id] = (cur.lastrowid, known)
-        conn.execute(
-            "INSERT OR IGNORE INTO trace_resources (resource_id, trace_id) VALUES (?, ?)", (resource_id, trace_id)
-        )
-        ops = [(service, name, kind) for name, kind in chunk.ops]
-        conn.executemany("INSERT OR IGNORE INTO operations (service, name, kind) VALUES (?, ?, ?)", ops)
-        conn.executemany(
-            "INSERT OR IGNORE INTO trace_ops (service, name, kind, trace_id) VALUES (?, ?, ?, ?)",
-            [op + (trace_id,) for op in ops],
-        )
+        cache.ids.update(new_ids)
+        cache.last_chunk = cur.lastrowid
+        # The index rows below are written once per trace; the caches only skip
+        # INSERT OR IGNOREs that would change nothing.
+        if resource_id not in cache.resources:
+            conn.execute(
+                "INSERT OR IGNORE INTO trace_resources (resource_id, trace_id) VALUES (?, ?)", (resource_id, trace_id)
+            )
+            cache.resources.add(resource_id)
+        ops = {(service, name, kind) for name, kind in chunk.ops}
+        new_ops = ops - self._ops_seen
+        if new_ops:
+            conn.executemany("INSERT OR IGNORE INTO operations (service, name, kind) VALUES (?, ?, ?)", new_ops)
+            self._ops_seen.update(new_ops)
+        new_trace_ops = ops - cache.ops
+        if new_trace_ops:
+            conn.executemany(
+                "INSERT OR IGNORE INTO trace_ops (service, name, kind, trace_id) VALUES (?, ?, ?, ?)",
+                [op + (trace_id,) for op in new_trace_ops],
+            )
+            cache.ops.update(new_trace_ops)
         if not replaced:
             conn.execute(
                 _TRACE_UPSERT,
@@ -678,6 +786,7 @@ class TraceStore:
 
     def _recompute_trace(self, conn: sqlite3.Connection, trace_id: bytes) -> None:
         """Rebuild a trace's summary rows from its chunks (after spans were replaced)."""
+        self._known.pop(trace_id, None)
         conn.execute("DELETE FROM traces WHERE trace_id = ?", (trace_id,))
         conn.execute("DELETE FROM trace_resources WHERE trace_id = ?", (trace_id,))
         conn.execute("DELETE FROM trace_ops WHERE trace_id = ?", (trace_id,))
@@ -746,6 +855,22 @@ class TraceStore:
             params.extend(resource_ids)
         for resource_id, body in conn.execute(sql + " ORDER BY id", params).fetchall():
             yield resource_id, ScopeSpans.FromString(body)
+
+    def trace_chunks(self, trace_id: "str | bytes") -> List[Tuple[int, str, Dict[str, Any], ScopeSpans]]:
+        """A trace as stored: (resource id, service, resource attributes, ScopeSpans) per chunk.
+
+        For readers that convert spans straight from OTLP (the query API)
+        without building the dicts of ``get_trace`` first.
+        """
+        raw = normalize_trace_id(trace_id)
+        if raw is None:
+            return []
+        conn = self._conn()
+        out = []
+        for resource_id, ss in self.chunks(raw):
+            service, attrs = self._resource(conn, resource_id)
+            out.append((resource_id, service, attrs, ss))
+        return out
 
     def get_trace(self, trace_id: "str | bytes") -> List[Dict[str, Any]]:
         """All spans of a trace as plain dicts, sorted by start time ([] if unknown)."""
@@ -870,9 +995,13 @@ class TraceStore:
         if min_trace_duration_ns is not None:
             where.append("t.end_ns - t.start_ns >= ?")
             params.append(min_trace_duration_ns)
-        if min_duration_ns is not None:
-            where.append("t.trace_id IN (SELECT trace_id FROM chunks WHERE max_dur_ns >= ?)")
-            params.append(min_duration_ns)
+        span_level = bool(tags) or min_duration_ns is not None or max_duration_ns is not None
+        chunk_sql, chunk_params = "", []  # type: Tuple[str, List[Any]]
+        if span_level:
+            chunk_sql, chunk_params = self._chunk_filter(
+                conn, resource_ids, operation, tags, start_ns, end_ns, min_duration_ns)
+            where.append(f"t.trace_id IN (SELECT c.trace_id FROM chunks c WHERE {chunk_sql})")
+            params.extend(chunk_params)
         sql = (
             "SELECT t.trace_id, t.start_ns, t.end_ns, t.n_spans, t.n_errors, t.status,"
             " coalesce(t.root_name, t.first_name), coalesce(t.root_service, t.first_service)"
@@ -881,18 +1010,74 @@ class TraceStore:
         if where:
             sql += " WHERE " + " AND ".join(where)
         sql += " ORDER BY t.start_ns DESC"
-        span_level = bool(tags) or min_duration_ns is not None or max_duration_ns is not None
         out: List[Dict[str, Any]] = []
-        for row in conn.execute(sql, params):
+        for row in conn.execute(sql, params).fetchall():
             trace_id = row[0]
             if span_level and not self._trace_has_span(
-                trace_id, resource_ids, operation, span_kind, tags, start_ns, end_ns, min_duration_ns, max_duration_ns
+                trace_id, chunk_sql, chunk_params, operation, span_kind, tags, start_ns, end_ns,
+                min_duration_ns, max_duration_ns,
             ):
                 continue
             out.append(self._summary(conn, row))
             if len(out) >= limit:
                 break
         return out
+
+    def _chunk_filter(
+        self,
+        conn: sqlite3.Connection,
+        resource_ids: Optional[List[int]],
+        operation: Optional[str],
+        tags: Dict[str, str],
+        start_ns: Optional[int],
+        end_ns: Optional[int],
+        min_duration_ns: Optional[int],
+    ) -> Tuple[str, List[Any]]:
+        """SQL over ``chunks c`` that every chunk holding a matching span satisfies.
+
+        A necessary condition only, so that just the chunks that may match get
+        decoded: a span attribute's key, a span name and a status message are
+        stored as UTF-8 in the chunk body, so ``instr`` on the blob rules out
+        most chunks without decoding them; resource tags resolve through the
+        resource_attrs index.
+        """
+        conds: List[str] = []
+        params: List[Any] = []
+        if resource_ids is not None:
+            conds.append(f"c.resource_id IN ({','.join('?' * len(resource_ids))})")
+            params.extend(resource_ids)
+        if operation is not None:
+            conds.append("instr(c.body, ?) > 0")
+            params.append(operation.encode())
+        if start_ns is not None:
+            conds.append("c.max_start_ns >= ?")
+            params.append(start_ns)
+        if end_ns is not None:
+            conds.append("c.start_ns <= ?")
+            params.append(end_ns)
+        if min_duration_ns is not None:
+            conds.append("c.max_dur_ns >= ?")
+            params.append(min_duration_ns)
+        for key, want in tags.items():
+            options: List[str] = []
+            holders = [r[0] for r in conn.execute(
+                "SELECT resource_id FROM resource_attrs WHERE key = ? AND value = ?", (key, want))]
+            if holders:
+                options.append(f"c.resource_id IN ({','.join('?' * len(holders))})")
+                params.extend(holders)
+            if key == "error" and want == "true" or key == "otel.status_code" and want == "ERROR":
+                options.append("c.n_errors > 0")
+            elif key == "otel.status_code" and want == "OK":
+                options.append("c.status >= 1")
+            elif key == "otel.status_description":
+                options.append("instr(c.body, ?) > 0")
+                params.append(want.encode())
+            elif key == "span.kind":
+                options.append("1")  # kinds are not summarised per chunk
+            options.append("instr(c.body, ?) > 0")
+            params.append(key.encode())
+            conds.append("(" + " OR ".join(options) + ")")
+        return (" AND ".join(conds) or "1"), params
 
     def _summary(self, conn: sqlite3.Connection, row: Sequence[Any]) -> Dict[str, Any]:
         trace_id = row[0]
@@ -927,7 +1112,8 @@ class TraceStore:
     def _trace_has_span(
         self,
         trace_id: bytes,
-        resource_ids: Optional[List[int]],
+        chunk_sql: str,
+        chunk_params: List[Any],
         operation: Optional[str],
         span_kind: Optional[int],
         tags: Dict[str, str],
@@ -936,10 +1122,15 @@ class TraceStore:
         min_duration_ns: Optional[int],
         max_duration_ns: Optional[int],
     ) -> bool:
+        """Decode the trace's candidate chunks: does one span meet every span-level condition?"""
         conn = self._conn()
-        for resource_id, ss in self.chunks(trace_id, resource_ids):
+        rows = conn.execute(
+            f"SELECT c.resource_id, c.body FROM chunks c WHERE c.trace_id = ? AND {chunk_sql}",
+            [trace_id, *chunk_params],
+        ).fetchall()
+        for resource_id, body in rows:
             resource_attrs = self._resource(conn, resource_id)[1]
-            for s in ss.spans:
+            for s in ScopeSpans.FromString(body).spans:
                 if operation is not None and s.name != operation:
                     continue
                 if span_kind is not None and s.kind != span_kind:
@@ -1025,12 +1216,14 @@ class TraceStore:
                         "DELETE FROM resource_attrs WHERE resource_id NOT IN (SELECT resource_id FROM trace_resources)"
                     )
                     conn.execute("DELETE FROM resources WHERE id NOT IN (SELECT resource_id FROM trace_resources)")
+                    conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")
                 conn.execute("COMMIT")
             except BaseException:
                 conn.execute("ROLLBACK")
                 raise
-            for trace_id in old:
-                self._known.pop(trace_id, None)
+            if old:
+                self._known.clear()
+                self._ops_seen.clear()
         return len(old)
 
 
@@ -1075,21 +1268,22 @@ def span_to_dict(
 
 def _span_has_tags(s: Span, resource_attrs: Dict[str, Any], tags: Dict[str, str]) -> bool:
     """Jaeger's rule: each tag must be on the span, its process (resource) or one of its logs."""
-    span_attrs = attributes_to_dict(s.attributes)
     for key, want in tags.items():
-        if key in span_attrs and tag_text(span_attrs[key]) == want:
-            continue
         if key in resource_attrs and tag_text(resource_attrs[key]) == want:
             continue
         if _special_tag(s, key) == want:
             continue
-        if any(
-            kv.key == key and tag_text(any_value_to_python(kv.value)) == want
-            for e in s.events for kv in e.attributes
-        ):
+        if _has_attribute(s.attributes, key, want):
+            continue
+        if any(_has_attribute(e.attributes, key, want) for e in s.events):
             continue
         return False
     return True
+
+
+def _has_attribute(attributes: Iterable[KeyValue], key: str, want: str) -> bool:
+    # Only the matching key's value is converted: most spans have no such key.
+    return any(kv.key == key and tag_text(any_value_to_python(kv.value)) == want for kv in attributes)
 
 
 def _special_tag(s: Span, key: str) -> Optional[str]:

@@ -15,7 +15,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, TracesData
 
 from ..store import TraceStore, normalize_trace_id
 from . import jaeger
-from .jsonutil import json_response
+from .jsonutil import gc_paused, json_response
 from .otlp_json import message_to_json
 
 bp = Blueprint("api", __name__)
@@ -78,13 +78,14 @@ def find_traces() -> Response:
     trace_ids = args.getlist("traceID")
     if trace_ids:
         data, errors = [], []
-        for tid in trace_ids:
-            spans = store.get_trace(tid)
-            if spans:
-                data.append(jaeger.to_trace(spans))
-            else:
-                errors.append({"code": 404, "msg": "trace not found", "traceID": tid})
-        return json_response(jaeger.envelope(data, errors or None))
+        with gc_paused():
+            for tid in trace_ids:
+                chunks = store.trace_chunks(tid)
+                if chunks:
+                    data.append(jaeger.trace_from_chunks(chunks))
+                else:
+                    errors.append({"code": 404, "msg": "trace not found", "traceID": tid})
+            return json_response(jaeger.envelope(data, errors or None))
     service = args.get("service", "")
     if not service:
         return _bad_request("parameter 'service' is required")
@@ -113,18 +114,20 @@ def find_traces() -> Response:
         max_duration_ns=max_dur,
         limit=limit,
     )
-    data = [jaeger.to_trace(spans) for spans in (store.get_trace(t["trace_id"]) for t in found) if spans]
-    return json_response(jaeger.envelope(data))
+    with gc_paused():
+        data = [jaeger.trace_from_chunks(c) for c in (store.trace_chunks(t["trace_id"]) for t in found) if c]
+        return json_response(jaeger.envelope(data))
 
 
 @bp.route("/api/traces/<trace_id>")
 def get_trace(trace_id: str) -> Response:
     if normalize_trace_id(trace_id) is None:
         return json_response(jaeger.error_envelope(400, f"invalid trace id {trace_id!r}", trace_id), 400)
-    spans = _store().get_trace(trace_id)
-    if not spans:
-        return json_response(jaeger.error_envelope(404, "trace not found", trace_id), 404)
-    return json_response(jaeger.envelope([jaeger.to_trace(spans)]))
+    with gc_paused():
+        chunks = _store().trace_chunks(trace_id)
+        if not chunks:
+            return json_response(jaeger.error_envelope(404, "trace not found", trace_id), 404)
+        return json_response(jaeger.envelope([jaeger.trace_from_chunks(chunks)]))
 
 
 # ------------------------------------------------------------------ API v3

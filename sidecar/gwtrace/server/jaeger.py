@@ -14,9 +14,12 @@ from __future__ import annotations
 
 import json
 import re
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from ..store import SPAN_KIND_NAMES, STATUS_ERROR, STATUS_OK, tag_text
+from opentelemetry.proto.common.v1.common_pb2 import KeyValue
+from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
+
+from ..store import SPAN_KIND_NAMES, STATUS_ERROR, STATUS_OK, any_value_to_python, tag_text
 
 #: OTLP SpanKind from the ``spanKind`` query values Jaeger uses.
 SPAN_KIND_BY_NAME = {v: k for k, v in SPAN_KIND_NAMES.items()}
@@ -207,3 +210,96 @@ def to_span(s: Dict[str, Any], process_id: str) -> Dict[str, Any]:
         "processID": process_id,
         "warnings": None,
     }
+
+
+# ---------------------------------------------------------------------------
+# Straight from stored OTLP (the hot path of /api/traces): same output as
+# to_trace(get_trace(...)), without the intermediate dicts.
+
+_SCALAR_TYPES = {"string_value": "string", "bool_value": "bool", "int_value": "int64", "double_value": "float64"}
+
+
+def _kv_tags(attributes: Iterable[KeyValue]) -> List[Dict[str, Any]]:
+    out = []
+    for kv in attributes:
+        value = kv.value
+        which = value.WhichOneof("value")
+        kind = _SCALAR_TYPES.get(which)  # type: ignore[arg-type]
+        if kind is not None:
+            out.append({"key": kv.key, "type": kind, "value": getattr(value, which)})  # type: ignore[arg-type]
+        else:
+            out.append(tag(kv.key, any_value_to_python(value)))
+    return out
+
+
+def trace_from_chunks(chunks: Sequence[Tuple[int, str, Dict[str, Any], ScopeSpans]]) -> Dict[str, Any]:
+    """A Jaeger trace from ``TraceStore.trace_chunks``, spans sorted by start time."""
+    process_info: Dict[Tuple[Any, ...], Dict[str, Any]] = {}
+    rows = []
+    trace_hex = ""
+    for resource_id, service, resource, ss in chunks:
+        key = (resource_id, service)
+        if key not in process_info:
+            process_info[key] = {
+                "serviceName": service,
+                "tags": [tag(k, v) for k, v in resource.items() if k != "service.name"],
+            }
+        scope_tags = []
+        if ss.scope.name:
+            scope_tags.append({"key": "otel.scope.name", "type": "string", "value": ss.scope.name})
+        if ss.scope.version:
+            scope_tags.append({"key": "otel.scope.version", "type": "string", "value": ss.scope.version})
+        for s in ss.spans:
+            if not trace_hex:
+                trace_hex = s.trace_id.hex()
+            start, end = s.start_time_unix_nano, s.end_time_unix_nano
+            parent = s.parent_span_id
+            refs = []
+            if parent and parent != b"\0" * 8:
+                refs.append({"refType": "CHILD_OF", "traceID": trace_hex, "spanID": parent.hex()})
+            for link in s.links:
+                refs.append({"refType": "FOLLOWS_FROM", "traceID": link.trace_id.hex(), "spanID": link.span_id.hex()})
+            tags = _kv_tags(s.attributes)
+            kind = SPAN_KIND_NAMES.get(s.kind)
+            if kind:
+                tags.append({"key": "span.kind", "type": "string", "value": kind})
+            status = s.status
+            if status.code == STATUS_ERROR:
+                tags.append({"key": "otel.status_code", "type": "string", "value": "ERROR"})
+                tags.append({"key": "error", "type": "bool", "value": True})
+            elif status.code == STATUS_OK:
+                tags.append({"key": "otel.status_code", "type": "string", "value": "OK"})
+            if status.message:
+                tags.append({"key": "otel.status_description", "type": "string", "value": status.message})
+            tags.extend(scope_tags)
+            if s.trace_state:
+                tags.append({"key": "w3c.tracestate", "type": "string", "value": s.trace_state})
+            logs = [
+                {"timestamp": e.time_unix_nano // 1000,
+                 "fields": [{"key": "event", "type": "string", "value": e.name}] + _kv_tags(e.attributes)}
+                for e in s.events
+            ]
+            rows.append((start, -end, {
+                "traceID": trace_hex,
+                "spanID": s.span_id.hex(),
+                "flags": (s.flags & 0xFF) or 1,
+                "operationName": s.name,
+                "references": refs,
+                "startTime": start // 1000,
+                "duration": (end - start) // 1000,
+                "tags": tags,
+                "logs": logs,
+                "processID": "",
+                "warnings": None,
+            }, key))
+    rows.sort(key=lambda r: (r[0], r[1]))
+    # Processes are numbered in span order, as to_trace does.
+    processes: Dict[str, Dict[str, Any]] = {}
+    process_ids: Dict[Tuple[Any, ...], str] = {}
+    for _, _, span, key in rows:
+        pid = process_ids.get(key)
+        if pid is None:
+            pid = process_ids[key] = f"p{len(process_ids) + 1}"
+            processes[pid] = process_info[key]
+        span["processID"] = pid
+    return {"traceID": trace_hex, "spans": [r[2] for r in rows], "processes": processes, "warnings": None}

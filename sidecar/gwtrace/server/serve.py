@@ -102,6 +102,8 @@ def serve_main(argv: List[str]) -> int:
             port=args.port,
             threads=4,
             ident="gwtrace",
+            # OTLP batches are ~100 KB: read them in a few large recv() calls.
+            recv_bytes=65536,
             # waitress refuses larger bodies itself (413) before buffering them.
             max_request_body_size=DEFAULT_MAX_BODY_BYTES,
             clear_untrusted_proxy_headers=True,

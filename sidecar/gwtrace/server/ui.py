@@ -17,7 +17,7 @@ from flask import Blueprint, Response, current_app, render_template, request
 
 from ..store import STATUS_ERROR, STATUS_OK, STATUS_UNSET, TraceStore
 from . import jaeger
-from .jsonutil import json_response
+from .jsonutil import gc_paused, json_response
 
 bp = Blueprint("ui", __name__, template_folder="templates", static_folder="static", static_url_path="/static")
 
@@ -184,6 +184,11 @@ def glideins() -> Response:
 
 @bp.route("/ui/api/glidein/<path:uuid>")
 def glidein(uuid: str) -> Response:
+    with gc_paused():
+        return _glidein(uuid)
+
+
+def _glidein(uuid: str) -> Response:
     spans = _store().glidein_spans(uuid)
     if not spans:
         return json_response({"error": f"no spans for glidein {uuid}"}, 404)

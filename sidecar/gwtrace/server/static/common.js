@@ -191,5 +191,11 @@ const gw = (() => {
     return out;
   }
 
-  return { el, clear, api, ApiError, showMessage, fmtDuration, fmtTime, fmtValue, statusOf, tagValue, kvTable, renderDetail, ticks };
+  /** Mark the page as drawn; readyMs (ms since navigation start) is what bench/serve reports. */
+  function ready() {
+    document.body.dataset.readyMs = String(Math.round(performance.now()));
+    document.body.dataset.ready = "1";
+  }
+
+  return { el, clear, api, ready, ApiError, showMessage, fmtDuration, fmtTime, fmtValue, statusOf, tagValue, kvTable, renderDetail, ticks };
 })();

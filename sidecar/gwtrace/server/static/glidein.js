@@ -107,7 +107,7 @@
     } catch (e) {
       showMessage(e.status === 404 ? "No spans for glidein " + uuid + " in this store." : "Cannot load the glidein: " + e.message);
     } finally {
-      document.body.dataset.ready = "1";
+      gw.ready();
     }
   }
 

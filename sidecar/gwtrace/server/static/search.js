@@ -64,7 +64,7 @@
     } catch (e) {
       showMessage("Search failed: " + e.message);
     } finally {
-      document.body.dataset.ready = "1";
+      gw.ready();
     }
   }
 
@@ -132,7 +132,7 @@
       fillSelect(document.getElementById("f-entry"), filters.entries, params.get("entry"));
     } catch (e) {
       if (e.status !== 401) showMessage("Cannot load the search filters: " + e.message);
-      document.body.dataset.ready = "1";
+      gw.ready();
       return;
     }
     loadGlideins();

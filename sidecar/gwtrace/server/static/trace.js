@@ -27,21 +27,19 @@
     const rows = [];
     const seen = new Set();
     // Iterative DFS: a 5,000-span chain must not overflow the JS stack.
-    const stack = roots.slice().reverse().map((s) => ({ span: s, depth: 0 }));
+    const stack = roots.slice().reverse().map((s) => ({ span: s, depth: 0, parent: -1 }));
     while (stack.length) {
-      const { span, depth } = stack.pop();
+      const { span, depth, parent } = stack.pop();
       if (seen.has(span.spanID)) continue;
       seen.add(span.spanID);
-      rows.push({ span, depth, size: 1, index: rows.length });
+      const index = rows.length;
+      rows.push({ span, depth, parent, size: 1, index });
       const kids = children.get(span.spanID) || [];
-      for (let i = kids.length - 1; i >= 0; i--) stack.push({ span: kids[i], depth: depth + 1 });
+      for (let i = kids.length - 1; i >= 0; i--) stack.push({ span: kids[i], depth: depth + 1, parent: index });
     }
-    // Subtree sizes: in DFS order a row's descendants follow it contiguously.
-    const open = [];
-    for (const row of rows) {
-      while (open.length && open[open.length - 1].depth >= row.depth) open.pop();
-      for (const anc of open) anc.size++;
-      open.push(row);
+    // Subtree sizes (descendants follow a row contiguously in DFS order).
+    for (let i = rows.length - 1; i > 0; i--) {
+      if (rows[i].parent >= 0) rows[rows[i].parent].size += rows[i].size;
     }
     return { rows, children };
   }
@@ -105,52 +103,83 @@
       }
     }
 
+    // Rows are built with plain DOM calls (5,000 spans is 35,000 nodes) and
+    // one delegated listener; names only ever go in through textContent.
     for (const row of rows) {
       const s = row.span;
       const status = statusOf(s);
       const process = trace.processes[s.processID];
       const hasKids = (children.get(s.spanID) || []).length > 0;
-      const toggle = el("button", { type: "button", className: "toggle", title: "collapse/expand", text: hasKids ? "▾" : "" });
-      if (!hasKids) toggle.disabled = true;
-      const label = el("div", { className: "wf-label", style: { paddingLeft: (4 + 14 * Math.min(row.depth, 40)) + "px" } },
-        toggle,
-        el("span", { className: "span-name", text: s.operationName }),
-        el("span", { className: "span-service", text: process ? process.serviceName : "" }));
+      const node = document.createElement("div");
+      node.className = "wf-row";
+      node.tabIndex = 0;
+      node.dataset.index = String(row.index);
+      node.dataset.spanId = s.spanID;
+      node.dataset.status = status;
+      node.title = s.operationName + " — " + fmtDuration(s.duration);
+
+      const label = document.createElement("div");
+      label.className = "wf-label";
+      label.style.paddingLeft = (4 + 14 * Math.min(row.depth, 40)) + "px";
+      const toggle = document.createElement("button");
+      toggle.type = "button";
+      toggle.className = "toggle";
+      if (hasKids) {
+        toggle.textContent = "▾";
+        toggle.title = "collapse/expand";
+      } else {
+        toggle.disabled = true;
+      }
+      const name = document.createElement("span");
+      name.className = "span-name";
+      name.textContent = s.operationName;
+      const svc = document.createElement("span");
+      svc.className = "span-service";
+      svc.textContent = process ? process.serviceName : "";
+      label.append(toggle, name, svc);
+
       const left = 100 * (s.startTime - start) / total;
       const width = Math.max(0.15, 100 * s.duration / total);
-      const bar = el("div", { className: "bar status-" + status, style: { left: left + "%", width: width + "%" } });
+      const track = document.createElement("div");
+      track.className = "wf-track";
+      const bar = document.createElement("div");
+      bar.className = "bar status-" + status;
+      bar.style.left = left + "%";
+      bar.style.width = width + "%";
       // Duration label after the bar, else before it, else inside it (long spans).
-      let labelStyle;
-      let labelClass = "bar-label";
-      if (left + width < 85) labelStyle = { left: left + width + 0.5 + "%" };
-      else if (left > 15) labelStyle = { right: 100 - left + 0.5 + "%" };
+      const dur = document.createElement("span");
+      dur.className = "bar-label";
+      dur.textContent = fmtDuration(s.duration);
+      if (left + width < 85) dur.style.left = left + width + 0.5 + "%";
+      else if (left > 15) dur.style.right = 100 - left + 0.5 + "%";
       else {
-        labelStyle = { right: Math.max(0, 100 - left - width) + 0.5 + "%" };
-        labelClass += " inside";
+        dur.style.right = Math.max(0, 100 - left - width) + 0.5 + "%";
+        dur.className += " inside";
       }
-      const dur = el("span", { className: labelClass, text: fmtDuration(s.duration), style: labelStyle });
-      const node = el("div", { className: "wf-row", tabIndex: 0, dataset: { index: String(row.index), spanId: s.spanID, status } },
-        label, el("div", { className: "wf-track" }, bar, dur));
-      node.title = s.operationName + " — " + fmtDuration(s.duration);
-      node.addEventListener("click", (ev) => {
-        if (ev.target === toggle) return;
-        select(row.index);
-      });
-      node.addEventListener("keydown", (ev) => {
-        if (ev.key === "Enter") select(row.index);
-      });
-      if (hasKids) {
-        toggle.addEventListener("click", (ev) => {
-          ev.stopPropagation();
-          if (collapsed.has(row.index)) collapsed.delete(row.index);
-          else collapsed.add(row.index);
-          toggle.textContent = collapsed.has(row.index) ? "▸" : "▾";
-          applyCollapse();
-        });
-      }
+      track.append(bar, dur);
+      node.append(label, track);
       rowNodes.push(node);
       fragment.append(node);
     }
+
+    container.addEventListener("click", (ev) => {
+      const node = ev.target.closest(".wf-row");
+      if (!node) return;
+      const index = Number(node.dataset.index);
+      if (ev.target.classList.contains("toggle")) {
+        if (ev.target.disabled) return;
+        if (collapsed.has(index)) collapsed.delete(index);
+        else collapsed.add(index);
+        ev.target.textContent = collapsed.has(index) ? "▸" : "▾";
+        applyCollapse();
+        return;
+      }
+      select(index);
+    });
+    container.addEventListener("keydown", (ev) => {
+      const node = ev.target.closest(".wf-row");
+      if (node && ev.key === "Enter") select(Number(node.dataset.index));
+    });
     container.append(fragment);
 
     const wanted = decodeURIComponent(location.hash.slice(1));
@@ -168,7 +197,7 @@
     } catch (e) {
       showMessage(e.status === 404 ? "No trace " + traceId + " in this store." : "Cannot load the trace: " + e.message);
     } finally {
-      document.body.dataset.ready = "1";
+      gw.ready();
     }
   }
 
