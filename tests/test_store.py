@@ -338,3 +338,57 @@ def test_newer_schema_is_refused(tmp_path):
     conn.close()
     with pytest.raises(RuntimeError, match="newer than this gwtrace"):
         TraceStore(path)
+
+
+def test_purge_in_one_process_resets_the_caches_of_another(tmp_path):
+    """Store B must not trust what it cached about a trace that store A purged meanwhile."""
+    path = tmp_path / "shared.db"
+    a, b = TraceStore(path), TraceStore(path)
+    try:
+        b.ingest(make_request([dict(span=1, name="glidein"), dict(span=2, parent=1, name="condor")]))
+        assert a.purge(now_ns=T0 + 10**15, older_than_days=1) == 1
+        b.ingest(make_request([dict(span=1, name="glidein"), dict(span=2, parent=1, name="condor")]))
+        assert b.span_count() == 2
+        assert b.operations("glidein") == [("condor", 1), ("glidein", 1)]
+        assert [t["trace_id"] for t in b.find_traces(service="glidein", operation="condor")] == [TRACE_A.hex()]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_group_commit_under_concurrency_keeps_every_request(store):
+    """Requests that share a transaction are each committed, counted and readable."""
+    barrier = threading.Barrier(8)
+    results = []
+
+    def worker(n):
+        trace = (n + 1).to_bytes(16, "big")
+        req = make_request([dict(trace=trace, span=i + 1, parent=1 if i else 0) for i in range(50)]
+                           + [dict(trace=trace, span=bytes(8))])
+        barrier.wait()
+        results.append(store.ingest(req))
+
+    threads = [threading.Thread(target=worker, args=(n,)) for n in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert sorted(r[:2] for r in results) == [(50, 1)] * 8
+    assert store.span_count() == 400 and store.trace_count() == 8
+
+
+def test_version_1_store_is_upgraded(tmp_path):
+    path = tmp_path / "v1.db"
+    TraceStore(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("CREATE INDEX traces_end ON traces (end_ns)")
+    conn.execute("DROP TABLE meta")
+    conn.execute("PRAGMA user_version = 1")
+    conn.close()
+    with TraceStore(path) as s:
+        assert s.ingest(make_request([dict(span=1)]))[:2] == (1, 0)
+        assert s.purge(now_ns=T0 + 10**15, older_than_days=1) == 1
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'traces_end'").fetchone()[0] == 0
+    conn.close()
