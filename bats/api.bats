@@ -264,6 +264,16 @@ EOF
   nth_event B 3; assert_equal "${F[6]}" "$step"
 }
 
+@test "a shell function run by trace_run after a success starts with \$? = 0, as a direct call would" {
+  gw_run <<'EOF'
+probe() { echo "entry=$?"; }
+true; probe
+true; trace_run step probe
+EOF
+  assert_success
+  assert_output $'entry=0\nentry=0'
+}
+
 @test "trace_run with fewer than two arguments runs nothing and keeps \$?" {
   gw_run <<'EOF'
 false
