@@ -1,4 +1,7 @@
 # shellcheck shell=bash
+# The subshells in _gwtrace_readonly_context assign TRACEPARENT/TRACESTATE on
+# purpose, only to see whether they can be assigned:
+# shellcheck disable=SC2030,SC2031
 #
 # gwtrace.sh - zero-fork OpenTelemetry tracing for bash scripts (bash 4.2+).
 #
@@ -20,21 +23,31 @@
 #     `cmd || trace_end` never turns into an exit);
 #   - nothing is printed: the public functions run with fd 2 closed, which
 #     also hides their internals from `set -x`;
-#   - no command may fail under `set -euo pipefail`, no variable leaks except
-#     the _gwtrace_* state, no shell option or trap is touched;
-#   - globs instead of =~ (which would overwrite the host's BASH_REMATCH).
+#   - no command may fail under `set -euo pipefail`, even with a readonly
+#     TRACEPARENT; every variable, local ones included, is named _gwtrace_*
+#     (a local named like a readonly host variable would fail); no shell
+#     option or trap is left changed;
+#   - globs instead of =~ (which would overwrite the host's BASH_REMATCH),
+#     and `builtin` before printf/read/export/unset, which hosts may redefine.
+# The hot path (trace_begin, trace_end) is written inline: a bash function
+# call costs as much here as the write itself.
 
-[[ -n ${_gwtrace_loaded-} ]] && return 0
+# Loaded already in this shell (or the shell it was forked from)? The flag is
+# never exported, so a child process started under `set -a` loads afresh.
+if [[ -n ${_gwtrace_loaded-} ]] && declare -F trace_end >/dev/null 2>&1; then
+  return 0
+fi
 
 _gwtrace_loaded=1
+builtin export -n _gwtrace_loaded
 _gwtrace_depth=0        # number of open spans in this shell
 _gwtrace_tr=()          # per open span: trace id (32 hex)
 _gwtrace_sp=()          # per open span: span id (16 hex)
 _gwtrace_fl=()          # per open span: W3C trace flags (2 hex)
 _gwtrace_ts=()          # per open span: tracestate ('' if none)
-_gwtrace_otp=()         # per open span: TRACEPARENT before it ('' + _gwtrace_otpset=0 if unset)
-_gwtrace_otpset=()
-_gwtrace_ots=()         # per open span: TRACESTATE before it
+_gwtrace_otp=()         # per open span: TRACEPARENT before it, and whether it was
+_gwtrace_otpset=()      #   x: set and exported, s: set only, '': unset
+_gwtrace_ots=()         # the same for TRACESTATE
 _gwtrace_otsset=()
 _gwtrace_base_tr=''     # incoming context, read from TRACEPARENT when sourced
 _gwtrace_base_sp=''
@@ -43,61 +56,73 @@ _gwtrace_base_ts=''
 _gwtrace_rng=0          # splitmix64 state, reseeded in every new process
 _gwtrace_rng_pid=''
 _gwtrace_boot_us=0      # wall-clock time of boot, for the bash < 5 clock
+_gwtrace_attr_ok=0      # 1 if ${var@a} exists (bash 4.4+)
+_gwtrace_ro_tp=0        # 1 if the host made TRACEPARENT readonly: leave it alone
+_gwtrace_ro_ts=0        # the same for TRACESTATE
 _gwtrace_r=''           # scratch results of the helpers (avoids $(...) forks)
-_gwtrace_t=''
+_gwtrace_rcode=0
+_gwtrace_clock=''
 _gwtrace_line=''
 
 # --- public API ------------------------------------------------------------
 
 # trace_begin NAME [KEY=VALUE...]: open a span, child of the innermost open
 # span (or of the incoming TRACEPARENT), and export TRACEPARENT for children.
-# The hot path is written inline: a bash function call costs as much as the
-# write itself, so begin and end make as few of them as possible.
 trace_begin() {
-  local _gwtrace_rc=$? d=$_gwtrace_depth trace parent remote flags state span z name=${1-} path a t=$'\t'
-  if [[ -z $name || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$#"; then
+  local _gwtrace_rc=$? _gwtrace_d=$_gwtrace_depth _gwtrace_name=${1-} _gwtrace_tab=$'\t' \
+    _gwtrace_trace _gwtrace_parent _gwtrace_remote _gwtrace_flags _gwtrace_state _gwtrace_span \
+    _gwtrace_z _gwtrace_path _gwtrace_a
+  if [[ -z $_gwtrace_name || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$#"; then
     [[ -o errexit ]] && return 0
     return "$_gwtrace_rc"
   fi
-  if (( d > 0 )); then
-    trace=${_gwtrace_tr[d-1]} parent=${_gwtrace_sp[d-1]} remote=0 flags=${_gwtrace_fl[d-1]} state=${_gwtrace_ts[d-1]}
+  if (( _gwtrace_d > 0 )); then
+    _gwtrace_trace=${_gwtrace_tr[_gwtrace_d-1]} _gwtrace_parent=${_gwtrace_sp[_gwtrace_d-1]} _gwtrace_remote=0 \
+      _gwtrace_flags=${_gwtrace_fl[_gwtrace_d-1]} _gwtrace_state=${_gwtrace_ts[_gwtrace_d-1]}
   elif [[ -n $_gwtrace_base_tr ]]; then
-    trace=$_gwtrace_base_tr parent=$_gwtrace_base_sp remote=1 flags=$_gwtrace_base_fl state=$_gwtrace_base_ts
+    _gwtrace_trace=$_gwtrace_base_tr _gwtrace_parent=$_gwtrace_base_sp _gwtrace_remote=1 \
+      _gwtrace_flags=$_gwtrace_base_fl _gwtrace_state=$_gwtrace_base_ts
   else
-    _gwtrace_trace_id; trace=$_gwtrace_r parent=- remote=0 flags=01 state=''
+    _gwtrace_trace_id
+    _gwtrace_trace=$_gwtrace_r _gwtrace_parent=- _gwtrace_remote=0 _gwtrace_flags=01 _gwtrace_state=''
   fi
   # Span id: one splitmix64 step (see _gwtrace_rand64), never zero.
   [[ $_gwtrace_rng_pid == "$BASHPID" ]] || _gwtrace_reseed
-  builtin printf -v span '%016x' $(( z = (_gwtrace_rng += -7046029254386353131),
-        z = (z ^ ((z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
-        z = (z ^ ((z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
-        z = z ^ ((z >> 31) & 0x1FFFFFFFF), z ? z : 1 ))
-  if [[ $flags == ?[13579bdf] ]]; then
-    [[ $name$state == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$name"; name=$_gwtrace_r; _gwtrace_esc "$state"; state=$_gwtrace_r; }
+  builtin printf -v _gwtrace_span '%016x' $(( _gwtrace_z = (_gwtrace_rng += -7046029254386353131),
+      _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
+      _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
+      _gwtrace_z = _gwtrace_z ^ ((_gwtrace_z >> 31) & 0x1FFFFFFFF), _gwtrace_z ? _gwtrace_z : 1 ))
+  if [[ $_gwtrace_flags == ?[13579bdf] ]]; then
+    [[ $_gwtrace_name$_gwtrace_state == *[$'\\\t\n\r']* ]] && _gwtrace_esc_name_state
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
-    _gwtrace_line="gw1${t}B${t}${EPOCHREALTIME:-$_gwtrace_t}${t}${BASHPID}${t}${trace}${t}${span}${t}${parent}${t}${remote}${t}${flags}${t}${state:--}${t}${name}"
+    _gwtrace_line="gw1${_gwtrace_tab}B${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_trace}${_gwtrace_tab}${_gwtrace_span}${_gwtrace_tab}${_gwtrace_parent}${_gwtrace_tab}${_gwtrace_remote}${_gwtrace_tab}${_gwtrace_flags}${_gwtrace_tab}${_gwtrace_state:--}${_gwtrace_tab}${_gwtrace_name}"
     shift
-    for a in "$@"; do   # as _gwtrace_attrs, inline
-      case ${a,,} in
+    for _gwtrace_a in "$@"; do   # as _gwtrace_attrs, inline
+      case ${_gwtrace_a,,} in
         *token*=*|*secret*=*|*passw*=*|*proxy*=*|*credential*=*|*cookie*=*|*authorization*=*|\
-        *apikey*=*|*api_key*=*|*private_key*=*|*=bearer\ *|*=eyj*.*.*) a="${a%%=*}=[REDACTED]" ;;
+        *apikey*=*|*api_key*=*|*private_key*=*|*=bearer\ *|*=eyj*.*.*) _gwtrace_a="${_gwtrace_a%%=*}=[REDACTED]" ;;
       esac
-      [[ $a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$a"; a=$_gwtrace_r; }
-      _gwtrace_line+=$t$a
+      [[ $_gwtrace_a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$_gwtrace_a"; _gwtrace_a=$_gwtrace_r; }
+      _gwtrace_line+=$_gwtrace_tab$_gwtrace_a
     done
-    path=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
-    if [[ $path == file://?* ]]; then
+    _gwtrace_path=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
+    if [[ $_gwtrace_path == file://?* ]]; then   # as _gwtrace_emit, inline
       (( ${#_gwtrace_line} < 1000 )) || _gwtrace_shrink
-      builtin printf '%s\n' "$_gwtrace_line" >>"${path#file://}" || :
+      builtin printf '%s\n' "$_gwtrace_line" >>"${_gwtrace_path#file://}" || :
     fi
   fi
   # Push the span, remembering the TRACEPARENT/TRACESTATE it hides.
-  _gwtrace_tr[d]=$trace _gwtrace_sp[d]=$span _gwtrace_fl[d]=$flags _gwtrace_ts[d]=$state \
-    _gwtrace_otp[d]=${TRACEPARENT-} _gwtrace_otpset[d]=${TRACEPARENT+1} \
-    _gwtrace_ots[d]=${TRACESTATE-} _gwtrace_otsset[d]=${TRACESTATE+1} _gwtrace_depth=$((d + 1))
-  builtin export TRACEPARENT="00-$trace-$span-$flags"
-  if [[ -n $state${TRACESTATE+1} ]]; then
-    if [[ -n $state ]]; then builtin export TRACESTATE="${_gwtrace_ts[d]}"; else builtin unset TRACESTATE; fi
+  _gwtrace_tr[_gwtrace_d]=$_gwtrace_trace _gwtrace_sp[_gwtrace_d]=$_gwtrace_span \
+    _gwtrace_fl[_gwtrace_d]=$_gwtrace_flags _gwtrace_ts[_gwtrace_d]=$_gwtrace_state \
+    _gwtrace_otp[_gwtrace_d]=${TRACEPARENT-} _gwtrace_otpset[_gwtrace_d]=${TRACEPARENT+x} \
+    _gwtrace_ots[_gwtrace_d]=${TRACESTATE-} _gwtrace_otsset[_gwtrace_d]=${TRACESTATE+x} \
+    _gwtrace_depth=$((_gwtrace_d + 1))
+  if [[ -n ${TRACEPARENT+x}${TRACESTATE+x} ]]; then
+    (( _gwtrace_attr_ok )) && _gwtrace_export_attrs "$_gwtrace_d"
+  fi
+  (( _gwtrace_ro_tp )) || builtin export TRACEPARENT="00-$_gwtrace_trace-$_gwtrace_span-$_gwtrace_flags"
+  if [[ -n $_gwtrace_state${TRACESTATE+x} ]]; then
+    _gwtrace_set_tracestate "${_gwtrace_ts[_gwtrace_d]}" "${_gwtrace_ts[_gwtrace_d]:+x}"
   fi
   [[ -o errexit ]] && return 0
   return "$_gwtrace_rc"
@@ -106,111 +131,103 @@ trace_begin() {
 # trace_end [STATUS] [KEY=VALUE...]: end the innermost span. STATUS is an exit
 # code (default: $?), `ok`, `error` or an error message; it is also returned.
 trace_end() {
-  local _gwtrace_rc=$? d=$((_gwtrace_depth - 1)) status=$? code=$? path a t=$'\t'
-  if [[ $d -lt 0 || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$((d + 1))"; then
+  local _gwtrace_rc=$? _gwtrace_d=$((_gwtrace_depth - 1)) _gwtrace_status=$? _gwtrace_code=$? \
+    _gwtrace_tab=$'\t' _gwtrace_path _gwtrace_a
+  if [[ $_gwtrace_d -lt 0 || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$((_gwtrace_d + 1))"; then
     [[ -o errexit ]] && return 0
     return "$_gwtrace_rc"
   fi
-  if [[ -n ${1-} && $1 != *=* ]]; then
-    status=$1; shift
-    case $status in
-      ok|OK) code=0 ;;
-      error|ERROR) status=error code=1 ;;
-      *) if [[ -n $status && $status != *[!0-9]* && ${#status} -lt 10 ]]; then
-           code=$((10#$status)) status=$((10#$status))
-         else
-           _gwtrace_esc "$status"; status="error:$_gwtrace_r" code=1
-         fi ;;
-    esac
+  # A first argument is the status unless it reads as KEY=VALUE (no blank in KEY).
+  if [[ -n ${1-} ]] && [[ $1 != *=* || ${1%%=*} == *[[:space:]]* ]]; then
+    _gwtrace_status_of "$1"
+    _gwtrace_status=$_gwtrace_r _gwtrace_code=$_gwtrace_rcode
+    shift
   fi
-  if [[ ${_gwtrace_fl[d]} == ?[13579bdf] ]]; then
+  if [[ ${_gwtrace_fl[_gwtrace_d]} == ?[13579bdf] ]]; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
-    _gwtrace_line="gw1${t}E${t}${EPOCHREALTIME:-$_gwtrace_t}${t}${BASHPID}${t}${_gwtrace_tr[d]}${t}${_gwtrace_sp[d]}${t}${status}"
-    for a in "$@"; do   # as _gwtrace_attrs, inline
-      case ${a,,} in
+    _gwtrace_line="gw1${_gwtrace_tab}E${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_tr[_gwtrace_d]}${_gwtrace_tab}${_gwtrace_sp[_gwtrace_d]}${_gwtrace_tab}${_gwtrace_status}"
+    for _gwtrace_a in "$@"; do   # as _gwtrace_attrs, inline
+      case ${_gwtrace_a,,} in
         *token*=*|*secret*=*|*passw*=*|*proxy*=*|*credential*=*|*cookie*=*|*authorization*=*|\
-        *apikey*=*|*api_key*=*|*private_key*=*|*=bearer\ *|*=eyj*.*.*) a="${a%%=*}=[REDACTED]" ;;
+        *apikey*=*|*api_key*=*|*private_key*=*|*=bearer\ *|*=eyj*.*.*) _gwtrace_a="${_gwtrace_a%%=*}=[REDACTED]" ;;
       esac
-      [[ $a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$a"; a=$_gwtrace_r; }
-      _gwtrace_line+=$t$a
+      [[ $_gwtrace_a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$_gwtrace_a"; _gwtrace_a=$_gwtrace_r; }
+      _gwtrace_line+=$_gwtrace_tab$_gwtrace_a
     done
-    path=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
-    if [[ $path == file://?* ]]; then
+    _gwtrace_path=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
+    if [[ $_gwtrace_path == file://?* ]]; then   # as _gwtrace_emit, inline
       (( ${#_gwtrace_line} < 1000 )) || _gwtrace_shrink
-      builtin printf '%s\n' "$_gwtrace_line" >>"${path#file://}" || :
+      builtin printf '%s\n' "$_gwtrace_line" >>"${_gwtrace_path#file://}" || :
     fi
   fi
   # Pop the span and give back the TRACEPARENT/TRACESTATE it hid.
-  _gwtrace_depth=$d
-  if [[ -n ${_gwtrace_otpset[d]} ]]; then
-    builtin export TRACEPARENT="${_gwtrace_otp[d]}"
-  else
-    builtin unset TRACEPARENT
-  fi
-  if [[ -n ${_gwtrace_otsset[d]}${TRACESTATE+1} ]]; then
-    if [[ -n ${_gwtrace_otsset[d]} ]]; then builtin export TRACESTATE="${_gwtrace_ots[d]}"; else builtin unset TRACESTATE; fi
+  _gwtrace_depth=$_gwtrace_d
+  (( _gwtrace_ro_tp )) || case ${_gwtrace_otpset[_gwtrace_d]} in
+    x) builtin export TRACEPARENT="${_gwtrace_otp[_gwtrace_d]}" ;;
+    s) TRACEPARENT=${_gwtrace_otp[_gwtrace_d]}; builtin export -n TRACEPARENT ;;
+    *) builtin unset TRACEPARENT ;;
+  esac
+  if [[ -n ${_gwtrace_otsset[_gwtrace_d]}${TRACESTATE+x} ]]; then
+    _gwtrace_set_tracestate "${_gwtrace_ots[_gwtrace_d]}" "${_gwtrace_otsset[_gwtrace_d]}"
   fi
   [[ -o errexit ]] && return 0
-  return "$code"
+  return "$_gwtrace_code"
 } 2>&-
 
 # trace_event NAME [KEY=VALUE...]: a timestamped event on the innermost span.
 trace_event() {
-  local _gwtrace_rc=$?
-  if _gwtrace_off || (( _gwtrace_depth == 0 || $# == 0 )); then
-    _gwtrace_keep "$_gwtrace_rc"; return
-  fi
-  local d=$((_gwtrace_depth - 1)) t=$'\t'
-  if _gwtrace_sampled "${_gwtrace_fl[d]}"; then
+  local _gwtrace_rc=$? _gwtrace_d=$((_gwtrace_depth - 1)) _gwtrace_tab=$'\t'
+  if (( _gwtrace_d >= 0 && $# > 0 )) && ! _gwtrace_off && [[ ${_gwtrace_fl[_gwtrace_d]} == ?[13579bdf] ]]; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
     _gwtrace_esc "$1"
-    _gwtrace_line="gw1${t}V${t}${EPOCHREALTIME:-$_gwtrace_t}${t}${BASHPID}${t}${_gwtrace_tr[d]}${t}${_gwtrace_sp[d]}${t}${_gwtrace_r}"
+    _gwtrace_line="gw1${_gwtrace_tab}V${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_tr[_gwtrace_d]}${_gwtrace_tab}${_gwtrace_sp[_gwtrace_d]}${_gwtrace_tab}${_gwtrace_r}"
     shift
     _gwtrace_attrs "$@"
     _gwtrace_emit
   fi
-  _gwtrace_keep "$_gwtrace_rc"
+  [[ -o errexit ]] && return 0
+  return "$_gwtrace_rc"
 } 2>&-
 
 # trace_attr KEY=VALUE...: set attributes on the innermost span.
 trace_attr() {
-  local _gwtrace_rc=$?
-  if _gwtrace_off || (( _gwtrace_depth == 0 || $# == 0 )); then
-    _gwtrace_keep "$_gwtrace_rc"; return
-  fi
-  local d=$((_gwtrace_depth - 1)) t=$'\t'
-  if _gwtrace_sampled "${_gwtrace_fl[d]}"; then
+  local _gwtrace_rc=$? _gwtrace_d=$((_gwtrace_depth - 1)) _gwtrace_tab=$'\t'
+  if (( _gwtrace_d >= 0 && $# > 0 )) && ! _gwtrace_off && [[ ${_gwtrace_fl[_gwtrace_d]} == ?[13579bdf] ]]; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
-    _gwtrace_line="gw1${t}A${t}${EPOCHREALTIME:-$_gwtrace_t}${t}${BASHPID}${t}${_gwtrace_tr[d]}${t}${_gwtrace_sp[d]}"
+    _gwtrace_line="gw1${_gwtrace_tab}A${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_tr[_gwtrace_d]}${_gwtrace_tab}${_gwtrace_sp[_gwtrace_d]}"
     _gwtrace_attrs "$@"
     _gwtrace_emit
   fi
-  _gwtrace_keep "$_gwtrace_rc"
+  [[ -o errexit ]] && return 0
+  return "$_gwtrace_rc"
 } 2>&-
 
 # trace_run NAME CMD [ARGS...]: run CMD inside a span named NAME and return
 # its status. Only the command's basename is recorded, never its arguments.
 # Shell functions, eval and source run as plain commands so that `set -e`
 # keeps working inside them; if they make the shell exit, the sidecar ends
-# the span as incomplete.
+# the span as incomplete. Internals run with xtrace off, hidden by the
+# groups' closed fd 2; the command itself runs with the host's options, so
+# `set -x` shows the call and the command, as it would without tracing.
 trace_run() {
-  local _gwtrace_rc=$?
+  { local _gwtrace_rc=$? _gwtrace_x=$- _gwtrace_name=${1-}; set +x; } 2>&-
   if (( $# < 2 )); then
-    _gwtrace_keep "$_gwtrace_rc"; return
+    { [[ $_gwtrace_x == *x* ]] && set -x; [[ -o errexit ]] && return 0; return "$_gwtrace_rc"; } 2>&-
   fi
-  local _gwtrace_name=$1
   shift
   trace_begin "$_gwtrace_name" "process.executable.name=${1##*/}"
+  # `if` (not &&) so that the command starts with $? = 0, as after the
+  # successful trace_begin a direct call would follow.
   if _gwtrace_is_shell_code "$1"; then
+    if [[ $_gwtrace_x == *x* ]]; then set -x; fi
     "$@"
-    _gwtrace_rc=$?
-  elif "$@"; then
-    _gwtrace_rc=0
+    { _gwtrace_rc=$?; set +x; } 2>&-
   else
-    _gwtrace_rc=$?
+    if [[ $_gwtrace_x == *x* ]]; then set -x; fi
+    if "$@"; then { _gwtrace_rc=0; set +x; } 2>&-; else { _gwtrace_rc=$?; set +x; } 2>&-; fi
   fi
   trace_end "$_gwtrace_rc"
-  return "$_gwtrace_rc"
+  { [[ $_gwtrace_x == *x* ]] && set -x; return "$_gwtrace_rc"; } 2>&-
 }
 
 # --- internals -------------------------------------------------------------
@@ -226,16 +243,6 @@ _gwtrace_off() {
   [[ ${GWTRACE_DISABLED-} == 1 || ${OTEL_SDK_DISABLED-} == [Tt][Rr][Uu][Ee] ]]
 }
 
-# Return $1, or 0 under `set -e`: a handled failure must never become an exit.
-_gwtrace_keep() {
-  [[ -o errexit ]] && return 0
-  return "$1"
-}
-
-_gwtrace_sampled() {
-  [[ $1 == ?[13579bdf] ]]
-}
-
 _gwtrace_is_shell_code() {
   case $1 in
     eval|source|.) return 0 ;;
@@ -243,18 +250,35 @@ _gwtrace_is_shell_code() {
   declare -F -- "$1" >/dev/null 2>&1
 }
 
+# _gwtrace_status_of WORD: the wire status into _gwtrace_r (an exit code,
+# ok, error or error:<message>) and the code to return into _gwtrace_rcode.
+_gwtrace_status_of() {
+  case $1 in
+    [Oo][Kk]) _gwtrace_r=ok _gwtrace_rcode=0 ;;
+    [Ee][Rr][Rr][Oo][Rr]) _gwtrace_r=error _gwtrace_rcode=1 ;;
+    *)
+      if [[ $1 != *[!0-9]* && ${#1} -lt 10 ]]; then
+        _gwtrace_r=$((10#$1)) _gwtrace_rcode=$((10#$1))
+      else
+        _gwtrace_esc "$1"
+        _gwtrace_r=error:$_gwtrace_r _gwtrace_rcode=1
+      fi ;;
+  esac
+  return 0
+}
+
 # _gwtrace_now: the time as "seconds.microseconds" (the form of bash 5's
-# EPOCHREALTIME) into _gwtrace_t, for bash 4: /proc/uptime (10 ms resolution)
-# plus the boot time, without forking.
+# EPOCHREALTIME) into _gwtrace_clock, for bash 4: /proc/uptime (10 ms
+# resolution) plus the boot time, without forking.
 _gwtrace_now() {
-  local up='' us
-  IFS= builtin read -r up </proc/uptime || up=''
-  up=${up%% *}
-  if [[ $up == [0-9]*.[0-9][0-9] && $up != *[!0-9.]* ]]; then
-    us=$(( _gwtrace_boot_us + 10#${up/./} * 10000 ))
-    builtin printf -v _gwtrace_t '%d.%06d' $((us / 1000000)) $((us % 1000000))
+  local _gwtrace_up='' _gwtrace_us
+  IFS= builtin read -r _gwtrace_up </proc/uptime || _gwtrace_up=''
+  _gwtrace_up=${_gwtrace_up%% *}
+  if [[ $_gwtrace_up == [0-9]*.[0-9][0-9] && $_gwtrace_up != *[!0-9.]* ]]; then
+    _gwtrace_us=$(( _gwtrace_boot_us + 10#${_gwtrace_up/./} * 10000 ))
+    builtin printf -v _gwtrace_clock '%d.%06d' $((_gwtrace_us / 1000000)) $((_gwtrace_us % 1000000))
   else
-    builtin printf -v _gwtrace_t '%(%s)T.000000' -1
+    builtin printf -v _gwtrace_clock '%(%s)T.000000' -1
   fi
   return 0
 }
@@ -263,88 +287,141 @@ _gwtrace_now() {
 # over a per-process state: a subshell inherits the state, so a new BASHPID
 # reseeds it from the kernel (fork-free read of /proc/sys/kernel/random/uuid).
 _gwtrace_rand64() {
+  local _gwtrace_z
   [[ $_gwtrace_rng_pid == "$BASHPID" ]] || _gwtrace_reseed
-  local z=0
-  while (( z == 0 )); do
-    _gwtrace_rng=$(( _gwtrace_rng + -7046029254386353131 ))
-    z=$_gwtrace_rng
-    z=$(( (z ^ ((z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687 ))
-    z=$(( (z ^ ((z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685 ))
-    z=$(( z ^ ((z >> 31) & 0x1FFFFFFFF) ))
-  done
-  builtin printf -v _gwtrace_r '%016x' "$z"
+  builtin printf -v _gwtrace_r '%016x' $(( _gwtrace_z = (_gwtrace_rng += -7046029254386353131),
+      _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
+      _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
+      _gwtrace_z = _gwtrace_z ^ ((_gwtrace_z >> 31) & 0x1FFFFFFFF), _gwtrace_z ? _gwtrace_z : 1 ))
 }
 
 _gwtrace_trace_id() {
-  local hi
-  _gwtrace_rand64; hi=$_gwtrace_r
-  _gwtrace_rand64; _gwtrace_r=$hi$_gwtrace_r
+  local _gwtrace_hi
+  _gwtrace_rand64; _gwtrace_hi=$_gwtrace_r
+  _gwtrace_rand64; _gwtrace_r=$_gwtrace_hi$_gwtrace_r
 }
 
 _gwtrace_reseed() {
-  local u=''
-  IFS= builtin read -r u </proc/sys/kernel/random/uuid || u=''
-  u=${u//-/}
-  if [[ ${#u} -ge 30 && $u != *[!0-9a-f]* ]]; then
-    _gwtrace_rng=$(( (16#${u:0:15} << 4) ^ 16#${u:15:15} ))
+  local _gwtrace_u=''
+  IFS= builtin read -r _gwtrace_u </proc/sys/kernel/random/uuid || _gwtrace_u=''
+  _gwtrace_u=${_gwtrace_u//-/}
+  if [[ ${#_gwtrace_u} -ge 30 && $_gwtrace_u != *[!0-9a-f]* ]]; then
+    _gwtrace_rng=$(( (16#${_gwtrace_u:0:15} << 4) ^ 16#${_gwtrace_u:15:15} ))
   else
     # No kernel randomness: mix the clock (digits only: it is "S.UUUUUU").
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
-    u=${EPOCHREALTIME:-$_gwtrace_t}
-    u=${u//[!0-9]/}
-    _gwtrace_rng=$(( _gwtrace_rng ^ (10#${u:-0} * 2654435761) ^ (RANDOM << 16) ))
+    _gwtrace_u=${EPOCHREALTIME:-$_gwtrace_clock}
+    _gwtrace_u=${_gwtrace_u//[!0-9]/}
+    _gwtrace_rng=$(( _gwtrace_rng ^ (10#${_gwtrace_u:-0} * 2654435761) ^ (RANDOM << 16) ))
   fi
   _gwtrace_rng=$(( _gwtrace_rng ^ (BASHPID << 40) ))
   _gwtrace_rng_pid=$BASHPID
 }
 
 # _gwtrace_esc STRING: escape backslash, tab, newline and CR into _gwtrace_r.
+# A value longer than a line can carry is cut first: escaping 100 KB in bash
+# would take seconds, and the line would be cut anyway.
 _gwtrace_esc() {
   _gwtrace_r=$1
+  (( ${#_gwtrace_r} <= 4096 )) || _gwtrace_r=${_gwtrace_r:0:4096}
   if [[ $_gwtrace_r == *[$'\\\t\n\r']* ]]; then
-    local bs=\\
-    _gwtrace_r=${_gwtrace_r//"$bs"/"$bs$bs"}
-    _gwtrace_r=${_gwtrace_r//$'\t'/"${bs}t"}
-    _gwtrace_r=${_gwtrace_r//$'\n'/"${bs}n"}
-    _gwtrace_r=${_gwtrace_r//$'\r'/"${bs}r"}
+    local _gwtrace_bs=\\
+    _gwtrace_r=${_gwtrace_r//"$_gwtrace_bs"/"$_gwtrace_bs$_gwtrace_bs"}
+    _gwtrace_r=${_gwtrace_r//$'\t'/"${_gwtrace_bs}t"}
+    _gwtrace_r=${_gwtrace_r//$'\n'/"${_gwtrace_bs}n"}
+    _gwtrace_r=${_gwtrace_r//$'\r'/"${_gwtrace_bs}r"}
   fi
+}
+
+# Escape trace_begin's name and state (in its dynamic scope).
+_gwtrace_esc_name_state() {
+  _gwtrace_esc "$_gwtrace_name"; _gwtrace_name=$_gwtrace_r
+  _gwtrace_esc "$_gwtrace_state"; _gwtrace_state=$_gwtrace_r
 }
 
 # _gwtrace_attrs KEY=VALUE...: append escaped fields to _gwtrace_line. Values
 # of keys that name secrets, and values that look like tokens, never leave
 # the process.
 _gwtrace_attrs() {
-  local a
-  for a in "$@"; do
-    case ${a,,} in
+  local _gwtrace_a
+  for _gwtrace_a in "$@"; do
+    case ${_gwtrace_a,,} in
       *token*=*|*secret*=*|*passw*=*|*proxy*=*|*credential*=*|*cookie*=*|*authorization*=*|\
       *apikey*=*|*api_key*=*|*private_key*=*|*=bearer\ *|*=eyj*.*.*)
-        a="${a%%=*}=[REDACTED]" ;;
+        _gwtrace_a="${_gwtrace_a%%=*}=[REDACTED]" ;;
     esac
-    [[ $a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$a"; a=$_gwtrace_r; }
-    _gwtrace_line+=$'\t'$a
+    [[ $_gwtrace_a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$_gwtrace_a"; _gwtrace_a=$_gwtrace_r; }
+    _gwtrace_line+=$'\t'$_gwtrace_a
   done
 }
 
 # _gwtrace_emit: append _gwtrace_line to the event log (trace_begin and
 # trace_end carry an inline copy of these lines: it saves a call per event).
 _gwtrace_emit() {
-  local path=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
-  [[ $path == file://?* ]] || return 0
+  local _gwtrace_path=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
+  [[ $_gwtrace_path == file://?* ]] || return 0
   (( ${#_gwtrace_line} < 1000 )) || _gwtrace_shrink
-  builtin printf '%s\n' "$_gwtrace_line" >>"${path#file://}" || :
+  builtin printf '%s\n' "$_gwtrace_line" >>"${_gwtrace_path#file://}" || :
 }
 
 # _gwtrace_shrink: one printf is one write(2) below 4096 bytes, and O_APPEND
 # writes of one call never interleave with other writers; a longer line is cut
 # to stay below that, and marked. (Up to 4 bytes per character when not ASCII.)
 _gwtrace_shrink() {
-  local max=4000
-  [[ $_gwtrace_line == *[![:ascii:]]* ]] && max=1000
-  (( ${#_gwtrace_line} > max )) || return 0
-  _gwtrace_line=${_gwtrace_line:0:max}
+  local _gwtrace_max=4000
+  [[ $_gwtrace_line == *[![:ascii:]]* ]] && _gwtrace_max=1000
+  (( ${#_gwtrace_line} > _gwtrace_max )) || return 0
+  _gwtrace_line=${_gwtrace_line:0:_gwtrace_max}
   [[ $_gwtrace_line == *\\ ]] && _gwtrace_line=${_gwtrace_line%\\}
   _gwtrace_line+=$'\tgwtrace.truncated=true'
+}
+
+# _gwtrace_set_tracestate VALUE HOW: HOW is x (export VALUE), s (set VALUE,
+# not exported) or '' (unset). A readonly TRACESTATE is left alone.
+_gwtrace_set_tracestate() {
+  (( _gwtrace_ro_ts )) && return 0
+  case $2 in
+    x) builtin export TRACESTATE="$1" ;;
+    s) TRACESTATE=$1; builtin export -n TRACESTATE ;;
+    *) builtin unset TRACESTATE ;;
+  esac
+  return 0
+}
+
+# _gwtrace_readonly_context: set _gwtrace_ro_tp/_gwtrace_ro_ts. Assigning a
+# readonly variable aborts a bash script whatever `|| :` follows, so it must
+# be known before. bash 4.4+ tells with ${var@a}; older bash needs one
+# subshell, once, when the library is sourced.
+_gwtrace_readonly_context() {
+  local _gwtrace_attrs _gwtrace_nounset=0
+  if (( _gwtrace_attr_ok )); then
+    # ${var@a} of an unset (maybe readonly) variable trips `set -u`.
+    [[ -o nounset ]] && { _gwtrace_nounset=1; set +u; }
+    _gwtrace_attrs=${TRACEPARENT@a}
+    [[ $_gwtrace_attrs == *r* ]] && _gwtrace_ro_tp=1
+    _gwtrace_attrs=${TRACESTATE@a}
+    [[ $_gwtrace_attrs == *r* ]] && _gwtrace_ro_ts=1
+    (( _gwtrace_nounset )) && set -u
+  else
+    ( TRACEPARENT=x ) 2>/dev/null || _gwtrace_ro_tp=1
+    ( TRACESTATE=x ) 2>/dev/null || _gwtrace_ro_ts=1
+  fi
+  return 0
+}
+
+# _gwtrace_export_attrs DEPTH: record "s" (set, not exported) instead of "x"
+# for TRACEPARENT/TRACESTATE (bash 4.4+: ${var@a}; called before they change).
+_gwtrace_export_attrs() {
+  local _gwtrace_attrs
+  if [[ -n ${TRACEPARENT+x} ]]; then
+    _gwtrace_attrs=${TRACEPARENT@a}
+    [[ $_gwtrace_attrs == *x* ]] || _gwtrace_otpset[$1]=s
+  fi
+  if [[ -n ${TRACESTATE+x} ]]; then
+    _gwtrace_attrs=${TRACESTATE@a}
+    [[ $_gwtrace_attrs == *x* ]] || _gwtrace_otsset[$1]=s
+  fi
+  return 0
 }
 
 # _gwtrace_is_hex STRING LENGTH: lower-case hex of that length, not all zero.
@@ -355,39 +432,56 @@ _gwtrace_is_hex() {
 # Read the W3C context this process was started with (TRACEPARENT and
 # TRACESTATE). An invalid traceparent is ignored as a whole: new root spans.
 _gwtrace_read_context() {
-  local tp=${TRACEPARENT-} ver tr sp fl
-  tp=${tp#"${tp%%[![:space:]]*}"}
-  tp=${tp%"${tp##*[![:space:]]}"}
-  (( ${#tp} >= 55 )) || return 0
-  ver=${tp:0:2} tr=${tp:3:32} sp=${tp:36:16} fl=${tp:53:2}
-  [[ ${tp:2:1}${tp:35:1}${tp:52:1} == --- ]] || return 0
-  [[ $ver != *[!0-9a-f]* && $ver != ff && $fl != *[!0-9a-f]* ]] || return 0
-  if [[ $ver == 00 ]]; then
-    (( ${#tp} == 55 )) || return 0
-  elif (( ${#tp} > 55 )); then
-    [[ ${tp:55:1} == - ]] || return 0
+  local _gwtrace_tp=${TRACEPARENT-} _gwtrace_ver _gwtrace_tid _gwtrace_sid _gwtrace_fl2
+  _gwtrace_tp=${_gwtrace_tp#"${_gwtrace_tp%%[![:space:]]*}"}
+  _gwtrace_tp=${_gwtrace_tp%"${_gwtrace_tp##*[![:space:]]}"}
+  (( ${#_gwtrace_tp} >= 55 )) || return 0
+  _gwtrace_ver=${_gwtrace_tp:0:2} _gwtrace_tid=${_gwtrace_tp:3:32} _gwtrace_sid=${_gwtrace_tp:36:16} \
+    _gwtrace_fl2=${_gwtrace_tp:53:2}
+  [[ ${_gwtrace_tp:2:1}${_gwtrace_tp:35:1}${_gwtrace_tp:52:1} == --- ]] || return 0
+  [[ $_gwtrace_ver != *[!0-9a-f]* && $_gwtrace_ver != ff && $_gwtrace_fl2 != *[!0-9a-f]* ]] || return 0
+  if [[ $_gwtrace_ver == 00 ]]; then
+    (( ${#_gwtrace_tp} == 55 )) || return 0
+  elif (( ${#_gwtrace_tp} > 55 )); then
+    [[ ${_gwtrace_tp:55:1} == - ]] || return 0
   fi
-  _gwtrace_is_hex "$tr" 32 && _gwtrace_is_hex "$sp" 16 || return 0
+  _gwtrace_is_hex "$_gwtrace_tid" 32 && _gwtrace_is_hex "$_gwtrace_sid" 16 || return 0
   # Only the sampled (01) and random (02) bits are defined; others go out as 0.
-  builtin printf -v fl '%02x' $(( 16#$fl & 3 ))
-  _gwtrace_base_tr=$tr _gwtrace_base_sp=$sp _gwtrace_base_fl=$fl
+  builtin printf -v _gwtrace_fl2 '%02x' $(( 16#$_gwtrace_fl2 & 3 ))
+  _gwtrace_base_tr=$_gwtrace_tid _gwtrace_base_sp=$_gwtrace_sid _gwtrace_base_fl=$_gwtrace_fl2
   _gwtrace_base_ts=${TRACESTATE-}
   return 0
 }
 
 _gwtrace_init() {
-  local up='' now=''
+  local _gwtrace_up='' _gwtrace_now='' _gwtrace_nocase=0
   if [[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0-9]* ]]; then
     _gwtrace_boot_us=$GWTRACE_BOOT_US
   elif [[ -z ${EPOCHREALTIME-} ]]; then
-    IFS= builtin read -r up </proc/uptime || up=''
-    up=${up%% *}
-    builtin printf -v now '%(%s)T' -1
-    if [[ $up == [0-9]*.[0-9][0-9] && $up != *[!0-9.]* ]]; then
-      _gwtrace_boot_us=$(( now * 1000000 - 10#${up/./} * 10000 ))
+    IFS= builtin read -r _gwtrace_up </proc/uptime || _gwtrace_up=''
+    _gwtrace_up=${_gwtrace_up%% *}
+    builtin printf -v _gwtrace_now '%(%s)T' -1
+    if [[ $_gwtrace_up == [0-9]*.[0-9][0-9] && $_gwtrace_up != *[!0-9.]* ]]; then
+      _gwtrace_boot_us=$(( _gwtrace_now * 1000000 - 10#${_gwtrace_up/./} * 10000 ))
     fi
   fi
+  (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && _gwtrace_attr_ok=1
+  # Hex checks are glob matches: a host's nocasematch must not make "ABC" valid.
+  if shopt -q nocasematch; then
+    _gwtrace_nocase=1
+    shopt -u nocasematch
+  fi
   _gwtrace_read_context
+  (( _gwtrace_nocase )) && shopt -s nocasematch
+  _gwtrace_readonly_context
+  # Under `set -a` our functions were exported: keep them out of children.
+  if [[ -o allexport ]]; then
+    builtin export -n -f trace_begin trace_end trace_event trace_attr trace_run \
+      _gwtrace_attrs _gwtrace_emit _gwtrace_esc _gwtrace_esc_name_state _gwtrace_export_attrs \
+      _gwtrace_init _gwtrace_is_hex _gwtrace_is_shell_code _gwtrace_now _gwtrace_off _gwtrace_rand64 \
+      _gwtrace_read_context _gwtrace_readonly_context _gwtrace_reseed _gwtrace_set_tracestate \
+      _gwtrace_shrink _gwtrace_skip _gwtrace_status_of _gwtrace_trace_id || :
+  fi
   return 0
 }
 
