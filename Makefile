@@ -45,6 +45,7 @@ bats: $(STAMP) $(BATS)
 bench: install
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bench/overhead
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/throughput
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/serve
 
 clean:
 	rm -rf $(VENV) $(TOOLS) build dist *.egg-info
