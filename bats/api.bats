@@ -378,7 +378,6 @@ EOF
 }
 
 @test "trace_end OK is recorded as a status the sidecar accepts" {
-  skip "BUG: trace_end OK writes status 'OK' verbatim; protocol.parse_line rejects it (events_malformed), the span ends as incomplete ERROR"
   end_with false OK
   assert_output "rc=0"
   run parse_log
@@ -386,7 +385,6 @@ EOF
 }
 
 @test "trace_end returns the recorded status even for a message that contains '='" {
-  skip "BUG: trace_end 'bad value: x=1' is taken as an attribute, so the status comes from \$? (0 = OK) and the error is lost"
   end_with true "'bad value: x=1'"
   assert_output "rc=1"
   nth_event E 1; assert_equal "${F[6]}" "error:bad value: x=1"
@@ -403,4 +401,71 @@ EOF
   assert_success
   assert_output $'rc=5\nrc=0'
   assert_equal "$(count_of E)" 1
+}
+
+# --- loading -----------------------------------------------------------------
+
+@test "sourcing the library a second time keeps the open spans" {
+  gw_run <<'EOF'
+trace_begin outer
+source "$GWTRACE_LIB"
+trace_begin inner; trace_end
+trace_end
+echo "${TRACEPARENT-unset}"
+EOF
+  assert_success
+  assert_output unset
+  nth_event B 1; local outer=${F[5]}
+  nth_event B 2; assert_equal "${F[6]}" "$outer"
+  nth_event E 2; assert_equal "${F[5]}" "$outer"
+}
+
+@test "a library sourced inside a function works at top level afterwards" {
+  gw_run_raw <<'EOF'
+setup_tracing() { source "$GWTRACE_LIB"; }
+setup_tracing
+trace_begin outer; trace_begin inner; trace_end; trace_end
+EOF
+  assert_success
+  run parse_log
+  assert_output "B=2 E=2 bad=0"
+  nth_event B 1; local outer=${F[5]}
+  nth_event B 2; assert_equal "${F[6]}" "$outer"
+}
+
+@test "trace_run of source and . runs the file in the current shell" {
+  echo 'SOURCED_VAR=yes; return 4' >"$BATS_TEST_TMPDIR/lib.sh"
+  gw_run "$BATS_TEST_TMPDIR/lib.sh" <<'EOF'
+trace_run src source "$1"; echo "rc=$? var=$SOURCED_VAR"
+unset SOURCED_VAR
+trace_run dot . "$1"; echo "rc=$? var=$SOURCED_VAR"
+EOF
+  assert_success
+  assert_output $'rc=4 var=yes\nrc=4 var=yes'
+  nth_event B 1; assert_equal "${F[11]}" process.executable.name=source
+  nth_event E 1; assert_equal "${F[6]}" 4
+  nth_event B 2; assert_equal "${F[11]}" process.executable.name=.
+}
+
+@test "100 nested spans: each is the child of the previous, all end, TRACEPARENT is unset at the end" {
+  gw_run <<'EOF'
+for i in {1..100}; do trace_begin "level$i"; done
+for i in {1..100}; do trace_end; done
+echo "${TRACEPARENT-unset}"
+EOF
+  assert_success
+  assert_output unset
+  run "$GW_PY" - "$LOG" <<'EOF'
+import sys
+from gwtrace.protocol import parse_line
+events = [parse_line(l) for l in open(sys.argv[1], "rb").read().split(b"\n")[:-1]]
+begins = [e for e in events if e.kind == "B"]
+ends = [e for e in events if e.kind == "E"]
+assert len(begins) == 100 and len(ends) == 100
+assert all(b.parent_id == a.span_id for a, b in zip(begins, begins[1:]))
+assert [e.span_id for e in ends] == [b.span_id for b in reversed(begins)]
+assert len({e.trace_id for e in events}) == 1
+print("ok")
+EOF
+  assert_output ok
 }

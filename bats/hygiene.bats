@@ -90,7 +90,6 @@ EOF
 }
 
 @test "readonly host variables named like the library's locals (t, d, path, status) do not break it" {
-  skip "BUG: locals are not _gwtrace_-prefixed; 'local ... t=\$'\\t'' fails on a readonly t (records use 't' value as separator), and under set -e readonly d/t/path/status/a/z make trace_begin/trace_end exit the script"
   gw_run_raw <<'EOF'
 set -e
 readonly t=X d=5 path=/x status=0 a=1 z=2
@@ -163,7 +162,6 @@ assert_snapshots_equal() {
 }
 
 @test "under set -a, a child script that sources the library still records its spans" {
-  skip "BUG: allexport exports _gwtrace_loaded/_gwtrace_depth and the functions; the child's source returns early (guard), its arrays are empty, so every child span is silently dropped"
   gw_run_raw <<'EOF'
 set -a
 source "$GWTRACE_LIB"

@@ -1,0 +1,76 @@
+#!/usr/bin/env bats
+# Zero forks on the hot path: strace counts every clone/fork/exec of a
+# traced script (the one execve is bash itself).
+# shellcheck disable=SC2154  # status/output/stderr are set by bats' run
+# shellcheck disable=SC2016  # quoted child scripts
+
+load test_helper
+
+setup() {
+  gw_setup
+  command -v strace >/dev/null || skip "strace is not installed"
+  strace -qq -o /dev/null true 2>/dev/null || skip "ptrace is not permitted here"
+}
+
+# count_forks: run $SCRIPT under strace; FORKS = clones/forks, EXECS = execs.
+count_forks() {
+  strace -f -qq -e trace=clone,clone3,fork,vfork,execve -o "$BATS_TEST_TMPDIR/strace" bash "$SCRIPT"
+  FORKS=$(grep -cE '(clone3?|v?fork)\(' "$BATS_TEST_TMPDIR/strace" || true)
+  EXECS=$(grep -c 'execve(' "$BATS_TEST_TMPDIR/strace" || true)
+}
+
+@test "sourcing the library and every call of trace_begin/event/attr/end fork nothing" {
+  cat >"$SCRIPT" <<'EOF'
+source "$GWTRACE_LIB"
+trace_begin outer site=FNAL "msg=a	b"
+trace_event e k=v
+trace_attr x=y token=secret
+trace_begin inner; trace_end 3; trace_end "went wrong"
+trace_begin third; trace_end ok
+trace_end
+trace_end; trace_event none
+EOF
+  count_forks
+  assert_equal "$FORKS" 0
+  assert_equal "$EXECS" 1
+  assert_equal "$(count_of B)" 3
+}
+
+@test "the bash < 5 clock path forks nothing" {
+  cat >"$SCRIPT" <<'EOF'
+unset EPOCHREALTIME SRANDOM
+source "$GWTRACE_LIB"
+trace_begin outer; trace_event e; trace_attr k=v; trace_end
+EOF
+  count_forks
+  assert_equal "$FORKS" 0
+  assert_equal "$(count_of B)" 1
+}
+
+@test "an incoming TRACEPARENT, an 8 KB value and a sampled-out child fork nothing" {
+  cat >"$SCRIPT" <<EOF
+export TRACEPARENT=$TP_VALID TRACESTATE=rojo=1
+source "\$GWTRACE_LIB"
+v=x; while (( \${#v} < 8000 )); do v+=\$v; done
+trace_begin outer "k=\$v"; trace_end
+TRACEPARENT=00-$TP_TRACE-$TP_PARENT-00 bash -c 'source "\$GWTRACE_LIB"; trace_begin s; trace_end'
+EOF
+  count_forks
+  assert_equal "$FORKS" 1       # the script's own `bash -c`
+  assert_equal "$EXECS" 2
+  assert_equal "$(count_of B)" 1
+}
+
+@test "trace_run forks only to run an external command" {
+  cat >"$SCRIPT" <<'EOF'
+source "$GWTRACE_LIB"
+f() { :; }
+trace_run fn f
+trace_run ev eval ':'
+trace_run ext /bin/true
+EOF
+  count_forks
+  assert_equal "$FORKS" 1
+  assert_equal "$EXECS" 2
+  assert_equal "$(count_of B)" 3
+}
