@@ -27,12 +27,16 @@ def build_parser() -> argparse.ArgumentParser:
     start = scs.add_parser("start", help="daemonize a sidecar; prints export lines for eval")
     start.add_argument("--dir", help="state directory (default: $GWTRACE_DIR or a new private temp dir)")
     start.add_argument("--glidein-config", help="glidein_config file to read the pilot identity from")
+    start.add_argument("--ship-to", metavar="FILE|stderr",
+                       help="on SIGTERM, write undelivered spans there as blocks for `gwtrace ingest`")
     run = scs.add_parser("run", help="run a sidecar in the foreground")
     run.add_argument("--dir", help="state directory (default: $GWTRACE_DIR)")
     run.add_argument("--glidein-config")
     stop = scs.add_parser("stop", help="flush everything, then stop the sidecar")
     stop.add_argument("--dir")
     stop.add_argument("--timeout", type=float, default=120.0, help="seconds to wait (default 120)")
+    stop.add_argument("--ship-to", metavar="FILE|stderr",
+                      help="write spans that could not be delivered there as blocks for `gwtrace ingest`")
     status = scs.add_parser("status", help="print the sidecar's counters")
     status.add_argument("--dir")
 
@@ -90,12 +94,12 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return show(args.trace_id, args.last, args.db, sys.stdout)
     if args.command == "sidecar":
         if args.action == "start":
-            return control.start(args.dir, args.glidein_config, sys.stdout)
+            return control.start(args.dir, args.glidein_config, sys.stdout, args.ship_to)
         if args.action == "run":
             directory = control.choose_directory(args.dir)
             return control.run_foreground(directory, args.glidein_config)
         if args.action == "stop":
-            return control.stop(args.dir, args.timeout, sys.stderr)
+            return control.stop(args.dir, args.timeout, sys.stderr, args.ship_to)
         if args.action == "status":
             return control.status(args.dir, sys.stdout)
         parser.parse_args(["sidecar", "--help"])

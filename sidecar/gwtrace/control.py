@@ -59,7 +59,8 @@ def choose_directory(explicit: Optional[str]) -> str:
     return tempfile.mkdtemp(prefix="gwtrace.", dir=os.environ.get("TMPDIR") or None)
 
 
-def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO) -> int:
+def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO,
+          ship_to: Optional[str] = None) -> int:
     spool = _open_spool(choose_directory(directory))
     if spool.is_owned():
         pid = spool.owner_pid() or 0
@@ -70,7 +71,7 @@ def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO) 
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the daemon
         os.close(read_fd)
-        _daemonize(spool.dir, glidein_config, write_fd)
+        _daemonize(spool.dir, glidein_config, write_fd, ship_to)
     os.close(write_fd)
     os.waitpid(pid, 0)   # the intermediate child exits at once
     message = _read_ready(read_fd, READY_TIMEOUT_S)
@@ -102,13 +103,21 @@ def _read_ready(fd: int, timeout: float) -> str:
     return b"".join(chunks).decode("utf-8", "replace")
 
 
-def _daemonize(directory: str, glidein_config: Optional[str], ready_fd: int) -> None:  # pragma: no cover
-    """Double fork, new session, stdio to the sidecar log; never returns."""
+def _daemonize(directory: str, glidein_config: Optional[str], ready_fd: int,
+               ship_to: Optional[str]) -> None:  # pragma: no cover
+    """Double fork, new session, stdio to the sidecar log; never returns.
+
+    With ``--ship-to stderr`` the daemon keeps the starter's stderr (the
+    glidein's .err) open, to ship undelivered spans there on SIGTERM.
+    """
     code = 1
     try:
         os.setsid()
         if os.fork() > 0:
             os._exit(0)
+        ship_stream = None
+        if ship_to == "stderr":
+            ship_stream = os.fdopen(os.dup(2), "w", buffering=1)
         os.chdir("/")
         log_fd = os.open(os.path.join(directory, LOG_NAME), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o600)
         null_fd = os.open(os.devnull, os.O_RDONLY)
@@ -119,7 +128,8 @@ def _daemonize(directory: str, glidein_config: Optional[str], ready_fd: int) -> 
         os.close(log_fd)
         sys.stdout = os.fdopen(1, "w", buffering=1)
         sys.stderr = os.fdopen(2, "w", buffering=1)
-        code = run_foreground(directory, glidein_config, ready_fd=ready_fd)
+        code = run_foreground(directory, glidein_config, ready_fd=ready_fd,
+                              ship_to=ship_stream if ship_to == "stderr" else ship_to)
     except BaseException as exc:  # noqa: BLE001 - report anything to the waiting parent
         try:
             os.write(ready_fd, f"gwtrace: sidecar failed to start: {exc}\n".encode())
@@ -129,18 +139,19 @@ def _daemonize(directory: str, glidein_config: Optional[str], ready_fd: int) -> 
         os._exit(code)
 
 
-def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Optional[int] = None) -> int:
+def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Optional[int] = None,
+                   ship_to: "Optional[str | TextIO]" = None) -> int:
     """Run a sidecar in this process until SIGTERM/SIGINT (``sidecar run``)."""
-    from .exporter import make_exporter
+    from .exporter import make_delivery
     from .resource import build_resource
     from .sidecar import Sidecar
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s gwtrace[%(process)d] %(levelname)s %(message)s")
     spool = _open_spool(directory)
-    exporter, destination = make_exporter()
     resource = build_resource(glidein_config or os.environ.get("GLIDEIN_CONFIG"))
     stop_timeout = _float_env("GWTRACE_STOP_TIMEOUT", 10.0)
-    sidecar = Sidecar(spool, exporter, resource, destination, stop_timeout=stop_timeout)
+    sidecar = Sidecar(spool, make_delivery(), resource, stop_timeout=stop_timeout,
+                      ship_to=_ship_stream(ship_to))
     sidecar.open()
 
     def on_signal(signum: int, frame: object) -> None:
@@ -149,7 +160,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)   # the pilot's terminal going away is not a stop
-    log.info("sidecar on %s exporting to %s", spool.dir, destination)
+    log.info("sidecar on %s exporting to %s", spool.dir, sidecar.destination)
     if ready_fd is not None:
         os.write(ready_fd, f"ready {os.getpid()}\n".encode())
         os.close(ready_fd)
@@ -157,9 +168,11 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     return 0
 
 
-def stop(directory: Optional[str], timeout: float, out: TextIO) -> int:
+def stop(directory: Optional[str], timeout: float, out: TextIO, ship_to: Optional[str] = None) -> int:
     """Stop the sidecar and wait until it has flushed; with none running,
-    export whatever the directory still holds (spooled events, outbox)."""
+    export whatever the directory still holds (spooled events, outbox).
+    With ``ship_to``, what could not be delivered is then written there as
+    blocks for `gwtrace ingest` (see shiphome.py)."""
     spool = _open_spool(_existing_directory(directory))
     if spool.is_owned():
         pid = spool.owner_pid()
@@ -173,20 +186,56 @@ def stop(directory: Optional[str], timeout: float, out: TextIO) -> int:
             time.sleep(0.02)
     else:
         _drain_without_daemon(spool)
+    if ship_to:
+        _ship_leftovers(spool, ship_to)
     from .sidecar import format_counters
 
     print(f"gwtrace: sidecar stopped: {format_counters(spool.read_status())}", file=out)
     return 0
 
 
+def _ship_stream(ship_to: "Optional[str | TextIO]") -> Optional[TextIO]:
+    if ship_to is None or not isinstance(ship_to, str):
+        return ship_to
+    if ship_to == "stderr":
+        return sys.stderr
+    return open(ship_to, "a", encoding="ascii")
+
+
+def _ship_leftovers(spool: Spool, ship_to: str) -> None:
+    """Write the outbox a stopped sidecar left behind, and count it."""
+    from .shiphome import ship_outbox
+
+    if not spool.batch_seqs():
+        return
+    spool.acquire()
+    try:
+        stream = _ship_stream(ship_to)
+        try:
+            shipped = ship_outbox(spool, stream)
+        finally:
+            if stream is not sys.stderr:
+                stream.close()
+        cp = spool.load_checkpoint()
+        cp.counters["spans_shipped"] = cp.counters.get("spans_shipped", 0) + shipped
+        spool.save_checkpoint(cp)
+        st = spool.read_status()
+        counters = st.setdefault("counters", {})
+        counters["spans_shipped"] = counters.get("spans_shipped", 0) + shipped
+        counters["spans_pending"] = max(0, counters.get("spans_pending", 0) - shipped)
+        counters["outbox_bytes"] = 0
+        spool.write_status(st)
+    finally:
+        spool.release()
+
+
 def _drain_without_daemon(spool: Spool) -> None:
     """What `stop` does when no sidecar runs: a foreground sidecar that stops at once."""
-    from .exporter import make_exporter
+    from .exporter import make_delivery
     from .resource import build_resource
     from .sidecar import Sidecar
 
-    exporter, destination = make_exporter()
-    sidecar = Sidecar(spool, exporter, build_resource(os.environ.get("GLIDEIN_CONFIG")), destination,
+    sidecar = Sidecar(spool, make_delivery(), build_resource(os.environ.get("GLIDEIN_CONFIG")),
                       stop_timeout=_float_env("GWTRACE_STOP_TIMEOUT", 10.0))
     sidecar.open()
     sidecar.request_stop()

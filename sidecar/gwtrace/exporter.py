@@ -12,9 +12,11 @@ its ids and clock from Python) and handed to a standard ``SpanExporter``:
 
 from __future__ import annotations
 
+import email.utils
 import logging
 import os
-from typing import Dict, List, Optional, Sequence, Tuple
+import time
+from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 import requests
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -151,10 +153,86 @@ def make_otlp_exporter() -> Tuple[SpanExporter, _RecordingSession, str]:
     return exporter, session, getattr(exporter, "_endpoint", "otlp")
 
 
+#: Status codes OTLP says to retry (opentelemetry-proto docs/specification.md).
+RETRYABLE_STATUS = frozenset((429, 502, 503, 504))
+MAX_RETRY_AFTER_S = 600.0
+
+
+class Outcome(NamedTuple):
+    """What one delivery attempt means for the batch."""
+
+    delivered: bool
+    retryable: bool = True
+    reason: str = ""                      # e.g. "http_503", "http_400", "connection"
+    retry_after: Optional[float] = None   # seconds, from a Retry-After header
+
+
+def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
+    """Retry-After as delay-seconds or an HTTP-date (RFC 9110), capped."""
+    if not value:
+        return None
+    value = value.strip()
+    try:
+        seconds = float(value)
+    except ValueError:
+        try:
+            when = email.utils.parsedate_to_datetime(value)
+        except (TypeError, ValueError):
+            return None
+        seconds = when.timestamp() - (time.time() if now is None else now)
+    return min(max(seconds, 0.0), MAX_RETRY_AFTER_S)
+
+
+class Delivery:
+    """A SpanExporter plus what its failures mean.
+
+    ``SpanExporter.export`` only says SUCCESS or FAILURE; the outbox needs to
+    know whether to retry (429/502/503/504, connection errors, time-outs, a
+    busy store), when (Retry-After), or to set the batch aside (other 4xx and
+    5xx: the collector will never take it).
+    """
+
+    def __init__(self, exporter: SpanExporter, destination: str,
+                 session: Optional[_RecordingSession] = None) -> None:
+        self.exporter = exporter
+        self.destination = destination
+        self.session = session
+
+    def send(self, spans: Sequence[ReadableSpan]) -> Outcome:
+        if self.session is not None:
+            self.session.last_status = None
+            self.session.last_retry_after = None
+        try:
+            result = self.exporter.export(spans)
+        except Exception as exc:  # noqa: BLE001 - exporter bugs must not stop delivery
+            log.error("export raised %s: %s", type(exc).__name__, exc)
+            return Outcome(False, True, "exception")
+        if result == SpanExportResult.SUCCESS:
+            return Outcome(True)
+        status = self.session.last_status if self.session is not None else None
+        if status is None:
+            return Outcome(False, True, "connection" if self.session is not None else "store")
+        retry_after = parse_retry_after(self.session.last_retry_after)
+        if status in RETRYABLE_STATUS:
+            return Outcome(False, True, f"http_{status}", retry_after)
+        if 400 <= status < 600:
+            return Outcome(False, False, f"http_{status}")
+        return Outcome(False, True, f"http_{status}", retry_after)
+
+    def shutdown(self) -> None:
+        self.exporter.shutdown()
+
+
+def make_delivery(store_path: Optional[str] = None) -> Delivery:
+    """The configured exporter: OTLP/HTTP if an endpoint is set, else the store."""
+    if otlp_endpoint_configured():
+        exporter, session, endpoint = make_otlp_exporter()
+        return Delivery(exporter, f"OTLP/HTTP {endpoint}", session)
+    store = StoreSpanExporter(store_path)
+    return Delivery(store, f"embedded store {store.path}")
+
+
 def make_exporter(store_path: Optional[str] = None) -> Tuple[SpanExporter, str]:
     """The configured exporter and a one-line description of where spans go."""
-    if otlp_endpoint_configured():
-        exporter, _, endpoint = make_otlp_exporter()
-        return exporter, f"OTLP/HTTP {endpoint}"
-    exporter = StoreSpanExporter(store_path)
-    return exporter, f"embedded store {exporter.path}"
+    delivery = make_delivery(store_path)
+    return delivery.exporter, delivery.destination

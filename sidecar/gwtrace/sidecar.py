@@ -3,9 +3,12 @@
 Two threads. The main thread tails the event log, assembles spans, writes
 finished spans to the outbox in batches and checkpoints (spool.py explains the
 order that makes a SIGKILL harmless). The export thread delivers committed
-batches and deletes them on success; a failed batch stays in the outbox and
-is retried with backoff, so a slow or dead collector never stalls reading and
-never costs a span.
+batches and deletes them on success. A batch the collector could not take now
+(connection refused, time-out, 429/502/503/504) stays and is retried with
+exponential backoff or after its Retry-After; a batch the collector refuses
+for good (other 4xx/5xx) is set aside and counted. The outbox is capped
+(GWTRACE_OUTBOX_MAX_MB): past the cap the oldest batches are dropped, counted,
+with one warning. A slow or dead collector never stalls reading.
 """
 
 from __future__ import annotations
@@ -14,14 +17,13 @@ import logging
 import os
 import threading
 import time
-from typing import Dict, List, Optional
+from typing import Dict, List, Optional, TextIO
 
 from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 
 from .assembler import Assembler, Counters, SpanRecord
 from .eventlog import EventLogReader, create_event_log
-from .exporter import to_readable_spans
+from .exporter import Delivery, Outcome, to_readable_spans
 from .protocol import ProtocolError, parse_line
 from .spool import Checkpoint, Spool
 
@@ -34,12 +36,14 @@ POLL_MAX_S = 0.1
 STATUS_INTERVAL_S = 0.25
 RETRY_MIN_S = 1.0
 RETRY_MAX_S = 30.0
+DEFAULT_OUTBOX_MAX_MB = 200.0
 
 #: Counters shown by ``gwtrace sidecar status`` even while zero.
 STATUS_COUNTERS = (
     "events_received", "events_malformed", "events_unknown_span", "events_duplicate",
-    "spans_finished", "spans_exported", "spans_incomplete", "spans_dropped",
-    "export_failures", "spans_maybe_duplicated", "log_resets",
+    "spans_finished", "spans_exported", "spans_retried", "spans_shipped", "spans_incomplete",
+    "spans_dropped", "spans_rejected", "spans_dropped_outbox_cap", "spans_maybe_duplicated",
+    "export_failures", "log_resets",
 )
 
 
@@ -47,16 +51,28 @@ def now_us() -> int:
     return time.time_ns() // 1000
 
 
+def outbox_cap_bytes() -> int:
+    raw = os.environ.get("GWTRACE_OUTBOX_MAX_MB", "")
+    try:
+        mb = float(raw) if raw.strip() else DEFAULT_OUTBOX_MAX_MB
+    except ValueError:
+        log.warning("ignoring GWTRACE_OUTBOX_MAX_MB=%r: not a number", raw)
+        mb = DEFAULT_OUTBOX_MAX_MB
+    return max(0, int(mb * 1024 * 1024))
+
+
 class Sidecar:
     """One sidecar owning one state directory."""
 
-    def __init__(self, spool: Spool, exporter: SpanExporter, resource: Resource,
-                 destination: str, stop_timeout: float = 10.0) -> None:
+    def __init__(self, spool: Spool, delivery: Delivery, resource: Resource,
+                 stop_timeout: float = 10.0, ship_to: Optional[TextIO] = None) -> None:
         self.spool = spool
-        self.exporter = exporter
+        self.delivery = delivery
         self.resource = resource
-        self.destination = destination
+        self.destination = delivery.destination
         self.stop_timeout = stop_timeout
+        self.ship_to = ship_to
+        self.outbox_cap = outbox_cap_bytes()
         self.counters = Counters()
         self.assembler = Assembler(self.counters)
         self.reader: Optional[EventLogReader] = None
@@ -64,14 +80,16 @@ class Sidecar:
         self._ready: List[SpanRecord] = []      # finished, not yet in a batch
         self._ready_since = 0.0
         self._committed_seq = 0                   # batches below this may be exported
+        self._committed_offset = -1
         self._cache: Dict[int, List[SpanRecord]] = {}
+        self._sizes: Dict[int, "tuple[int, int]"] = {}   # seq -> (spans, bytes) in the outbox
+        self._exporting: Optional[int] = None
+        self._inflight_at_start: set = set()
+        self._cap_warned = False
         self._lock = threading.Condition()
         self._stopping = threading.Event()
         self._export_done = threading.Event()
         self._retry_now = threading.Event()
-        self._outbox_spans = 0
-        self._inflight_at_start: set = set()
-        self._committed_offset = -1
         self._exporter_thread: Optional[threading.Thread] = None
         self._last_status = 0.0
         self.started_at = time.time()
@@ -81,6 +99,7 @@ class Sidecar:
     def open(self) -> None:
         """Take the directory over: lock it, load the checkpoint, drop what it doesn't cover."""
         self.spool.acquire()
+        self.spool.save_resource(dict(self.resource.attributes))
         log_path = create_event_log(self.spool.dir)
         cp = self.spool.load_checkpoint()
         dropped = self.spool.discard_uncommitted(cp.next_seq)
@@ -90,16 +109,16 @@ class Sidecar:
         self.assembler.restore(cp.open_spans)
         self.reader = EventLogReader(log_path, cp.offset, cp.inode)
         self.next_seq = self._committed_seq = cp.next_seq
+        self._committed_offset = cp.offset
         pending = self.spool.batch_seqs()
         self._inflight_at_start = {seq for seq in pending if self.spool.was_inflight(seq)}
         for seq in pending:
             try:
-                self._outbox_spans += len(self.spool.read_batch(seq))
+                self._sizes[seq] = (len(self.spool.read_batch(seq)), os.path.getsize(self.spool.batch_path(seq)))
             except (OSError, ValueError, KeyError):
-                self._set_aside(seq)
+                self._set_aside(seq, "unreadable")
         if pending:
-            log.info("%d undelivered span(s) in the outbox", self._outbox_spans)
-        self._committed_offset = cp.offset
+            log.info("%d undelivered span(s) in the outbox", self._outbox_spans())
         self._exporter_thread = threading.Thread(target=self._export_loop, name="gwtrace-export",
                                                  daemon=True)
         self._exporter_thread.start()
@@ -141,12 +160,19 @@ class Sidecar:
             self._lock.notify_all()
         if self._exporter_thread is not None:
             self._exporter_thread.join(timeout=max(0.0, deadline - time.monotonic()) + 1)
+        if self.ship_to is not None and self.spool.batch_seqs():
+            from .shiphome import ship_outbox
+
+            shipped = ship_outbox(self.spool, self.ship_to)
+            with self._lock:
+                self.counters.add("spans_shipped", shipped)
+                self._sizes.clear()
         self._commit()
         status = self.status()
         self.spool.write_status(status)
         log.info("stopped: %s", format_counters(status))
         try:
-            self.exporter.shutdown()
+            self.delivery.shutdown()
         except Exception:  # noqa: BLE001
             pass
         self.spool.release()
@@ -184,7 +210,7 @@ class Sidecar:
     def _flush(self, force: bool = False) -> None:
         """Move ready spans into outbox batches and checkpoint the offset."""
         if not self._ready:
-            if force and self.reader is not None and self._checkpoint_stale():
+            if force and self.reader is not None and self._committed_offset != self.reader.offset:
                 self._commit()
             return
         if not force and len(self._ready) < BATCH_SPANS and \
@@ -192,16 +218,13 @@ class Sidecar:
             return
         while self._ready:
             batch, self._ready = self._ready[:BATCH_SPANS], self._ready[BATCH_SPANS:]
-            self.spool.write_batch(self.next_seq, batch)
+            size = self.spool.write_batch(self.next_seq, batch)
             self._cache[self.next_seq] = batch
             with self._lock:
-                self._outbox_spans += len(batch)
+                self._sizes[self.next_seq] = (len(batch), size)
             self.next_seq += 1
         self._commit()
-
-    def _checkpoint_stale(self) -> bool:
-        assert self.reader is not None
-        return self._committed_offset != self.reader.offset
+        self._enforce_cap()
 
     def _commit(self) -> None:
         assert self.reader is not None
@@ -215,10 +238,32 @@ class Sidecar:
             self._committed_seq = self.next_seq
             self._lock.notify_all()
 
+    def _enforce_cap(self) -> None:
+        """Drop the oldest batches while the outbox is over GWTRACE_OUTBOX_MAX_MB."""
+        with self._lock:
+            total = sum(size for _, size in self._sizes.values())
+            if total <= self.outbox_cap:
+                return
+            for seq in sorted(self._sizes):
+                if total <= self.outbox_cap:
+                    break
+                if seq == self._exporting:
+                    continue
+                spans, size = self._sizes.pop(seq)
+                self._cache.pop(seq, None)
+                self.spool.remove_batch(seq)
+                total -= size
+                self.counters.add("spans_dropped", spans)
+                self.counters.add("spans_dropped_outbox_cap", spans)
+            if not self._cap_warned:
+                self._cap_warned = True
+                log.warning("outbox over GWTRACE_OUTBOX_MAX_MB=%.0f: dropping the oldest undelivered "
+                            "spans (counted as spans_dropped_outbox_cap)", self.outbox_cap / 1048576)
+
     # -- exporting ----------------------------------------------------------------
 
     def _next_batch(self) -> Optional[int]:
-        for seq in self.spool.batch_seqs():
+        for seq in sorted(self._sizes):
             if seq < self._committed_seq:
                 return seq
         return None
@@ -231,56 +276,72 @@ class Sidecar:
                 if seq is None:
                     self._lock.wait(0.2)
                     continue
-            spans = self._cache.pop(seq, None)
-            if spans is None:
-                try:
-                    spans = self.spool.read_batch(seq)
-                except (OSError, ValueError, KeyError) as exc:
-                    log.error("unreadable outbox batch %d set aside: %s", seq, exc)
-                    self._set_aside(seq)
-                    continue
-            resent = self.spool.was_inflight(seq) and seq in self._inflight_at_start
-            self.spool.mark_inflight(seq)
-            if self._export(spans) == SpanExportResult.SUCCESS:
-                self.spool.remove_batch(seq)
+                self._exporting = seq
+            try:
+                outcome = self._export_batch(seq)
+            finally:
                 with self._lock:
-                    self.counters.add("spans_exported", len(spans))
-                    if resent:
-                        self.counters.add("spans_maybe_duplicated", len(spans))
-                    self._outbox_spans -= len(spans)
+                    self._exporting = None
+            if outcome is None or outcome.delivered or not outcome.retryable:
                 backoff = RETRY_MIN_S
                 continue
-            with self._lock:
-                self.counters.add("export_failures")
-            self._cache[seq] = spans
-            # Sleep before the retry; a stop request cuts the wait short once.
-            self._retry_now.wait(backoff)
+            # Retry later: after Retry-After if the collector said so, else
+            # exponential backoff; a stop request cuts the wait short once.
+            wait = outcome.retry_after if outcome.retry_after is not None else backoff
+            self._retry_now.wait(wait)
             self._retry_now.clear()
             backoff = min(RETRY_MAX_S, backoff * 2)
 
-    def _export(self, spans: List[SpanRecord]) -> SpanExportResult:
-        try:
-            return self.exporter.export(to_readable_spans(spans, self.resource))
-        except Exception as exc:  # noqa: BLE001 - exporter bugs must not stop delivery
-            log.error("export raised %s: %s", type(exc).__name__, exc)
-            return SpanExportResult.FAILURE
-
-    def _set_aside(self, seq: int) -> None:
-        src = self.spool.batch_path(seq)
-        try:
-            os.replace(src, src + ".bad")
-        except OSError:
-            pass
+    def _export_batch(self, seq: int) -> Optional[Outcome]:
+        spans = self._cache.pop(seq, None)
+        if spans is None:
+            try:
+                spans = self.spool.read_batch(seq)
+            except FileNotFoundError:          # dropped by the cap meanwhile
+                return None
+            except (OSError, ValueError, KeyError) as exc:
+                log.error("unreadable outbox batch %d set aside: %s", seq, exc)
+                self._set_aside(seq, "unreadable")
+                return None
+        resent = seq in self._inflight_at_start
+        self.spool.mark_inflight(seq)
+        outcome = self.delivery.send(to_readable_spans(spans, self.resource))
         with self._lock:
-            self.counters.add("batches_unreadable")
+            if outcome.delivered:
+                self.spool.remove_batch(seq)
+                self._sizes.pop(seq, None)
+                self.counters.add("spans_exported", len(spans))
+                if resent:
+                    self.counters.add("spans_maybe_duplicated", len(spans))
+            elif not outcome.retryable:
+                log.error("collector refused %d span(s) (%s): set aside in %s", len(spans),
+                          outcome.reason, self.spool.outbox_dir)
+                self._set_aside(seq, outcome.reason)
+                self.counters.add("spans_rejected", len(spans))
+                self.counters.add("spans_dropped", len(spans))
+            else:
+                self.counters.add("export_failures")
+                self.counters.add("spans_retried", len(spans))
+                if seq in self._sizes:
+                    self._cache[seq] = spans
+        return outcome
+
+    def _set_aside(self, seq: int, reason: str) -> None:
+        self.spool.set_aside(seq, reason)
+        self._sizes.pop(seq, None)
+        self.counters.add(f"batches_set_aside_{reason}")
 
     # -- status ---------------------------------------------------------------------
+
+    def _outbox_spans(self) -> int:
+        return sum(n for n, _ in self._sizes.values())
 
     def status(self) -> Dict[str, object]:
         with self._lock:
             counters = {name: self.counters[name] for name in STATUS_COUNTERS}
             counters.update(self.counters)
-        counters["spans_pending"] = self._outbox_spans + len(self._ready)
+            counters["spans_pending"] = self._outbox_spans() + len(self._ready)
+            counters["outbox_bytes"] = sum(size for _, size in self._sizes.values())
         counters["spans_open"] = len(self.assembler.open)
         counters["log_bytes_unread"] = self.reader.pending_bytes() if self.reader else 0
         return {
@@ -297,8 +358,10 @@ class Sidecar:
 
 
 def format_counters(status: Dict[str, object]) -> str:
+    """The one-line summary: what was delivered, retried, shipped, dropped and why."""
     counters = status.get("counters", {})
     assert isinstance(counters, dict)
-    keys = ("events_received", "events_malformed", "spans_exported", "spans_pending",
-            "spans_open", "spans_incomplete", "spans_dropped", "log_bytes_unread")
+    keys = ("events_received", "events_malformed", "spans_exported", "spans_retried", "spans_shipped",
+            "spans_pending", "spans_open", "spans_incomplete", "spans_dropped", "spans_rejected",
+            "spans_dropped_outbox_cap", "spans_maybe_duplicated", "log_bytes_unread")
     return " ".join(f"{k}={counters.get(k, 0)}" for k in keys)

@@ -9,6 +9,7 @@ Layout (mode 0700; files 0600)::
     sidecar.pid    pid of the sidecar owning the directory
     sidecar.lock   flock held by that sidecar for its whole life
     sidecar.log    the sidecar's own messages
+    resource.json  the resource attributes of the spans (for shipping home)
 
 Why no span is lost or duplicated when the sidecar is SIGKILLed:
 
@@ -42,6 +43,7 @@ OUTBOX_NAME = "outbox"
 PID_NAME = "sidecar.pid"
 LOCK_NAME = "sidecar.lock"
 LOG_NAME = "sidecar.log"
+RESOURCE_NAME = "resource.json"
 
 
 class SpoolError(RuntimeError):
@@ -166,9 +168,12 @@ class Spool:
     def batch_path(self, seq: int) -> str:
         return os.path.join(self.outbox_dir, f"{seq:012d}.jsonl")
 
-    def write_batch(self, seq: int, spans: List[SpanRecord]) -> None:
+    def write_batch(self, seq: int, spans: List[SpanRecord]) -> int:
+        """Write a batch; return its size in bytes (the outbox cap counts them)."""
         lines = [json.dumps(s.to_json(), separators=(",", ":"), ensure_ascii=False) for s in spans]
-        write_atomic(self.batch_path(seq), ("\n".join(lines) + "\n").encode("utf-8"))
+        data = ("\n".join(lines) + "\n").encode("utf-8")
+        write_atomic(self.batch_path(seq), data)
+        return len(data)
 
     def read_batch(self, seq: int) -> List[SpanRecord]:
         with open(self.batch_path(seq), "rb") as f:
@@ -204,6 +209,18 @@ class Spool:
     def was_inflight(self, seq: int) -> bool:
         return os.path.exists(self.inflight_path(seq))
 
+    def set_aside(self, seq: int, reason: str) -> None:
+        """Keep a batch the collector refused for good, out of the retry loop."""
+        safe = "".join(c if c.isalnum() or c in "_-" else "_" for c in reason)
+        try:
+            os.replace(self.batch_path(seq), os.path.join(self.outbox_dir, f"{seq:012d}.rejected-{safe}"))
+        except FileNotFoundError:
+            pass
+        try:
+            os.unlink(self.inflight_path(seq))
+        except FileNotFoundError:
+            pass
+
     def discard_uncommitted(self, next_seq: int) -> int:
         """Delete batches the last checkpoint does not cover (see module doc)."""
         n = 0
@@ -212,6 +229,19 @@ class Spool:
                 self.remove_batch(seq)
                 n += 1
         return n
+
+    # -- resource ----------------------------------------------------------------
+
+    def save_resource(self, attributes: Dict[str, Any]) -> None:
+        """Remember who produced the spans, for `stop --ship-to` and `ingest --spool`."""
+        write_atomic(self.path(RESOURCE_NAME), json.dumps(attributes, sort_keys=True).encode())
+
+    def load_resource(self) -> Dict[str, Any]:
+        try:
+            with open(self.path(RESOURCE_NAME), "rb") as f:
+                return dict(json.loads(f.read()))
+        except (FileNotFoundError, ValueError):
+            return {}
 
     # -- status ------------------------------------------------------------------
 

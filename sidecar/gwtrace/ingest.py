@@ -1,0 +1,253 @@
+"""``gwtrace ingest``: spans that came home, into the collector or the store.
+
+On the factory: ``gwtrace ingest job.123.0.err logs/`` finds the blocks that
+``gwtrace sidecar stop --ship-to`` (or ``shim/gwtrace-ship-spool``) wrote into
+glidein output, verifies them and forwards their spans to the configured OTLP
+endpoint or the embedded store. Ingesting the same file twice adds nothing: the
+digest of every forwarded block is remembered in a ledger. A corrupt or
+truncated block is reported with its file and byte offset and skipped; the
+other blocks still go.
+
+On a worker node after a SIGKILL of the pilot: ``gwtrace ingest --spool DIR``
+recovers every span whose events reached the disk from a sidecar state
+directory, ending unfinished spans as incomplete.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Iterable, Iterator, List, Optional, Set, TextIO
+
+import requests
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.sdk.resources import Resource
+
+from .assembler import Assembler
+from .exporter import RETRYABLE_STATUS, otlp_endpoint_configured, otlp_timeout_seconds, \
+    parse_retry_after, to_readable_spans
+from .protocol import ProtocolError, parse_line
+from .shiphome import BadBlock, Block, find_blocks
+from .sidecar import now_us
+
+LEDGER_NAME = "ingested.sha256"
+HTTP_ATTEMPTS = 5
+
+
+class IngestError(RuntimeError):
+    """A block could not be forwarded (the collector refused or is away)."""
+
+
+def default_ledger() -> Path:
+    home = os.environ.get("GWTRACE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share", "gwtrace")
+    return Path(home) / LEDGER_NAME
+
+
+class Ledger:
+    """Digests of blocks already forwarded: one per line, append-only."""
+
+    def __init__(self, path: Path) -> None:
+        self.path = path
+        self.seen: Set[str] = set()
+        if path.exists():
+            self.seen = {line.strip() for line in path.read_text().splitlines() if line.strip()}
+
+    def add(self, digest: str) -> None:
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        with open(self.path, "a") as f:
+            f.write(digest + "\n")
+        self.seen.add(digest)
+
+
+class Forwarder:
+    """Sends an OTLP request to the configured endpoint, else the embedded store."""
+
+    def __init__(self) -> None:
+        self.store = None
+        self.endpoint: Optional[str] = None
+        if otlp_endpoint_configured():
+            env = os.environ
+            self.endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or \
+                env["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces"
+            self.headers = {"Content-Type": "application/x-protobuf"}
+            raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
+            if raw:
+                from opentelemetry.util.re import parse_env_headers
+
+                self.headers.update(parse_env_headers(raw, liberal=True))
+            self.timeout = otlp_timeout_seconds()
+            self.verify = env.get("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE") or \
+                env.get("OTEL_EXPORTER_OTLP_CERTIFICATE") or True
+            self.session = requests.Session()
+        else:
+            from .store import TraceStore
+
+            self.store = TraceStore()
+
+    @property
+    def destination(self) -> str:
+        return f"OTLP/HTTP {self.endpoint}" if self.endpoint else f"embedded store {self.store.path}"
+
+    def send(self, request: ExportTraceServiceRequest) -> None:
+        if self.store is not None:
+            self.store.ingest(request)
+            return
+        body = request.SerializeToString()
+        delay = 1.0
+        for attempt in range(HTTP_ATTEMPTS):
+            try:
+                r = self.session.post(self.endpoint, data=body, headers=self.headers,
+                                      timeout=self.timeout, verify=self.verify)
+            except requests.RequestException as exc:
+                reason = f"{type(exc).__name__}"
+            else:
+                if 200 <= r.status_code < 300:
+                    return
+                if r.status_code not in RETRYABLE_STATUS:
+                    raise IngestError(f"collector refused the block: HTTP {r.status_code}")
+                reason = f"HTTP {r.status_code}"
+                retry_after = parse_retry_after(r.headers.get("Retry-After"))
+                if retry_after is not None:
+                    delay = retry_after
+            if attempt + 1 < HTTP_ATTEMPTS:
+                time.sleep(delay)
+                delay = min(delay * 2, 30.0)
+        raise IngestError(f"collector unavailable after {HTTP_ATTEMPTS} attempts ({reason})")
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
+
+
+def events_to_request(payload: bytes, host: str) -> "tuple[ExportTraceServiceRequest, int, int]":
+    """Raw event-log lines (a bash-only node's spool) into one OTLP request.
+
+    Returns (request, spans, malformed lines). Spans that never ended are
+    ended at the time of their last event, as incomplete errors.
+    """
+    asm = Assembler()
+    spans = []
+    last_ts = 0
+    malformed = 0
+    for raw in payload.split(b"\n"):
+        if not raw.strip():
+            continue
+        try:
+            ev = parse_line(raw)
+        except ProtocolError:
+            malformed += 1
+            continue
+        last_ts = max(last_ts, ev.ts_us)
+        done = asm.feed(ev)
+        if done is not None:
+            spans.append(done)
+    spans.extend(asm.end_all(last_ts or now_us(), "spool shipped without a sidecar"))
+    resource = Resource({"service.name": os.environ.get("OTEL_SERVICE_NAME") or "glidein", "host.name": host})
+    return encode_spans(to_readable_spans(spans, resource)), len(spans), malformed
+
+
+def iter_files(paths: Iterable[str]) -> Iterator[Path]:
+    for p in paths:
+        path = Path(p)
+        if path.is_dir():
+            for child in sorted(path.rglob("*")):
+                if child.is_file():
+                    yield child
+        else:
+            yield path
+
+
+def ingest_files(paths: List[str], forwarder: Forwarder, ledger: Ledger, err: TextIO) -> "tuple[dict, bool]":
+    totals = {"blocks": 0, "spans": 0, "already": 0, "bad": 0, "failed": 0}
+    ok = True
+    for path in iter_files(paths):
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            print(f"gwtrace: {path}: {exc.strerror or exc}", file=err)
+            ok = False
+            continue
+        for block in find_blocks(data):
+            if isinstance(block, BadBlock):
+                print(f"gwtrace: {path}:{block.offset}: skipped block: {block.reason}", file=err)
+                totals["bad"] += 1
+                ok = False
+                continue
+            assert isinstance(block, Block)
+            if block.sha256 in ledger.seen:
+                totals["already"] += 1
+                continue
+            try:
+                if block.kind == "otlp":
+                    request = ExportTraceServiceRequest.FromString(block.payload)
+                    n = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
+                else:
+                    request, n, malformed = events_to_request(block.payload, block.meta.get("host", "unknown"))
+                    if malformed:
+                        print(f"gwtrace: {path}:{block.offset}: {malformed} malformed event line(s) skipped",
+                              file=err)
+                forwarder.send(request)
+            except IngestError as exc:
+                print(f"gwtrace: {path}:{block.offset}: {exc}", file=err)
+                totals["failed"] += 1
+                ok = False
+                continue
+            except Exception as exc:  # noqa: BLE001 - a bad payload must not stop the others
+                print(f"gwtrace: {path}:{block.offset}: skipped block: {type(exc).__name__}: {exc}", file=err)
+                totals["bad"] += 1
+                ok = False
+                continue
+            ledger.add(block.sha256)
+            totals["blocks"] += 1
+            totals["spans"] += n
+    return totals, ok
+
+
+def ingest_spool(directory: str, err: TextIO) -> int:
+    from .control import ControlError, _drain_without_daemon, _open_spool
+    from .sidecar import format_counters
+
+    spool = _open_spool(directory)
+    if spool.is_owned():
+        raise ControlError(f"a live sidecar (pid {spool.owner_pid()}) owns {spool.dir}; "
+                           "use `gwtrace sidecar stop` instead")
+    _drain_without_daemon(spool)
+    print(f"gwtrace: recovered {spool.dir}: {format_counters(spool.read_status())}", file=err)
+    return 0
+
+
+def ingest_main(argv: List[str]) -> int:
+    p = argparse.ArgumentParser(prog="gwtrace ingest",
+                                description="Forward spans shipped home in glidein .out/.err files, "
+                                            "or recover a sidecar state directory.")
+    p.add_argument("paths", nargs="*", help="glidein output files or directories of them")
+    p.add_argument("--spool", metavar="DIR", help="recover the spans of a (dead) sidecar's state directory")
+    p.add_argument("--ledger", help=f"file of digests already ingested (default ${{GWTRACE_HOME}}/{LEDGER_NAME})")
+    args = p.parse_args(argv)
+    if not args.paths and not args.spool:
+        p.error("give glidein output files/directories, or --spool DIR")
+    from .control import ControlError
+
+    try:
+        status = 0
+        if args.spool:
+            status = ingest_spool(args.spool, sys.stderr)
+        if args.paths:
+            forwarder = Forwarder()
+            try:
+                totals, ok = ingest_files(args.paths, forwarder, Ledger(Path(args.ledger) if args.ledger
+                                                                         else default_ledger()), sys.stderr)
+            finally:
+                forwarder.close()
+            print(f"gwtrace: ingested {totals['blocks']} block(s), {totals['spans']} span(s) into "
+                  f"{forwarder.destination}; {totals['already']} already ingested, {totals['bad']} corrupt, "
+                  f"{totals['failed']} not forwarded", file=sys.stderr)
+            status = status or (0 if ok else 1)
+        return status
+    except (ControlError, OSError) as exc:
+        print(f"gwtrace: {exc}", file=sys.stderr)
+        return 1
