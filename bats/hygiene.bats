@@ -151,8 +151,8 @@ assert_snapshots_equal() {
   assert_snapshots_equal
 }
 
-@test "no shell option changes with nullglob, failglob, extglob, nocaseglob, dotglob, globstar and lastpipe set" {
-  snapshot_script "shopt -s nullglob failglob extglob nocaseglob dotglob globstar lastpipe; set -a" >"$BATS_TEST_TMPDIR/snap.sh"
+@test "no shell option changes with nullglob, failglob, extglob, nocaseglob, nocasematch, dotglob, globstar, lastpipe and allexport set" {
+  snapshot_script "shopt -s nullglob failglob extglob nocaseglob nocasematch dotglob globstar lastpipe; set -a" >"$BATS_TEST_TMPDIR/snap.sh"
   gw_run_raw <"$BATS_TEST_TMPDIR/snap.sh"
   assert_success
   assert_output "done"
@@ -277,4 +277,17 @@ EOF
   assert_output ""
   run parse_log
   assert_output "B=1 E=1 bad=0"
+}
+
+@test "under set -a, the library's state is not exported into children's environment" {
+  skip "BUG: with allexport on, every _gwtrace_* scalar (_gwtrace_depth, _gwtrace_rng, _gwtrace_line = the last event line, ...) is exported to every child process"
+  gw_run_raw <<'EOF'
+set -a
+source "$GWTRACE_LIB"
+trace_begin s k=v
+env | grep -c '^_gwtrace' || true
+trace_end
+EOF
+  assert_success
+  assert_output 0
 }
