@@ -221,10 +221,11 @@ trace_run() {
   if _gwtrace_is_shell_code "$1"; then
     if [[ $_gwtrace_x == *x* ]]; then set -x; fi
     "$@"
-    { _gwtrace_rc=$?; set +x; } 2>&-
+    { _gwtrace_rc=$? _gwtrace_x=$-; set +x; } 2>&-
   else
     if [[ $_gwtrace_x == *x* ]]; then set -x; fi
-    if "$@"; then { _gwtrace_rc=0; set +x; } 2>&-; else { _gwtrace_rc=$?; set +x; } 2>&-; fi
+    # $- again after the command: a `set -x`/`set +x` it made must stay.
+    if "$@"; then { _gwtrace_rc=0 _gwtrace_x=$-; set +x; } 2>&-; else { _gwtrace_rc=$? _gwtrace_x=$-; set +x; } 2>&-; fi
   fi
   trace_end "$_gwtrace_rc"
   { [[ $_gwtrace_x == *x* ]] && set -x; return "$_gwtrace_rc"; } 2>&-
