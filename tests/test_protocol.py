@@ -95,3 +95,8 @@ def test_timestamp_forms(ts, us):
 def test_bad_timestamps(ts):
     with pytest.raises(ProtocolError):
         parse_line("\t".join(["gw1", "A", ts, "1", T, S]).encode())
+
+
+def test_names_stay_text_even_when_they_look_typed():
+    ev = parse_line(begin("process.executable.name=true", "service.name=8", "flag=true"))
+    assert ev.attributes == (("process.executable.name", "true"), ("service.name", "8"), ("flag", True))

@@ -83,14 +83,23 @@ def typed_value(text: str) -> AttrValue:
 
 
 def parse_attributes(fields: List[str]) -> Tuple[Tuple[str, AttrValue], ...]:
-    """``k=v`` fields into (key, value) pairs; a bare word is a flag (true)."""
+    """``k=v`` fields into (key, value) pairs; a bare word is a flag (true).
+
+    Values are typed by typed_value, except under keys ending in ``.name``
+    (``process.executable.name=true`` names the command ``true``).
+    """
     out = []
     for field in fields:
         key, sep, value = field.partition("=")
         key = unescape(key)
         if not key:
             continue
-        out.append((key, typed_value(unescape(value)) if sep else True))
+        if not sep:
+            out.append((key, True))
+        elif key.endswith(".name"):
+            out.append((key, unescape(value)))      # names stay text: a command named `true`
+        else:
+            out.append((key, typed_value(unescape(value))))
     return tuple(out)
 
 
