@@ -288,6 +288,8 @@ class Sidecar:
             # Retry later: after Retry-After if the collector said so, else
             # exponential backoff; a stop request cuts the wait short once.
             wait = outcome.retry_after if outcome.retry_after is not None else backoff
+            if self._stopping.is_set():
+                wait = min(wait, 1.0)      # the stop window is short: use all of it
             self._retry_now.wait(wait)
             self._retry_now.clear()
             backoff = min(RETRY_MAX_S, backoff * 2)

@@ -73,8 +73,9 @@ def write_atomic(path: str, data: bytes) -> None:
 
 
 def ensure_private_dir(path: str) -> str:
-    """Create ``path`` 0700, or check an existing one is ours and private."""
+    """Create ``path`` 0700 (and its parents), or check an existing one is ours and private."""
     path = os.path.abspath(path)
+    os.makedirs(os.path.dirname(path), exist_ok=True)
     try:
         os.mkdir(path, 0o700)
     except FileExistsError:
