@@ -77,7 +77,7 @@ def test_outbox_cap_drops_the_oldest_and_counts_them(sidecar):
     assert f"spans_dropped_outbox_cap={dropped}" in out.stderr
     log = (sidecar.dir / "sidecar.log").read_text()
     assert log.count("over GWTRACE_OUTBOX_MAX_MB") == 1          # one warning line
-    size = sum(p.stat().st_size for p in (sidecar.dir / "outbox").glob("*.jsonl"))
+    size = sum(p.stat().st_size for p in (sidecar.dir / "outbox").glob("*.json"))
     assert size <= 0.02 * 1024 * 1024
 
 
