@@ -127,14 +127,16 @@ EOF
 }
 
 @test "an xtrace change made by the command trace_run runs is kept, as with a direct call" {
-  skip "BUG: trace_run restores the xtrace state it saw before the command, undoing a 'set -x' or 'set +x' done by the command itself (e.g. trace_run quiet set +x leaves xtrace on)"
-  compare_with_stubs <<'EOF'
-source "$TRACE_IMPL"
+  gw_run <<'EOF'
 debug_on() { set -x; }
 trace_run on debug_on
 echo "after on: ${-//[!x]/}"
 trace_run off set +x
 echo "after off: ${-//[!x]/}"
 EOF
+  assert_success
   assert_output $'after on: x\nafter off: '
+  # Only the script's own lines and the commands trace_run ran are traced.
+  run grep -c '_gwtrace' <<<"$stderr"
+  assert_output 0
 }
