@@ -204,3 +204,32 @@ def test_files_without_blocks_are_fine(tmp_path, raw):
 def test_bad_block_header_kind():
     blocks = list(find_blocks(frame("otlp", b"abc").replace("kind=otlp", "kind=zip").encode()))
     assert isinstance(blocks[0], BadBlock) and "kind" in blocks[0].reason
+
+
+def test_sigterm_ships_home_to_the_starters_stderr(sidecar, receiver, tmp_path):
+    """A pilot SIGTERMed at end of life: the sidecar writes what it could not
+    deliver into the glidein's .err (its starter's stderr), for ingest."""
+    err_file = tmp_path / "job.4.0.err"
+    sidecar.env.update(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=dead_endpoint(), GWTRACE_STOP_TIMEOUT="1")
+    with open(err_file, "w") as err:
+        out = subprocess.run([GWTRACE, "sidecar", "start", "--dir", str(sidecar.dir), "--ship-to", "stderr"],
+                             env=sidecar.env, stdout=subprocess.PIPE, stderr=err, text=True, timeout=60)
+    assert out.returncode == 0
+    pid = int(out.stdout.split("GWTRACE_SIDECAR_PID=")[1].split(";")[0].strip("'"))
+    env = dict(sidecar.env, GWTRACE_DIR=str(sidecar.dir), GWTRACE_SOCKET=f"file://{sidecar.dir}/events.log")
+    run_bash(spans_script(30), env)
+    os.kill(pid, signal.SIGTERM)
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            break
+        time.sleep(0.05)
+    blocks = list(find_blocks(err_file.read_bytes()))
+    assert len(blocks) == 1 and isinstance(blocks[0], Block) and blocks[0].meta["spans"] == "30"
+    assert sidecar.status()["spans_shipped"] == "30"
+    res = ingest(clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.endpoint,
+                           GWTRACE_HOME=str(tmp_path / "f")), err_file)
+    assert res.returncode == 0
+    assert len(receiver.wait_for(30)) == 30
