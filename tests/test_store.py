@@ -12,6 +12,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
+from gwtrace.server.synthetic import set_attr
 from gwtrace.store import TraceStore, default_store_path
 
 T0 = 1_700_000_000_000_000_000
@@ -21,22 +22,6 @@ TRACE_B = bytes.fromhex("4bf92f3577b34da6a3ce929d0e0e4736")
 
 def sid(n: int) -> bytes:
     return n.to_bytes(8, "big")
-
-
-def set_attr(kvs, key, value):
-    kv = kvs.add()
-    kv.key = key
-    if isinstance(value, bool):
-        kv.value.bool_value = value
-    elif isinstance(value, int):
-        kv.value.int_value = value
-    elif isinstance(value, float):
-        kv.value.double_value = value
-    elif isinstance(value, list):
-        for item in value:
-            kv.value.array_value.values.add().string_value = item
-    else:
-        kv.value.string_value = value
 
 
 def make_request(spans, resource=None, scope="gwtrace.test"):

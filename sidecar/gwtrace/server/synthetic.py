@@ -18,7 +18,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, Span, Status
 
-Value = Union[str, int, float, bool]
+Value = Union[str, int, float, bool, List[str]]
 
 #: Scripts run before HTCondor starts, in glidein_startup.sh's order.
 VALIDATION_SCRIPTS = (
@@ -45,6 +45,9 @@ def set_attr(kvs: "Sequence[KeyValue]", key: str, value: Value) -> None:
         kv.value.int_value = value
     elif isinstance(value, float):
         kv.value.double_value = value
+    elif isinstance(value, list):
+        for item in value:
+            kv.value.array_value.values.add().string_value = item
     else:
         kv.value.string_value = value
 
