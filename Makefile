@@ -12,13 +12,18 @@ STAMP   := $(VENV)/.installed
 
 .PHONY: install demo test pytest bats bench lint clean
 
-install: $(STAMP) $(BATS) $(TOOLS)/.browser
+SHELL_SOURCES := bash/gwtrace.sh shim/gwtrace-ship-spool examples/*.sh bench/overhead
 
-# Headless Chromium for the web UI tests (Debian packages; CI runs as root).
-$(TOOLS)/.browser:
+install: $(STAMP) $(BATS) $(TOOLS)/.debian
+
+# Debian packages: headless Chromium for the web UI tests, shellcheck for
+# `make lint`, strace for the zero-fork tests (CI runs as root).
+$(TOOLS)/.debian:
 	mkdir -p $(TOOLS)
-	command -v chromium >/dev/null && command -v chromedriver >/dev/null || \
-	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq chromium chromium-driver >/dev/null; }
+	command -v chromium >/dev/null && command -v chromedriver >/dev/null && \
+	  command -v shellcheck >/dev/null && command -v strace >/dev/null || \
+	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
+	      chromium chromium-driver shellcheck strace >/dev/null; }
 	touch $@
 
 $(STAMP): setup.cfg pyproject.toml
@@ -34,9 +39,9 @@ $(BATS):
 demo: install
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
 
-test: install pytest bats
+test: install lint pytest bats
 
-pytest: $(STAMP) $(TOOLS)/.browser
+pytest: $(STAMP) $(TOOLS)/.debian
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q tests
 
 bats: $(STAMP) $(BATS)
@@ -46,6 +51,10 @@ bench: install
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bench/overhead
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/throughput
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/serve
+
+lint: $(TOOLS)/.debian
+	shellcheck -x $(SHELL_SOURCES)
+	shellcheck -s bash bats/*.bats bats/test_helper.bash
 
 clean:
 	rm -rf $(VENV) $(TOOLS) build dist *.egg-info

@@ -124,6 +124,7 @@ trace_begin() {
   if [[ -n $_gwtrace_state${TRACESTATE+x} ]]; then
     _gwtrace_set_tracestate "${_gwtrace_ts[_gwtrace_d]}" "${_gwtrace_ts[_gwtrace_d]:+x}"
   fi
+  [[ -o allexport ]] && _gwtrace_unexport
   [[ -o errexit ]] && return 0
   return "$_gwtrace_rc"
 } 2>&-
@@ -170,6 +171,7 @@ trace_end() {
   if [[ -n ${_gwtrace_otsset[_gwtrace_d]}${TRACESTATE+x} ]]; then
     _gwtrace_set_tracestate "${_gwtrace_ots[_gwtrace_d]}" "${_gwtrace_otsset[_gwtrace_d]}"
   fi
+  [[ -o allexport ]] && _gwtrace_unexport
   [[ -o errexit ]] && return 0
   return "$_gwtrace_code"
 } 2>&-
@@ -185,6 +187,7 @@ trace_event() {
     _gwtrace_attrs "$@"
     _gwtrace_emit
   fi
+  [[ -o allexport ]] && _gwtrace_unexport
   [[ -o errexit ]] && return 0
   return "$_gwtrace_rc"
 } 2>&-
@@ -198,6 +201,7 @@ trace_attr() {
     _gwtrace_attrs "$@"
     _gwtrace_emit
   fi
+  [[ -o allexport ]] && _gwtrace_unexport
   [[ -o errexit ]] && return 0
   return "$_gwtrace_rc"
 } 2>&-
@@ -232,6 +236,14 @@ trace_run() {
 }
 
 # --- internals -------------------------------------------------------------
+
+# Under `set -a` every assignment exports: keep the state out of children.
+_gwtrace_unexport() {
+  builtin export -n _gwtrace_depth _gwtrace_line _gwtrace_rng _gwtrace_rng_pid _gwtrace_r \
+    _gwtrace_rcode _gwtrace_clock _gwtrace_loaded _gwtrace_base_tr _gwtrace_base_sp \
+    _gwtrace_base_fl _gwtrace_base_ts _gwtrace_boot_us _gwtrace_attr_ok _gwtrace_ro_tp _gwtrace_ro_ts
+  return 0
+}
 
 # _gwtrace_skip COUNT: true when a call must do nothing: tracing is off, or
 # COUNT (arguments for trace_begin, open spans for trace_end) is zero.
@@ -475,8 +487,9 @@ _gwtrace_init() {
   _gwtrace_read_context
   (( _gwtrace_nocase )) && shopt -s nocasematch
   _gwtrace_readonly_context
-  # Under `set -a` our functions were exported: keep them out of children.
+  # Under `set -a` our functions and variables were exported: keep them out of children.
   if [[ -o allexport ]]; then
+    _gwtrace_unexport
     builtin export -n -f trace_begin trace_end trace_event trace_attr trace_run \
       _gwtrace_attrs _gwtrace_emit _gwtrace_esc _gwtrace_esc_name_state _gwtrace_export_attrs \
       _gwtrace_init _gwtrace_is_hex _gwtrace_is_shell_code _gwtrace_now _gwtrace_off _gwtrace_rand64 \

@@ -280,7 +280,6 @@ EOF
 }
 
 @test "under set -a, the library's state is not exported into children's environment" {
-  skip "BUG: with allexport on, every _gwtrace_* scalar (_gwtrace_depth, _gwtrace_rng, _gwtrace_line = the last event line, ...) is exported to every child process"
   gw_run_raw <<'EOF'
 set -a
 source "$GWTRACE_LIB"

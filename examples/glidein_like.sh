@@ -3,6 +3,7 @@
 # scripts, a condor stand-in running two user jobs (child processes that continue
 # the trace through TRACEPARENT), clean-up. Used by `make demo`.
 set -euo pipefail
+# shellcheck source=SCRIPTDIR/../bash/gwtrace.sh
 source "$(gwtrace lib)"
 
 work=$(mktemp -d)
