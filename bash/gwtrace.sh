@@ -53,8 +53,7 @@ _gwtrace_base_tr=''     # incoming context, read from TRACEPARENT when sourced
 _gwtrace_base_sp=''
 _gwtrace_base_fl=''
 _gwtrace_base_ts=''
-_gwtrace_rng=0          # splitmix64 state, reseeded in every new process
-_gwtrace_rng_pid=''
+_gwtrace_rng=0          # splitmix64 state, seeded when sourced
 _gwtrace_boot_us=0      # wall-clock time of boot, for the bash < 5 clock
 _gwtrace_attr_ok=0      # 1 if ${var@a} exists (bash 4.4+)
 _gwtrace_ro_tp=0        # 1 if the host made TRACEPARENT readonly: leave it alone
@@ -71,7 +70,7 @@ _gwtrace_line=''
 trace_begin() {
   local _gwtrace_rc=$? _gwtrace_d=$_gwtrace_depth _gwtrace_name=${1-} _gwtrace_tab=$'\t' \
     _gwtrace_trace _gwtrace_parent _gwtrace_remote _gwtrace_flags _gwtrace_state _gwtrace_span \
-    _gwtrace_z _gwtrace_path _gwtrace_a
+    _gwtrace_z _gwtrace_path _gwtrace_a _gwtrace_lname _gwtrace_lstate
   if [[ -z $_gwtrace_name || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$#"; then
     [[ -o errexit ]] && return 0
     return "$_gwtrace_rc"
@@ -86,18 +85,17 @@ trace_begin() {
     _gwtrace_trace_id
     _gwtrace_trace=$_gwtrace_r _gwtrace_parent=- _gwtrace_remote=0 _gwtrace_flags=01 _gwtrace_state=''
   fi
-  # Span id: one splitmix64 step (see _gwtrace_rand64), never zero.
-  [[ $_gwtrace_rng_pid == "$BASHPID" ]] || _gwtrace_reseed
+  # Span id: one splitmix64 step XOR the pid (see _gwtrace_rand64), never zero.
   builtin printf -v _gwtrace_span '%016x' $(( _gwtrace_z = (_gwtrace_rng += -7046029254386353131),
       _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
       _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
-      _gwtrace_z = _gwtrace_z ^ ((_gwtrace_z >> 31) & 0x1FFFFFFFF), _gwtrace_z ? _gwtrace_z : 1 ))
+      _gwtrace_z = _gwtrace_z ^ ((_gwtrace_z >> 31) & 0x1FFFFFFFF) ^ (BASHPID << 40), _gwtrace_z ? _gwtrace_z : 1 ))
   if [[ $_gwtrace_flags == ?[13579bdf] ]]; then
+    _gwtrace_lname=$_gwtrace_name _gwtrace_lstate=$_gwtrace_state
     [[ $_gwtrace_name$_gwtrace_state == *[$'\\\t\n\r']* ]] && _gwtrace_esc_name_state
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
-    _gwtrace_line="gw1${_gwtrace_tab}B${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_trace}${_gwtrace_tab}${_gwtrace_span}${_gwtrace_tab}${_gwtrace_parent}${_gwtrace_tab}${_gwtrace_remote}${_gwtrace_tab}${_gwtrace_flags}${_gwtrace_tab}${_gwtrace_state:--}${_gwtrace_tab}${_gwtrace_name}"
-    shift
-    for _gwtrace_a in "$@"; do   # as _gwtrace_attrs, inline
+    _gwtrace_line="gw1${_gwtrace_tab}B${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_trace}${_gwtrace_tab}${_gwtrace_span}${_gwtrace_tab}${_gwtrace_parent}${_gwtrace_tab}${_gwtrace_remote}${_gwtrace_tab}${_gwtrace_flags}${_gwtrace_tab}${_gwtrace_lstate:--}${_gwtrace_tab}${_gwtrace_lname}"
+    for _gwtrace_a in "${@:2}"; do   # as _gwtrace_attrs, inline
       case ${_gwtrace_a,,} in
         *token*=*|*secret*=*|*passw*=*|*proxy*=*|*credential*=*|*cookie*=*|*authorization*=*|\
         *apikey*=*|*api_key*=*|*private_key*=*|*=bearer\ *|*=eyj*.*.*) _gwtrace_a="${_gwtrace_a%%=*}=[REDACTED]" ;;
@@ -105,8 +103,8 @@ trace_begin() {
       [[ $_gwtrace_a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$_gwtrace_a"; _gwtrace_a=$_gwtrace_r; }
       _gwtrace_line+=$_gwtrace_tab$_gwtrace_a
     done
-    _gwtrace_path=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
-    if [[ $_gwtrace_path == file://?* ]]; then   # as _gwtrace_emit, inline
+    if [[ ${_gwtrace_path:=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}} == file://?* ]]; then
+      # as _gwtrace_emit, inline
       (( ${#_gwtrace_line} < 1000 )) || _gwtrace_shrink
       builtin printf '%s\n' "$_gwtrace_line" >>"${_gwtrace_path#file://}" || :
     fi
@@ -117,8 +115,10 @@ trace_begin() {
     _gwtrace_otp[_gwtrace_d]=${TRACEPARENT-} _gwtrace_otpset[_gwtrace_d]=${TRACEPARENT+x} \
     _gwtrace_ots[_gwtrace_d]=${TRACESTATE-} _gwtrace_otsset[_gwtrace_d]=${TRACESTATE+x} \
     _gwtrace_depth=$((_gwtrace_d + 1))
-  if [[ -n ${TRACEPARENT+x}${TRACESTATE+x} ]]; then
-    (( _gwtrace_attr_ok )) && _gwtrace_export_attrs "$_gwtrace_d"
+  # Inner spans hide a TRACEPARENT the library exported itself; only the
+  # outermost one can hide a value the host set without exporting.
+  if (( _gwtrace_d == 0 && _gwtrace_attr_ok )) && [[ -n ${TRACEPARENT+x}${TRACESTATE+x} ]]; then
+    _gwtrace_export_attrs "$_gwtrace_d"
   fi
   (( _gwtrace_ro_tp )) || builtin export TRACEPARENT="00-$_gwtrace_trace-$_gwtrace_span-$_gwtrace_flags"
   if [[ -n $_gwtrace_state${TRACESTATE+x} ]]; then
@@ -155,8 +155,8 @@ trace_end() {
       [[ $_gwtrace_a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$_gwtrace_a"; _gwtrace_a=$_gwtrace_r; }
       _gwtrace_line+=$_gwtrace_tab$_gwtrace_a
     done
-    _gwtrace_path=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
-    if [[ $_gwtrace_path == file://?* ]]; then   # as _gwtrace_emit, inline
+    if [[ ${_gwtrace_path:=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}} == file://?* ]]; then
+      # as _gwtrace_emit, inline
       (( ${#_gwtrace_line} < 1000 )) || _gwtrace_shrink
       builtin printf '%s\n' "$_gwtrace_line" >>"${_gwtrace_path#file://}" || :
     fi
@@ -239,7 +239,7 @@ trace_run() {
 
 # Under `set -a` every assignment exports: keep the state out of children.
 _gwtrace_unexport() {
-  builtin export -n _gwtrace_depth _gwtrace_line _gwtrace_rng _gwtrace_rng_pid _gwtrace_r \
+  builtin export -n _gwtrace_depth _gwtrace_line _gwtrace_rng _gwtrace_r \
     _gwtrace_rcode _gwtrace_clock _gwtrace_loaded _gwtrace_base_tr _gwtrace_base_sp \
     _gwtrace_base_fl _gwtrace_base_ts _gwtrace_boot_us _gwtrace_attr_ok _gwtrace_ro_tp _gwtrace_ro_ts
   return 0
@@ -296,16 +296,17 @@ _gwtrace_now() {
   return 0
 }
 
-# _gwtrace_rand64: 16 hex digits, never all zero, into _gwtrace_r. splitmix64
-# over a per-process state: a subshell inherits the state, so a new BASHPID
-# reseeds it from the kernel (fork-free read of /proc/sys/kernel/random/uuid).
+# _gwtrace_rand64: 16 hex digits, never all zero, into _gwtrace_r: splitmix64
+# over a state seeded from the kernel when the library is sourced (a
+# fork-free read of /proc/sys/kernel/random/uuid), XOR $BASHPID << 40. A
+# subshell inherits the state, and its different pid keeps every id it makes
+# distinct from the ids its parent and siblings make from the same state.
 _gwtrace_rand64() {
   local _gwtrace_z
-  [[ $_gwtrace_rng_pid == "$BASHPID" ]] || _gwtrace_reseed
   builtin printf -v _gwtrace_r '%016x' $(( _gwtrace_z = (_gwtrace_rng += -7046029254386353131),
       _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
       _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
-      _gwtrace_z = _gwtrace_z ^ ((_gwtrace_z >> 31) & 0x1FFFFFFFF), _gwtrace_z ? _gwtrace_z : 1 ))
+      _gwtrace_z = _gwtrace_z ^ ((_gwtrace_z >> 31) & 0x1FFFFFFFF) ^ (BASHPID << 40), _gwtrace_z ? _gwtrace_z : 1 ))
 }
 
 _gwtrace_trace_id() {
@@ -327,8 +328,7 @@ _gwtrace_reseed() {
     _gwtrace_u=${_gwtrace_u//[!0-9]/}
     _gwtrace_rng=$(( _gwtrace_rng ^ (10#${_gwtrace_u:-0} * 2654435761) ^ (RANDOM << 16) ))
   fi
-  _gwtrace_rng=$(( _gwtrace_rng ^ (BASHPID << 40) ))
-  _gwtrace_rng_pid=$BASHPID
+  return 0
 }
 
 # _gwtrace_esc STRING: escape backslash, tab, newline and CR into _gwtrace_r.
@@ -346,10 +346,11 @@ _gwtrace_esc() {
   fi
 }
 
-# Escape trace_begin's name and state (in its dynamic scope).
+# Escape trace_begin's name and state for the line (in its dynamic scope);
+# the unescaped state is what TRACESTATE carries.
 _gwtrace_esc_name_state() {
-  _gwtrace_esc "$_gwtrace_name"; _gwtrace_name=$_gwtrace_r
-  _gwtrace_esc "$_gwtrace_state"; _gwtrace_state=$_gwtrace_r
+  _gwtrace_esc "$_gwtrace_name"; _gwtrace_lname=$_gwtrace_r
+  _gwtrace_esc "$_gwtrace_state"; _gwtrace_lstate=$_gwtrace_r
 }
 
 # _gwtrace_attrs KEY=VALUE...: append escaped fields to _gwtrace_line. Values
@@ -486,6 +487,7 @@ _gwtrace_init() {
   fi
   _gwtrace_read_context
   (( _gwtrace_nocase )) && shopt -s nocasematch
+  _gwtrace_reseed
   _gwtrace_readonly_context
   # Under `set -a` our functions and variables were exported: keep them out of children.
   if [[ -o allexport ]]; then

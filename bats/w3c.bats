@@ -265,3 +265,15 @@ EOF
   run parse_log
   assert_output "B=1 E=1 bad=0"
 }
+
+@test "a tracestate with a backslash is escaped in the record but exported unchanged" {
+  TRACEPARENT=$TP_VALID TRACESTATE='vendor=a\b' gw_run <<'EOF2'
+trace_begin s
+printf '%s\n' "$TRACESTATE"
+trace_end
+EOF2
+  assert_success
+  assert_output 'vendor=a\b'
+  nth_event B 1
+  assert_equal "${F[9]}" 'vendor=a\\b'
+}
