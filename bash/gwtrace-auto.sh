@@ -79,7 +79,7 @@
   # _gwtrace_abusy is set while our own functions run outside the DEBUG trap
   # (EXIT handler, `trap`): functrace makes the DEBUG trap fire in them too.
   # shellcheck disable=SC2016
-  _gwtrace_aexit_pre='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); _gwtrace_auto_exit_pre "$_"; } 2>&-'
+  _gwtrace_aexit_pre='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); _gwtrace_auto_exit_pre "$_" && : "$_"; } 2>&-'
   # shellcheck disable=SC2016
   _gwtrace_aexit_post='{ (( ++_gwtrace_abusy )); _gwtrace_auto_exit_post; } 2>&-'
   # shellcheck disable=SC2016
@@ -395,7 +395,8 @@ _gwtrace_auto_cmd_word() {
       continue
     fi
     case $w in
-      command|exec|nohup|time|builtin) c=${c:${#w}}; c=${c#"${c%%[![:space:]]*}"}
+      exec) _gwtrace_ar=''; return 0 ;;     # the process goes on as CMD: see _gwtrace_auto_adopt
+      command|nohup|time|builtin) c=${c:${#w}}; c=${c#"${c%%[![:space:]]*}"}
         [[ $c == -* ]] && { _gwtrace_ar=''; return 0; }
         [[ $w == builtin ]] && { _gwtrace_ar=''; return 0; }
         continue ;;
@@ -462,7 +463,7 @@ _gwtrace_auto_cmd_end() {
 # script's handler ran (or from `exit`, if that handler calls it).
 _gwtrace_auto_exit_install() {
   if [[ -n $_gwtrace_auxset && $_gwtrace_auxpid == "$BASHPID" ]]; then
-    builtin trap -- "$_gwtrace_aexit_pre"$'\n'"$_gwtrace_aux"$'\n'"$_gwtrace_aexit_post" EXIT
+    builtin trap -- "$_gwtrace_aexit_pre; $_gwtrace_aux"$'\n'"$_gwtrace_aexit_post" EXIT
   else
     builtin trap -- "$_gwtrace_aexit_pre"$'\n'"$_gwtrace_aexit_post" EXIT
   fi
@@ -563,6 +564,8 @@ _gwtrace_auto_trap() {
         if [[ $u == x ]]; then
           _gwtrace_auxpid=$BASHPID
           _gwtrace_auto_exit_install
+        elif [[ $u == e && ( $op != revert || $- == *E* ) ]]; then
+          other+=("$s")        # an ERR trap set in the one-shot would miss the next command
         else
           _gwtrace_apend=1
         fi ;;
@@ -605,6 +608,7 @@ _gwtrace_auto_trap_print() {
   shift
   if (( $# == 0 )); then
     [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_trap_line "$_gwtrace_aux" EXIT
+    (( ${#_gwtrace_asigs[@]} )) || _gwtrace_auto_sigs
     builtin trap -p "${_gwtrace_asigs[@]}"
     [[ -z $_gwtrace_audset ]] || _gwtrace_auto_trap_line "$_gwtrace_aud" DEBUG
     [[ -z $_gwtrace_aueset ]] || _gwtrace_auto_trap_line "$_gwtrace_aue" ERR
@@ -647,8 +651,7 @@ _gwtrace_auto_oneshot() {
     c+='set +T; _gwtrace_audbg=; '
     [[ -z $_gwtrace_acmd ]] || _gwtrace_auto_cmd_end "$_gwtrace_arc"
   fi
-  _gwtrace_auto_quote "$_gwtrace_aue"
-  if [[ -n $_gwtrace_aueset ]]; then c+="builtin trap -- $_gwtrace_ar ERR; "; else c+='builtin trap - ERR; '; fi
+  [[ -n $_gwtrace_aueset ]] || c+='builtin trap - ERR; '
   _gwtrace_auto_quote "$_gwtrace_aur"
   if [[ -n $_gwtrace_aurset ]]; then c+="builtin trap -- $_gwtrace_ar RETURN; "; else c+='builtin trap - RETURN; '; fi
   if [[ -n $_gwtrace_audbg && -z $yield ]]; then
@@ -661,10 +664,10 @@ _gwtrace_auto_oneshot() {
     c+='builtin trap - DEBUG; '
   fi
   # shellcheck disable=SC2016
-  c+='_gwtrace_auto_rc "$_gwtrace_arc" "$_"; } 2>&-'
+  c+='_gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-'
   # The script's DEBUG trap, now in force, runs for this command too.
   if [[ -n $_gwtrace_audset && -n $_gwtrace_aud && ( -n $yield || -z $_gwtrace_audbg ) ]]; then
-    c+=$'\n'$_gwtrace_aud
+    c+="; $_gwtrace_aud"
   fi
   _gwtrace_aoneshot=$c _gwtrace_apend=''
 }
@@ -700,7 +703,6 @@ _gwtrace_auto_sigs() {
 
 _gwtrace_auto_init() {
   _gwtrace_auto_context || { _gwtrace_alevel=0; return 0; }
-  _gwtrace_auto_sigs
   _gwtrace_auto_start
   return 0
 }
