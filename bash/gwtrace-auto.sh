@@ -67,8 +67,8 @@
   _gwtrace_acotp=''
   _gwtrace_acotpset=''
   _gwtrace_acpid=''
-  _gwtrace_aopen=''       # ,span ids this process owns (for GWTRACE_AUTO_OPEN)
-  _gwtrace_aopenpid=''
+  _gwtrace_apar=()        #   parent span of each frame
+  _gwtrace_acur=''        # span id of the innermost frame with a span ('' = none)
   _gwtrace_abusy=0
   _gwtrace_asigs=()       # 1..64, for `trap -p` without arguments
   _gwtrace_abd=1          # BASH_SOURCE depth of the script's top level (0 for -c, stdin)
@@ -151,41 +151,40 @@ _gwtrace_auto_emit() {
 }
 
 # --- frames -----------------------------------------------------------------
+#
+# A frame is a span this shell opened (or, with span id '', a place in the
+# call stack we only keep track of: our own functions, the library's). Arrays
+# indexed by frame: span id, parent span id, BASH_SOURCE depth inside it,
+# owner $BASHPID, name, TRACEPARENT before it (+ whether it was set).
 
-# _gwtrace_auto_push NAME DEPTH [KEY=VALUE...]: open a span (child of the
-# innermost frame, or of a span the script opened itself with the library)
+# _gwtrace_auto_push NAME DEPTH [KEY=VALUE...]: open a span, child of the
+# innermost frame (or of a span the script opened itself with the library),
 # and export TRACEPARENT for the children. NAME '' keeps a frame without span.
 _gwtrace_auto_push() {
-  local name=$1 dep=$2 i=$_gwtrace_an j parent remote=0 span='' a line t=$'\t'
+  local name=$1 dep=$2 i=$_gwtrace_an parent=$_gwtrace_acur remote=0 span='' a line t=$'\t'
   shift 2
-  _gwtrace_apid[i]=$BASHPID _gwtrace_adep[i]=$dep _gwtrace_aname[i]=$name
-  _gwtrace_aotp[i]=${TRACEPARENT-} _gwtrace_aotpset[i]=${TRACEPARENT+1}
+  _gwtrace_apid[i]=$BASHPID _gwtrace_adep[i]=$dep _gwtrace_aname[i]=$name _gwtrace_apar[i]=$_gwtrace_acur \
+    _gwtrace_aotp[i]=${TRACEPARENT-} _gwtrace_aotpset[i]=${TRACEPARENT+1}
   if [[ -n $name ]]; then
-    if [[ ${TRACEPARENT-} != "$_gwtrace_aexp" && ${TRACEPARENT-} == 00-"$_gwtrace_atr"-[0-9a-f]*-?? \
-          && ${#TRACEPARENT} -eq 55 ]]; then
-      parent=${TRACEPARENT:36:16}               # a span the script opened itself
-    else
-      parent='' j=$i
-      while (( j > 0 )) && [[ -z $parent ]]; do
-        j=$((j - 1)) parent=${_gwtrace_asp[j]}
-      done
-      [[ -n $parent ]] || parent=$_gwtrace_abase remote=1
+    if [[ ${TRACEPARENT-} != "$_gwtrace_aexp" ]]; then
+      _gwtrace_auto_adoptparent && parent=$_gwtrace_ar
     fi
-    [[ -n $parent ]] || parent=- remote=0
+    [[ $parent == "$_gwtrace_abase" && -n $parent ]] && remote=1
     _gwtrace_auto_id; span=$_gwtrace_ar
     _gwtrace_auto_now
     [[ $name == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$name"; name=$_gwtrace_ar; }
-    line="gw1${t}B${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${span}${t}${parent}${t}${remote}${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}"
+    line="gw1${t}B${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${span}${t}${parent:--}${t}${remote}${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}"
     for a in "$@"; do
       [[ $a == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$a"; a=$_gwtrace_ar; }
       line+=$t${a:0:1000}
     done
-    _gwtrace_auto_emit "$line"
-    _gwtrace_aexp="00-$_gwtrace_atr-$span-$_gwtrace_afl"
+    builtin printf '%s\n' "$line" >>"$_gwtrace_alog" || :
+    _gwtrace_aexp="00-$_gwtrace_atr-$span-$_gwtrace_afl" _gwtrace_acur=$span
     builtin export TRACEPARENT="$_gwtrace_aexp"
+    [[ ${GWTRACE_AUTO_OPEN-} == "$BASHPID:"* ]] || _gwtrace_auto_own
+    GWTRACE_AUTO_OPEN+=,$span
   fi
   _gwtrace_asp[i]=$span _gwtrace_an=$((i + 1))
-  [[ -z $span ]] || _gwtrace_auto_mark + "$span"
 }
 
 # _gwtrace_auto_pop STATUS [KEY=VALUE...]: end the innermost frame. A frame
@@ -194,43 +193,42 @@ _gwtrace_auto_push() {
 _gwtrace_auto_pop() {
   local i=$((_gwtrace_an - 1)) t=$'\t' line a
   (( i >= 0 )) || return 0
-  if [[ -n ${_gwtrace_asp[i]} && ${_gwtrace_apid[i]} == "$BASHPID" ]]; then
-    _gwtrace_auto_now
-    line="gw1${t}E${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_asp[i]}${t}${1:-0}"
-    shift
-    for a in "$@"; do line+=$t$a; done
-    _gwtrace_auto_emit "$line"
-    _gwtrace_auto_mark - "${_gwtrace_asp[i]}"
-  fi
   if [[ -n ${_gwtrace_asp[i]} ]]; then
+    if [[ ${_gwtrace_apid[i]} == "$BASHPID" ]]; then
+      _gwtrace_auto_now
+      line="gw1${t}E${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_asp[i]}${t}${1:-0}"
+      shift
+      for a in "$@"; do line+=$t$a; done
+      builtin printf '%s\n' "$line" >>"$_gwtrace_alog" || :
+      GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[i]}"}
+    fi
     if [[ -n ${_gwtrace_aotpset[i]} ]]; then
       builtin export TRACEPARENT="${_gwtrace_aotp[i]}"
     else
       builtin unset TRACEPARENT
     fi
-    _gwtrace_aexp=${TRACEPARENT-}
+    _gwtrace_aexp=${TRACEPARENT-} _gwtrace_acur=${_gwtrace_apar[i]}
   fi
   _gwtrace_an=$i
 }
 
-# GWTRACE_AUTO_OPEN names this process and its open spans, so that a bash
-# started by `exec` (same pid) can end them: nothing of ours runs after an exec.
-_gwtrace_auto_mark() {
-  if [[ $_gwtrace_aopenpid != "$BASHPID" ]]; then
-    _gwtrace_aopen='' _gwtrace_aopenpid=$BASHPID
-  fi
-  case $1 in
-    +) _gwtrace_aopen+=,$2 ;;
-    -) _gwtrace_aopen=${_gwtrace_aopen%,"$2"} ;;
-  esac
-  if [[ -n $_gwtrace_aopen ]]; then
-    builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr$_gwtrace_aopen"
-  else
-    builtin unset GWTRACE_AUTO_OPEN
-  fi
+# GWTRACE_AUTO_OPEN ("pid:trace,span,span...") names this process and the
+# spans it has open, so that a bash started by `exec` (same pid) can end them:
+# nothing of ours runs after an exec. A subshell starts its own list.
+_gwtrace_auto_own() {
+  builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr"
 }
 
-# _gwtrace_auto_unwind STATUS [KEY=VALUE...]: end every frame this process owns.
+# The script opened a span of its own with the library (TRACEPARENT is not
+# what we exported): make it the parent, into _gwtrace_ar.
+_gwtrace_auto_adoptparent() {
+  local tp=${TRACEPARENT-}
+  [[ ${#tp} -eq 55 && $tp == 00-"$_gwtrace_atr"-* ]] || return 1
+  _gwtrace_ar=${tp:36:16}
+  [[ $_gwtrace_ar != *[!0-9a-f]* ]]
+}
+
+# _gwtrace_auto_unwind STATUS [KEY=VALUE...]: end every frame.
 _gwtrace_auto_unwind() {
   while (( _gwtrace_an > 0 )); do
     _gwtrace_auto_pop "$@"
@@ -266,6 +264,7 @@ _gwtrace_auto_context() {
     _gwtrace_auto_id; _gwtrace_atr+=$_gwtrace_ar
     _gwtrace_afl=01 _gwtrace_ats=''
   fi
+  _gwtrace_acur=$_gwtrace_abase _gwtrace_aexp=${TRACEPARENT-}
   if [[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0-9]* ]]; then
     _gwtrace_aboot=$GWTRACE_BOOT_US
   fi
@@ -363,9 +362,50 @@ _gwtrace_auto_sync() {
 }
 
 # The DEBUG slow path (functions level): the depth changed. $1 is the
-# script's $_, given back when this call returns.
+# script's $_, given back when this call returns. The two common cases, a
+# function entered and functions returned in the main process, are written
+# out here: every command costs about a microsecond, and they run per call.
 _gwtrace_auto_dbg() {
-  _gwtrace_auto_sync $(( ${#BASH_SOURCE[@]} - 1 ))
+  local n=$(( ${#BASH_SOURCE[@]} - 1 )) i=$((_gwtrace_an - 1)) t=$'\t' z span name
+  if [[ $BASHPID != "$_gwtrace_amain" || -z ${EPOCHREALTIME-} || ${TRACEPARENT-} != "$_gwtrace_aexp" ]]; then
+    _gwtrace_auto_sync "$n"
+  elif (( n == _gwtrace_ad + 1 && _gwtrace_adep[i] < n )); then
+    name=${FUNCNAME[1]-}
+    case $name in
+      source|_gwtrace_*|trace_*|trap|exit|''|*[$'\\\t\n\r']*) _gwtrace_auto_sync "$n"; return 0 ;;
+    esac
+    [[ $_gwtrace_arngpid == "$BASHPID" ]] || _gwtrace_auto_seed
+    builtin printf -v span '%016x' $(( z = (_gwtrace_arng += -7046029254386353131),
+        z = (z ^ ((z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
+        z = (z ^ ((z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
+        z = z ^ ((z >> 31) & 0x1FFFFFFFF), z ? z : 1 ))
+    builtin printf '%s\n' "gw1${t}B${t}${EPOCHREALTIME}${t}${BASHPID}${t}${_gwtrace_atr}${t}${span}${t}${_gwtrace_acur:--}${t}0${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}" >>"$_gwtrace_alog" || :
+    i=$((i + 1))
+    _gwtrace_asp[i]=$span _gwtrace_apar[i]=$_gwtrace_acur _gwtrace_adep[i]=$n _gwtrace_apid[i]=$BASHPID \
+      _gwtrace_aname[i]=$name _gwtrace_aotp[i]=${TRACEPARENT-} _gwtrace_aotpset[i]=${TRACEPARENT+1} \
+      _gwtrace_an=$((i + 1)) _gwtrace_ad=$n _gwtrace_acur=$span _gwtrace_aexp="00-$_gwtrace_atr-$span-$_gwtrace_afl"
+    builtin export TRACEPARENT="$_gwtrace_aexp"
+    [[ ${GWTRACE_AUTO_OPEN-} == "$BASHPID:"* ]] || _gwtrace_auto_own
+    GWTRACE_AUTO_OPEN+=,$span
+  elif (( n < _gwtrace_ad )); then
+    while (( i > 0 && _gwtrace_adep[i] > n )); do
+      if [[ -n ${_gwtrace_asp[i]} ]]; then
+        builtin printf '%s\n' "gw1${t}E${t}${EPOCHREALTIME}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_asp[i]}${t}${_gwtrace_arc}" >>"$_gwtrace_alog" || :
+        GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[i]}"}
+        if [[ -n ${_gwtrace_aotpset[i]} ]]; then
+          builtin export TRACEPARENT="${_gwtrace_aotp[i]}"
+        else
+          builtin unset TRACEPARENT
+        fi
+        _gwtrace_aexp=${TRACEPARENT-} _gwtrace_acur=${_gwtrace_apar[i]}
+      fi
+      i=$((i - 1))
+    done
+    _gwtrace_an=$((i + 1)) _gwtrace_ad=$n
+    (( _gwtrace_adep[i] >= n )) || _gwtrace_auto_sync "$n"
+  else
+    _gwtrace_auto_sync "$n"
+  fi
   return 0
 }
 
@@ -437,15 +477,12 @@ _gwtrace_auto_cmd_begin() {
 
 # _gwtrace_auto_cmd_end STATUS: write the pending command's span, after the fact.
 _gwtrace_auto_cmd_end() {
-  local t=$'\t' parent='' j=$_gwtrace_an name
+  local t=$'\t' parent=$_gwtrace_acur name
   if [[ $_gwtrace_acpid == "$BASHPID" ]]; then
-    while (( j > 0 )) && [[ -z $parent ]]; do
-      j=$((j - 1)) parent=${_gwtrace_asp[j]}
-    done
     _gwtrace_auto_now
     name=$_gwtrace_acmd
     [[ $name == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$name"; name=$_gwtrace_ar; }
-    _gwtrace_auto_emit "gw1${t}B${t}${_gwtrace_acts}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_acsp}${t}${parent:-${_gwtrace_abase:--}}${t}0${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}${t}gwtrace.kind=command${t}process.executable.name=${name}"
+    _gwtrace_auto_emit "gw1${t}B${t}${_gwtrace_acts}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_acsp}${t}${parent:--}${t}0${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}${t}gwtrace.kind=command${t}process.executable.name=${name}"
     _gwtrace_auto_emit "gw1${t}E${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_acsp}${t}${1:-0}"
   fi
   if [[ -n $_gwtrace_acotpset ]]; then
