@@ -336,7 +336,8 @@ def finish(outcome: Outcome) -> int:
         except (ImportError, OSError, ValueError):
             pass
         try:
-            signal.signal(outcome.signal, signal.SIG_DFL)
+            if outcome.signal != signal.SIGKILL:
+                signal.signal(outcome.signal, signal.SIG_DFL)
             os.kill(os.getpid(), outcome.signal)
             time.sleep(1)                 # delivered before we get here, normally
         except (OSError, ValueError):
@@ -480,6 +481,8 @@ def run_main(argv: List[str]) -> int:
         print(f"gwtrace run: {exc}", file=sys.stderr)
         return 2
     environ = dict(os.environ)
+    if _disabled(environ):
+        return _run_plain(args.command, environ, "run")
     sink: Optional[Sink] = None
     try:
         sink = Sink.acquire(environ)
@@ -509,6 +512,19 @@ def run_main(argv: List[str]) -> int:
     return finish(outcome)
 
 
+def _disabled(environ: Dict[str, str]) -> bool:
+    """GWTRACE_DISABLED=1 or OTEL_SDK_DISABLED=true: run the command, trace nothing."""
+    return environ.get("GWTRACE_DISABLED") == "1" or environ.get("OTEL_SDK_DISABLED", "").lower() == "true"
+
+
+def _run_plain(command: List[str], environ: Dict[str, str], verb: str) -> int:
+    try:
+        return finish(run_command(command, environ))
+    except ExecError as exc:
+        print(f"gwtrace {verb}: {exc.message()}", file=sys.stderr)
+        return exc.exit_code
+
+
 def _stop(sink: Optional["Sink"]) -> None:
     if sink is None:
         return
@@ -527,6 +543,8 @@ def span_main(argv: List[str]) -> int:
         print(f"gwtrace span: {exc}", file=sys.stderr)
         return 2
     environ = dict(os.environ)
+    if _disabled(environ):
+        return _run_plain(args.command, environ, "span")
     log = EventLog.from_environ(environ)
     attributes: Dict[str, object] = {"gwtrace.kind": "span",
                                      "process.executable.name": os.path.basename(args.command[0])}

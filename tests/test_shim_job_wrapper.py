@@ -1,0 +1,161 @@
+"""shim/gwtrace-job-wrapper: one span per HTCondor user job, in POSIX sh.
+
+Run under dash and busybox ash, with bash on PATH and without it (the wrapper
+uses bash, when there is one, to give the job SIGINT and SIGQUIT back). The
+events it writes are read back with the sidecar's own parser.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from conftest import REPO
+from gwtrace.protocol import Event, parse_line
+
+WRAPPER = REPO / "shim" / "gwtrace-job-wrapper"
+AD_TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"
+GLIDEIN_TRACEPARENT = "00-11111111111111111111111111111111-2222222222222222-01"
+SHELLS = [pytest.param(["dash"], id="dash")]
+if shutil.which("busybox"):
+    SHELLS.append(pytest.param(["busybox", "sh"], id="busybox"))
+else:  # pragma: no cover - the Makefile installs busybox
+    SHELLS.append(pytest.param(["busybox", "sh"], id="busybox",
+                               marks=pytest.mark.skip(reason="busybox not installed (apt-get install busybox)")))
+
+
+@pytest.fixture
+def node(tmp_path: Path) -> Dict[str, object]:
+    """A private event log, a job ad, and a PATH without bash."""
+    log_dir = tmp_path / "gw"
+    log_dir.mkdir(mode=0o700)
+    (log_dir / "events.log").write_text("")
+    ad = tmp_path / ".job.ad"
+    ad.write_text('MyType = "Job"\nClusterId = 1234\nProcId = 5\nOwner = "alice"\n'
+                  'GlobalJobId = "schedd.example.org#1234.5#1700000000"\n'
+                  f'TraceParent = "{AD_TRACEPARENT}"\nCmd = "/bin/job.sh"\n')
+    nobash = tmp_path / "nobash"
+    nobash.mkdir()
+    for tool in ("sleep", "date", "od", "tr", "cat", "grep", "sh", "dash", "busybox"):
+        found = shutil.which(tool)
+        if found:
+            (nobash / tool).symlink_to(found)
+    boot_us = time.time_ns() // 1000 - int(float(Path("/proc/uptime").read_text().split()[0]) * 1e6)
+    env = {"PATH": os.environ["PATH"], "GWTRACE_DIR": str(log_dir), "_CONDOR_JOB_AD": str(ad),
+           "GWTRACE_GLIDEIN_TRACEPARENT": GLIDEIN_TRACEPARENT, "GWTRACE_BOOT_US": str(boot_us)}
+    return {"env": env, "log": log_dir / "events.log", "nobash": str(nobash), "tmp": tmp_path}
+
+
+def events(log: Path) -> List[Event]:
+    return [parse_line(line) for line in log.read_bytes().splitlines()]
+
+
+def wrap(shell: List[str], job: List[str], env: Dict[str, str], **kw) -> subprocess.CompletedProcess:
+    return subprocess.run([*shell, str(WRAPPER), *job], env=env, capture_output=True, timeout=30, **kw)
+
+
+@pytest.mark.parametrize("with_bash", [True, False], ids=["bash-on-path", "no-bash"])
+@pytest.mark.parametrize("shell", SHELLS)
+def test_one_span_per_job_child_of_the_job_ads_trace(shell, with_bash, node) -> None:
+    env = dict(node["env"], PATH=os.environ["PATH"] if with_bash else node["nobash"])
+    job = ["/bin/sh", "-c", 'echo "args: $*"; echo "tp=$TRACEPARENT"; read -r l; echo "stdin: $l"; echo oops >&2; exit 3',
+           "job.sh", "a b", "--secret=never-recorded"]
+    out = wrap(shell, job, env, input=b"line one\n")
+    assert out.returncode == 3
+    assert out.stderr == b"oops\n"
+    lines = out.stdout.decode().splitlines()
+    assert lines[0] == "args: a b --secret=never-recorded" and lines[2] == "stdin: line one"
+    begin, end = events(node["log"])
+    assert (begin.kind, end.kind) == ("B", "E") and begin.name == "user_job"
+    assert begin.trace_id == AD_TRACEPARENT[3:35] and begin.parent_id == AD_TRACEPARENT[36:52]
+    assert begin.parent_remote is True
+    assert lines[1] == f"tp=00-{begin.trace_id}-{begin.span_id}-01"
+    attrs = dict(begin.attributes)
+    assert attrs["htcondor.job.global_id"] == "schedd.example.org#1234.5#1700000000"
+    assert attrs["htcondor.job.id"] == "1234.5" and attrs["htcondor.job.owner"] == "alice"
+    assert attrs["process.executable.name"] == "sh"
+    assert attrs["gwtrace.glidein.traceparent"] == GLIDEIN_TRACEPARENT
+    assert "never-recorded" not in node["log"].read_text()
+    assert end.span_id == begin.span_id and end.status == "3"
+    assert 0 <= end.ts_us - begin.ts_us < 30_000_000
+
+
+def test_without_traceparent_in_the_ad_the_job_joins_the_glideins_trace(node) -> None:
+    ad = Path(node["env"]["_CONDOR_JOB_AD"])
+    ad.write_text('ClusterId = 7\nOwner = "bob"\n')
+    out = wrap(["dash"], ["/bin/true"], node["env"])
+    assert out.returncode == 0
+    begin = events(node["log"])[0]
+    assert begin.trace_id == GLIDEIN_TRACEPARENT[3:35] and begin.parent_id == GLIDEIN_TRACEPARENT[36:52]
+    assert dict(begin.attributes)["htcondor.job.id"] == "7.0"
+
+
+def test_no_event_log_means_plain_exec(node) -> None:
+    env = {k: v for k, v in node["env"].items() if not k.startswith("GWTRACE_")}
+    proc = subprocess.Popen(["dash", str(WRAPPER), "/bin/sh", "-c", 'echo "$$ ${TRACEPARENT:-none}"'],
+                            env=env, stdout=subprocess.PIPE)
+    out, _ = proc.communicate(timeout=30)
+    assert out.decode().split() == [str(proc.pid), "none"]    # the job *is* the wrapper process
+
+
+def test_usage_error_is_one_line() -> None:
+    out = subprocess.run(["dash", str(WRAPPER)], capture_output=True, timeout=30)
+    assert out.returncode == 2 and out.stderr.count(b"\n") == 1 and out.stdout == b""
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_sigterm_reaches_the_job_and_its_status_is_kept(shell, node) -> None:
+    job = ["/bin/sh", "-c", 'trap "echo got-term; exit 7" TERM; echo ready; sleep 30 & wait']
+    proc = subprocess.Popen([*shell, str(WRAPPER), *job], env=node["env"], stdout=subprocess.PIPE)
+    assert proc.stdout.readline() == b"ready\n"
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(timeout=30) == 7
+    assert proc.stdout.read() == b"got-term\n"
+    end = events(node["log"])[-1]
+    assert end.status == "7" and dict(end.attributes)["gwtrace.forwarded_signal"] == "TERM"
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_a_job_killed_by_a_signal_kills_the_wrapper_the_same_way(shell, node) -> None:
+    out = wrap(shell, ["/bin/sh", "-c", "kill -SEGV $$"], dict(node["env"], PATH=node["nobash"]))
+    assert out.returncode == -signal.SIGSEGV
+    assert events(node["log"])[-1].status == str(128 + signal.SIGSEGV)
+    assert not list(Path(node["tmp"]).glob("core*"))
+
+
+def test_with_bash_the_job_gets_sigint_and_sigquit_back(node) -> None:
+    job = ["/bin/sh", "-c", "grep SigIgn /proc/$$/status"]
+    with_bash = wrap(["dash"], job, node["env"])
+    assert with_bash.stdout.split()[1] == b"0000000000000000"
+    # POSIX sh starts a background job with SIGINT and SIGQUIT ignored (docs/shim.md)
+    without = wrap(["dash"], job, dict(node["env"], PATH=node["nobash"]))
+    assert int(without.stdout.split()[1], 16) & 0b110 == 0b110
+
+
+def test_the_jobs_environment_is_unchanged_but_for_traceparent(node) -> None:
+    env = dict(node["env"], BASH_ENV="/some/bash_env", TRACESTATE="vendor=x")
+    dump = ["/usr/bin/env"]
+    # the least a shell wrapper does: exec "$@" (sh exports PWD)
+    plain = subprocess.run(["dash", "-c", 'exec "$@"', "wrapper", *dump], env=env,
+                           capture_output=True, timeout=30).stdout.decode().splitlines()
+    wrapped = wrap(["dash"], dump, env).stdout.decode().splitlines()
+    changed = sorted({line.split("=")[0] for line in set(plain) ^ set(wrapped)})
+    # TRACEPARENT is the job's span; TRACESTATE was the glidein trace's, not the job's
+    assert changed == ["TRACEPARENT", "TRACESTATE"]
+    assert not any(line.startswith("TRACESTATE=") for line in wrapped)
+    assert "BASH_ENV=/some/bash_env" in wrapped
+
+
+def test_shellcheck_posix_clean() -> None:
+    if not shutil.which("shellcheck"):  # pragma: no cover
+        pytest.skip("shellcheck not installed")
+    for dialect in ("sh", "dash"):
+        out = subprocess.run(["shellcheck", "-s", dialect, str(WRAPPER)], capture_output=True, text=True)
+        assert out.returncode == 0, out.stdout
