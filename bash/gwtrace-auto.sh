@@ -161,14 +161,15 @@ _gwtrace_auto_emit() {
 # innermost frame (or of a span the script opened itself with the library),
 # and export TRACEPARENT for the children. NAME '' keeps a frame without span.
 _gwtrace_auto_push() {
-  local name=$1 dep=$2 i=$_gwtrace_an parent=$_gwtrace_acur remote=0 span='' a line t=$'\t'
+  local name=$1 dep=$2 i=$_gwtrace_an parent remote=0 span='' a line t=$'\t'
   shift 2
+  if [[ -n $name && ${TRACEPARENT-} != "$_gwtrace_aexp" ]] && _gwtrace_auto_adoptparent; then
+    _gwtrace_acur=$_gwtrace_ar _gwtrace_aexp=$TRACEPARENT
+  fi
+  parent=$_gwtrace_acur
   _gwtrace_apid[i]=$BASHPID _gwtrace_adep[i]=$dep _gwtrace_aname[i]=$name _gwtrace_apar[i]=$_gwtrace_acur \
     _gwtrace_aotp[i]=${TRACEPARENT-} _gwtrace_aotpset[i]=${TRACEPARENT+1}
   if [[ -n $name ]]; then
-    if [[ ${TRACEPARENT-} != "$_gwtrace_aexp" ]]; then
-      _gwtrace_auto_adoptparent && parent=$_gwtrace_ar
-    fi
     [[ $parent == "$_gwtrace_abase" && -n $parent ]] && remote=1
     _gwtrace_auto_id; span=$_gwtrace_ar
     _gwtrace_auto_now
@@ -340,8 +341,9 @@ _gwtrace_auto_sync() {
     name=${FUNCNAME[i]-}
     case $name in
       source)
-        if [[ ${BASH_SOURCE[i]} == "${BASH_SOURCE[0]}" ]]; then
-          _gwtrace_auto_push '' "$k"            # this file, read as BASH_ENV
+        if [[ ${BASH_SOURCE[i]} == "${BASH_SOURCE[0]}" || ${BASH_SOURCE[i]##*/} == gwtrace.sh ]]; then
+          _gwtrace_auto_push '' "$k"            # this file (BASH_ENV), or the library: it
+                                                # reads TRACEPARENT while it is sourced
         else
           _gwtrace_auto_push "source ${BASH_SOURCE[i]##*/}" "$k" gwtrace.kind=source "code.file.path=${BASH_SOURCE[i]}"
         fi ;;

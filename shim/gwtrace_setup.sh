@@ -84,6 +84,16 @@ exporter_env() {
   [[ -n $endpoint$traces ]] || export GWTRACE_HOME=$gwtrace_dir/store
 }
 
+# A sidecar already serves this environment (GWTRACE_DIR, its pid alive): use it.
+running_sidecar() {
+  local pid=''
+  [[ -n ${GWTRACE_DIR-} && -r $GWTRACE_DIR/sidecar.pid ]] || return 1
+  read -r pid <"$GWTRACE_DIR/sidecar.pid" || return 1
+  [[ $pid == +([0-9]) ]] && kill -0 "$pid" 2>/dev/null || return 1
+  export GWTRACE_SOCKET=${GWTRACE_SOCKET:-file://$GWTRACE_DIR/events.log} GWTRACE_SIDECAR_PID=$pid
+  export GWTRACE_BOOT_US=${GWTRACE_BOOT_US-}
+}
+
 start_sidecar() {
   local out
   if ! out=$("$gwtrace_python" "$gwtrace_pyz" sidecar start --dir "$gwtrace_dir/sidecar" \
@@ -115,7 +125,8 @@ chain_job_wrapper() {
 
 # shellcheck disable=SC2153  # GWTRACE_DIR comes from `sidecar start`
 # A clean-up script (run by glidein_startup.sh when the glidein exits):
-# end the glidein span, then stop the sidecar, which flushes everything.
+# end the glidein span, then stop the sidecar (ours, not one we reused),
+# which flushes everything.
 install_cleanup() {
   local dir=${GWMS_DIR:-$(dirname "$(gconfig_get GLIDEIN_WORK_DIR "$glidein_config")")/.gwms.d}/exec/cleanup
   local hook=$dir/gwtrace_cleanup.sh
@@ -129,7 +140,7 @@ install_cleanup() {
 t=$'\t'
 ts=${EPOCHREALTIME:-$(( $(date +%s) * 1000000 ))}
 printf '%s\n' "gw1${t}E${t}${ts}${t}$$${t}${trace}${t}${span}${t}0" >>"$log" 2>/dev/null
-"$python" "$pyz" sidecar stop --dir "$dir" >/dev/null 2>&1 || :
+[[ -z $pyz ]] || "$python" "$pyz" sidecar stop --dir "$dir" >/dev/null 2>&1 || :
 EOF
   } >"$hook" && chmod 0755 "$hook"
 }
@@ -138,19 +149,25 @@ main() {
   local disable
   disable=$(gconfig_get GWTRACE_DISABLE "$glidein_config")
   [[ $disable == [1Tt]* ]] && tracing_off "GWTRACE_DISABLE is set"
-  gwtrace_pyz=$(gconfig_get GWTRACE_PYZ "$glidein_config")
-  gwtrace_pyz=${gwtrace_pyz:-$gwtrace_here/gwtrace-sidecar.pyz}
-  [[ -r $gwtrace_pyz ]] || tracing_off "gwtrace-sidecar.pyz not found"
   [[ -r $gwtrace_here/gwtrace.sh ]] || tracing_off "gwtrace.sh not found"
-  find_python || tracing_off "no python3 >= 3.9"
-  state_dir || tracing_off "cannot create a private directory for the sidecar"
-  exporter_env
-  start_sidecar
+  gwtrace_pyz='' gwtrace_python='' gwtrace_sidecar=started
+  if running_sidecar; then
+    gwtrace_sidecar=reused    # e.g. the whole glidein runs under `gwtrace run`
+  else
+    gwtrace_pyz=$(gconfig_get GWTRACE_PYZ "$glidein_config")
+    gwtrace_pyz=${gwtrace_pyz:-$gwtrace_here/gwtrace-sidecar.pyz}
+    [[ -r $gwtrace_pyz ]] || tracing_off "gwtrace-sidecar.pyz not found"
+    find_python || tracing_off "no python3 >= 3.9"
+    state_dir || tracing_off "cannot create a private directory for the sidecar"
+    exporter_env
+    start_sidecar
+  fi
 
-  # The glidein span, child of the factory's context if it gave one.
+  # The glidein span, child of the factory's context if it gave one (else of
+  # the context this script runs in, if any).
   local parent
   parent=$(gconfig_get GLIDEIN_TRACEPARENT "$glidein_config")
-  if [[ -n $parent ]]; then export TRACEPARENT=$parent; else unset TRACEPARENT; fi
+  [[ -n $parent ]] && export TRACEPARENT=$parent
   # shellcheck source=/dev/null
   source "$gwtrace_here/gwtrace.sh"
   trace_begin glidein "glidein.script_id=$gwtrace_id"
@@ -163,8 +180,8 @@ main() {
   publish GWTRACE_GLIDEIN_TRACEPARENT "$gwtrace_glidein_tp" job
   publish GWTRACE_SIDECAR_PID "$GWTRACE_SIDECAR_PID"
   publish GWTRACE_LIB "$gwtrace_here/gwtrace.sh"
-  publish GWTRACE_PYTHON "$gwtrace_python"
-  publish GWTRACE_PYZ "$gwtrace_pyz"
+  [[ -z $gwtrace_python ]] || publish GWTRACE_PYTHON "$gwtrace_python"
+  [[ -z $gwtrace_pyz ]] || publish GWTRACE_PYZ "$gwtrace_pyz"
   publish TRACEPARENT "$gwtrace_glidein_tp"
   chain_job_wrapper
   if install_cleanup; then
@@ -174,7 +191,7 @@ main() {
   fi
   trace_end 0
 
-  "$error_gen" -ok "$gwtrace_me" GWTrace on GWTraceDir "$GWTRACE_DIR"
+  "$error_gen" -ok "$gwtrace_me" GWTrace on GWTraceDir "$GWTRACE_DIR" GWTraceSidecar "$gwtrace_sidecar"
   exit 0
 }
 
