@@ -28,6 +28,8 @@ from .protocol import escape, format_event, is_hex_id
 LEVELS = ("scripts", "functions", "commands")
 DEFAULT_LEVEL = "functions"
 AUTO_LIB = "gwtrace-auto.sh"
+#: gwtrace-auto.sh loads the other two from its own directory when needed.
+AUTO_LIBS = (AUTO_LIB, "gwtrace-auto-fn.sh", "gwtrace-auto-trap.sh")
 
 #: Signals passed on to CMD. Keyboard signals (INT, QUIT) and HUP reach CMD
 #: directly when we share a terminal's foreground process group; sending them
@@ -429,7 +431,7 @@ def _remove_tree(path: str) -> None:
 
 def auto_lib_path(work_dir: Optional[str]) -> Optional[str]:
     """gwtrace-auto.sh as a file bash can source. Inside a zipapp it is copied
-    (with gwtrace.sh) into WORK_DIR, the sidecar's private directory."""
+    (with the files it loads) into WORK_DIR, the sidecar's private directory."""
     from . import bashlib  # noqa: F401 - locates the package
 
     base = os.path.dirname(os.path.abspath(bashlib.__file__))
@@ -446,11 +448,14 @@ def auto_lib_path(work_dir: Optional[str]) -> Optional[str]:
         return None
     if data is None:
         return None
-    target = os.path.join(work_dir, AUTO_LIB)
-    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-    with os.fdopen(fd, "wb") as f:
-        f.write(data)
-    return target
+    for name in AUTO_LIBS:
+        part = data if name == AUTO_LIB else pkgutil.get_data("gwtrace.bashlib", name)
+        if part is None:
+            return None
+        fd = os.open(os.path.join(work_dir, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(part)
+    return os.path.join(work_dir, AUTO_LIB)
 
 
 # --- entry points -----------------------------------------------------------

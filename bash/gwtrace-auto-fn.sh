@@ -1,0 +1,330 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154  # the _gwtrace_a* state comes from gwtrace-auto.sh
+#
+# gwtrace-auto-fn.sh - function, sourced-file and command spans for
+# gwtrace-auto.sh (GWTRACE_AUTO_LEVEL functions or commands), which sources it
+# once it has opened the script span: frame 0 is that span.
+#
+# A DEBUG trap with functrace (set -T) runs before every simple command, in
+# functions and subshells too. Its fast path is one arithmetic command that
+# keeps $? and compares ${#BASH_SOURCE[@]} with the depth it saw last; only
+# when the depth changed (a function or sourced file was entered, or returned)
+# does it call _gwtrace_auto_dbg, passing $_ as its last argument: the call
+# gives $_ back to the script when it returns. Bash saves and restores $?,
+# PIPESTATUS and BASH_COMMAND around traps; `((` leaves $_ alone.
+
+{
+  _gwtrace_arng=0 _gwtrace_arngpid=''      # splitmix64 state, reseeded in every new process
+  # Frames: span id ('' = a frame only kept to track depth: ours, the library's),
+  # BASH_SOURCE depth inside it, owner $BASHPID, name, parent span, TRACEPARENT
+  # before it (+ whether it was set). Frame 0 is the script span.
+  _gwtrace_an=1 _gwtrace_asp=("$_gwtrace_asp0") _gwtrace_adep=("$_gwtrace_abd") _gwtrace_apid=("$_gwtrace_amain")
+  _gwtrace_aname=('') _gwtrace_apar=("$_gwtrace_abase")
+  _gwtrace_aotp=("$_gwtrace_aotp0") _gwtrace_aotpset=("$_gwtrace_aotpset0")
+  _gwtrace_acur=$_gwtrace_asp0             # span id of the innermost frame with a span
+  _gwtrace_aexp=${TRACEPARENT-}            # the TRACEPARENT we exported last
+  _gwtrace_ad=$_gwtrace_abd                # BASH_SOURCE depth at the last slow path
+  _gwtrace_arc=0 _gwtrace_asub=''          # $? before the command; a subshell with our EXIT trap
+  _gwtrace_acsp='' _gwtrace_acts='' _gwtrace_acotp='' _gwtrace_acotpset='' _gwtrace_acpid=''
+  # shellcheck disable=SC2016
+  _gwtrace_adbg_fn='{ (( _gwtrace_arc = $?, _gwtrace_abusy || ${#BASH_SOURCE[@]} == _gwtrace_ad )) || _gwtrace_auto_dbg "$_"; } 2>&-'
+  # shellcheck disable=SC2016
+  _gwtrace_adbg_cmd='{ (( _gwtrace_arc = $?, _gwtrace_abusy )) || _gwtrace_auto_cmd "$_"; } 2>&-'
+}
+
+# _gwtrace_auto_id: 16 hex digits, never all zero, into _gwtrace_ar
+# (splitmix64 over a per-process state seeded from the kernel).
+_gwtrace_auto_id() {
+  local z
+  [[ $_gwtrace_arngpid == "$BASHPID" ]] || _gwtrace_auto_seed
+  builtin printf -v _gwtrace_ar '%016x' $(( z = (_gwtrace_arng += -7046029254386353131),
+      z = (z ^ ((z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
+      z = (z ^ ((z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
+      z = z ^ ((z >> 31) & 0x1FFFFFFFF), z ? z : 1 ))
+}
+
+_gwtrace_auto_seed() {
+  local u=''
+  IFS= builtin read -r u </proc/sys/kernel/random/uuid || u=''
+  u=${u//-/}
+  if [[ ${#u} -ge 30 && $u != *[!0-9a-f]* ]]; then
+    _gwtrace_arng=$(( (16#${u:0:15} << 4) ^ 16#${u:15:15} ))
+  else
+    _gwtrace_auto_now
+    _gwtrace_arng=$(( ${_gwtrace_at//[!0-9]/} * 2654435761 ^ ${SRANDOM:-0} ))
+  fi
+  _gwtrace_arng=$(( _gwtrace_arng ^ (BASHPID << 40) ))
+  _gwtrace_arngpid=$BASHPID
+}
+
+# _gwtrace_auto_emit LINE: one append, one write(2) (lines stay below 4096 bytes).
+_gwtrace_auto_emit() {
+  builtin printf '%s\n' "$1" >>"$_gwtrace_alog" || :
+}
+
+# --- frames -----------------------------------------------------------------
+#
+# A frame is a span this shell opened (or, with span id '', a place in the
+# call stack we only keep track of: our own functions, the library's). Arrays
+# indexed by frame: span id, parent span id, BASH_SOURCE depth inside it,
+# owner $BASHPID, name, TRACEPARENT before it (+ whether it was set).
+
+# _gwtrace_auto_push NAME DEPTH [KEY=VALUE...]: open a span, child of the
+# innermost frame (or of a span the script opened itself with the library),
+# and export TRACEPARENT for the children. NAME '' keeps a frame without span.
+_gwtrace_auto_push() {
+  local name=$1 dep=$2 i=$_gwtrace_an parent remote=0 span='' a line t=$'\t'
+  shift 2
+  if [[ -n $name && ${TRACEPARENT-} != "$_gwtrace_aexp" ]] && _gwtrace_auto_adoptparent; then
+    _gwtrace_acur=$_gwtrace_ar _gwtrace_aexp=$TRACEPARENT
+  fi
+  parent=$_gwtrace_acur
+  _gwtrace_apid[i]=$BASHPID _gwtrace_adep[i]=$dep _gwtrace_aname[i]=$name _gwtrace_apar[i]=$_gwtrace_acur \
+    _gwtrace_aotp[i]=${TRACEPARENT-} _gwtrace_aotpset[i]=${TRACEPARENT+1}
+  if [[ -n $name ]]; then
+    [[ $parent == "$_gwtrace_abase" && -n $parent ]] && remote=1
+    _gwtrace_auto_id; span=$_gwtrace_ar
+    _gwtrace_auto_now
+    [[ $name == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$name"; name=$_gwtrace_ar; }
+    line="gw1${t}B${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${span}${t}${parent:--}${t}${remote}${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}"
+    for a in "$@"; do
+      [[ $a == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$a"; a=$_gwtrace_ar; }
+      line+=$t${a:0:1000}
+    done
+    builtin printf '%s\n' "$line" >>"$_gwtrace_alog" || :
+    _gwtrace_aexp="00-$_gwtrace_atr-$span-$_gwtrace_afl" _gwtrace_acur=$span
+    builtin export TRACEPARENT="$_gwtrace_aexp"
+    [[ ${GWTRACE_AUTO_OPEN-} == "$BASHPID:"* ]] || _gwtrace_auto_own
+    GWTRACE_AUTO_OPEN+=,$span
+  fi
+  _gwtrace_asp[i]=$span _gwtrace_an=$((i + 1))
+}
+
+# _gwtrace_auto_pop STATUS [KEY=VALUE...]: end the innermost frame. A frame
+# that another process opened (we are a subshell of it) is dropped silently:
+# its owner ends it.
+_gwtrace_auto_pop() {
+  local i=$((_gwtrace_an - 1)) t=$'\t' line a
+  (( i >= 0 )) || return 0
+  if [[ -n ${_gwtrace_asp[i]} ]]; then
+    if [[ ${_gwtrace_apid[i]} == "$BASHPID" ]]; then
+      _gwtrace_auto_now
+      line="gw1${t}E${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_asp[i]}${t}${1:-0}"
+      shift
+      for a in "$@"; do line+=$t$a; done
+      builtin printf '%s\n' "$line" >>"$_gwtrace_alog" || :
+      GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[i]}"}
+    fi
+    if [[ -n ${_gwtrace_aotpset[i]} ]]; then
+      builtin export TRACEPARENT="${_gwtrace_aotp[i]}"
+    else
+      builtin unset TRACEPARENT
+    fi
+    _gwtrace_aexp=${TRACEPARENT-} _gwtrace_acur=${_gwtrace_apar[i]}
+  fi
+  _gwtrace_an=$i
+}
+
+# GWTRACE_AUTO_OPEN ("pid:trace,span,span...") names this process and the
+# spans it has open, so that a bash started by `exec` (same pid) can end them:
+# nothing of ours runs after an exec. A subshell starts its own list.
+_gwtrace_auto_own() {
+  builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr"
+}
+
+# The script opened a span of its own with the library (TRACEPARENT is not
+# what we exported): make it the parent, into _gwtrace_ar.
+_gwtrace_auto_adoptparent() {
+  local tp=${TRACEPARENT-}
+  [[ ${#tp} -eq 55 && $tp == 00-"$_gwtrace_atr"-* ]] || return 1
+  _gwtrace_ar=${tp:36:16}
+  [[ $_gwtrace_ar != *[!0-9a-f]* ]]
+}
+
+# _gwtrace_auto_unwind STATUS [KEY=VALUE...]: end every frame.
+_gwtrace_auto_unwind() {
+  while (( _gwtrace_an > 0 )); do
+    _gwtrace_auto_pop "$@"
+  done
+}
+
+# --- functions and commands (DEBUG trap) ------------------------------------
+
+# _gwtrace_auto_sync DEPTH: make the frames match the shell's call stack
+# (BASH_SOURCE/FUNCNAME seen from our caller, DEPTH frames deep): frames below
+# it have returned (status: the $? the DEBUG trap saw), new ones are entered.
+_gwtrace_auto_sync() {
+  local n=$1 k i name top
+  while (( _gwtrace_an > 1 )); do
+    top=${_gwtrace_adep[_gwtrace_an-1]}
+    (( top > n )) || [[ ${_gwtrace_aname[_gwtrace_an-1]} != "${FUNCNAME[n-top+2]-}" ]] || break
+    _gwtrace_auto_pop "$_gwtrace_arc"
+  done
+  top=${_gwtrace_adep[_gwtrace_an-1]:-$_gwtrace_abd}
+  for (( k = top + 1; k <= n; k++ )); do
+    i=$(( n - k + 2 ))        # FUNCNAME/BASH_SOURCE index of depth k, from here
+    name=${FUNCNAME[i]-}
+    case $name in
+      source)
+        if [[ ${BASH_SOURCE[i]##*/} == gwtrace-auto*.sh || ${BASH_SOURCE[i]##*/} == gwtrace.sh ]]; then
+          _gwtrace_auto_push '' "$k"            # ours (BASH_ENV), or the library: it
+                                                # reads TRACEPARENT while it is sourced
+        else
+          _gwtrace_auto_push "source ${BASH_SOURCE[i]##*/}" "$k" gwtrace.kind=source "code.file.path=${BASH_SOURCE[i]}"
+        fi ;;
+      _gwtrace_*|trace_*|trap|exit|'')
+        _gwtrace_auto_push '' "$k" ;;
+      *)
+        _gwtrace_auto_push "$name" "$k" ;;
+    esac
+    _gwtrace_aname[_gwtrace_an-1]=$name
+  done
+  _gwtrace_ad=$n
+  # A subshell that opened spans ends them on its own EXIT.
+  if [[ $BASHPID != "$_gwtrace_amain" && $_gwtrace_asub != "$BASHPID" ]] && (( _gwtrace_an > 0 )) \
+     && [[ ${_gwtrace_apid[_gwtrace_an-1]} == "$BASHPID" ]]; then
+    _gwtrace_asub=$BASHPID
+    _gwtrace_auto_exit_install
+  fi
+}
+
+# The DEBUG slow path (functions level): the depth changed. $1 is the
+# script's $_, given back when this call returns. The two common cases, a
+# function entered and functions returned in the main process, are written
+# out here: every command costs about a microsecond, and they run per call.
+_gwtrace_auto_dbg() {
+  local n=$(( ${#BASH_SOURCE[@]} - 1 )) i=$((_gwtrace_an - 1)) t=$'\t' z span name
+  if [[ $BASHPID != "$_gwtrace_amain" || -z ${EPOCHREALTIME-} || ${TRACEPARENT-} != "$_gwtrace_aexp" ]]; then
+    _gwtrace_auto_sync "$n"
+  elif (( n == _gwtrace_ad + 1 && _gwtrace_adep[i] < n )); then
+    name=${FUNCNAME[1]-}
+    case $name in
+      source|_gwtrace_*|trace_*|trap|exit|''|*[$'\\\t\n\r']*) _gwtrace_auto_sync "$n"; return 0 ;;
+    esac
+    [[ $_gwtrace_arngpid == "$BASHPID" ]] || _gwtrace_auto_seed
+    builtin printf -v span '%016x' $(( z = (_gwtrace_arng += -7046029254386353131),
+        z = (z ^ ((z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
+        z = (z ^ ((z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
+        z = z ^ ((z >> 31) & 0x1FFFFFFFF), z ? z : 1 ))
+    builtin printf '%s\n' "gw1${t}B${t}${EPOCHREALTIME}${t}${BASHPID}${t}${_gwtrace_atr}${t}${span}${t}${_gwtrace_acur:--}${t}0${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}" >>"$_gwtrace_alog" || :
+    i=$((i + 1))
+    _gwtrace_asp[i]=$span _gwtrace_apar[i]=$_gwtrace_acur _gwtrace_adep[i]=$n _gwtrace_apid[i]=$BASHPID \
+      _gwtrace_aname[i]=$name _gwtrace_aotp[i]=${TRACEPARENT-} _gwtrace_aotpset[i]=${TRACEPARENT+1} \
+      _gwtrace_an=$((i + 1)) _gwtrace_ad=$n _gwtrace_acur=$span _gwtrace_aexp="00-$_gwtrace_atr-$span-$_gwtrace_afl"
+    builtin export TRACEPARENT="$_gwtrace_aexp"
+    [[ ${GWTRACE_AUTO_OPEN-} == "$BASHPID:"* ]] || _gwtrace_auto_own
+    GWTRACE_AUTO_OPEN+=,$span
+  elif (( n < _gwtrace_ad )); then
+    while (( i > 0 && _gwtrace_adep[i] > n )); do
+      if [[ -n ${_gwtrace_asp[i]} ]]; then
+        builtin printf '%s\n' "gw1${t}E${t}${EPOCHREALTIME}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_asp[i]}${t}${_gwtrace_arc}" >>"$_gwtrace_alog" || :
+        GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[i]}"}
+        if [[ -n ${_gwtrace_aotpset[i]} ]]; then
+          builtin export TRACEPARENT="${_gwtrace_aotp[i]}"
+        else
+          builtin unset TRACEPARENT
+        fi
+        _gwtrace_aexp=${TRACEPARENT-} _gwtrace_acur=${_gwtrace_apar[i]}
+      fi
+      i=$((i - 1))
+    done
+    _gwtrace_an=$((i + 1)) _gwtrace_ad=$n
+    (( _gwtrace_adep[i] >= n )) || _gwtrace_auto_sync "$n"
+  else
+    _gwtrace_auto_sync "$n"
+  fi
+  return 0
+}
+
+# Commands level: every command comes here. An external command gets a span
+# written when the next command starts (its status is then known): a shell
+# that execs its last command leaves nothing open.
+_gwtrace_auto_cmd() {
+  local n=$(( ${#BASH_SOURCE[@]} - 1 ))
+  [[ -n $_gwtrace_acmd ]] && _gwtrace_auto_cmd_end "$_gwtrace_arc"
+  (( n == _gwtrace_ad )) || _gwtrace_auto_sync "$n"
+  _gwtrace_auto_cmd_begin "$BASH_COMMAND"
+  return 0
+}
+
+# _gwtrace_auto_cmd_word COMMAND: the command word of a command line as bash
+# shows it (BASH_COMMAND, unexpanded) into _gwtrace_ar, '' if not knowable.
+_gwtrace_auto_cmd_word() {
+  local c=$1 w
+  while :; do
+    c=${c#"${c%%[![:space:]]*}"}
+    w=${c%%[[:space:]]*}
+    if [[ $w == [A-Za-z_]*([A-Za-z0-9_])?(\[*\])?(+)=* ]]; then
+      if [[ ${w#*=} == [\"\']* ]]; then
+        _gwtrace_ar=''; return 0              # quoted value: give up, rarely a command
+      fi
+      c=${c:${#w}}
+      continue
+    fi
+    case $w in
+      exec) _gwtrace_ar=''; return 0 ;;     # the process goes on as CMD: see _gwtrace_auto_adopt
+      command|nohup|time|builtin) c=${c:${#w}}; c=${c#"${c%%[![:space:]]*}"}
+        [[ $c == -* ]] && { _gwtrace_ar=''; return 0; }
+        [[ $w == builtin ]] && { _gwtrace_ar=''; return 0; }
+        continue ;;
+    esac
+    break
+  done
+  if [[ $w == \$[A-Za-z_]*([A-Za-z0-9_]) ]]; then
+    w=${w:1}; w=${!w-}
+  elif [[ $w == \$\{[A-Za-z_]*([A-Za-z0-9_])\} ]]; then
+    w=${w:2}; w=${w%\}}; w=${!w-}
+  elif [[ $w == \"*\" ]]; then
+    w=${w:1:${#w}-2}
+  fi
+  [[ $w == *[\$\`\"\'\\\(\)\<\>\|\&\;]* ]] && w=''
+  _gwtrace_ar=$w
+}
+
+_gwtrace_auto_cmd_begin() {
+  local w
+  _gwtrace_auto_cmd_word "$1"
+  w=$_gwtrace_ar
+  [[ -n $w ]] || return 0
+  case $w in
+    '['|'[['|'(('|'.'|':'|alias|bg|bind|break|builtin|caller|cd|command|compgen|complete|compopt|\
+    continue|declare|dirs|disown|echo|enable|eval|exec|exit|export|false|fc|fg|getopts|hash|help|\
+    history|jobs|kill|let|local|logout|mapfile|popd|printf|pushd|pwd|read|readarray|readonly|return|\
+    set|shift|shopt|source|suspend|test|times|trap|true|type|typeset|ulimit|umask|unalias|unset|wait|\
+    for|case|select|if|while|until|function|'{'|'}'|'!'|*=*) return 0 ;;
+  esac
+  declare -F -- "$w" >/dev/null && return 0
+  _gwtrace_auto_id
+  _gwtrace_auto_now
+  _gwtrace_acmd=${w##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
+  _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
+  builtin export TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_acsp-$_gwtrace_afl"
+  _gwtrace_aexp=$TRACEPARENT
+}
+
+# _gwtrace_auto_cmd_end STATUS: write the pending command's span, after the fact.
+_gwtrace_auto_cmd_end() {
+  local t=$'\t' parent=$_gwtrace_acur name
+  if [[ $_gwtrace_acpid == "$BASHPID" ]]; then
+    _gwtrace_auto_now
+    name=$_gwtrace_acmd
+    [[ $name == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$name"; name=$_gwtrace_ar; }
+    _gwtrace_auto_emit "gw1${t}B${t}${_gwtrace_acts}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_acsp}${t}${parent:--}${t}0${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}${t}gwtrace.kind=command${t}process.executable.name=${name}"
+    _gwtrace_auto_emit "gw1${t}E${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_acsp}${t}${1:-0}"
+  fi
+  if [[ -n $_gwtrace_acotpset ]]; then
+    builtin export TRACEPARENT="$_gwtrace_acotp"
+  else
+    builtin unset TRACEPARENT
+  fi
+  _gwtrace_aexp=${TRACEPARENT-} _gwtrace_acmd=''
+}
+
+# Arm the DEBUG trap: functrace makes functions and subshells inherit it.
+if (( _gwtrace_alevel == 3 )); then
+  _gwtrace_audbg=$_gwtrace_adbg_cmd
+else
+  _gwtrace_audbg=$_gwtrace_adbg_fn
+fi
+set -T
+builtin trap -- "$_gwtrace_audbg" DEBUG

@@ -1,0 +1,204 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154  # the _gwtrace_a* state comes from gwtrace-auto.sh
+#
+# gwtrace-auto-trap.sh - the script's `trap`, for gwtrace-auto.sh, which loads
+# this file the first time the script calls `trap`.
+#
+# bash scopes DEBUG, RETURN and ERR traps to functions, and `trap` here is a
+# function: inside one, `trap -p DEBUG` shows nothing, `trap - ERR` is undone
+# when it returns, and a RETURN trap set in it fires when it returns. So the
+# script's traps are kept in _gwtrace_au{x,d,e,r} (string + "set" flag); EXIT
+# goes through _gwtrace_auto_exit_install (our handler around the script's);
+# DEBUG, RETURN and the removal of ERR are applied by a one-shot DEBUG trap
+# that `trap` installs as its very last command: it runs before the script's
+# next command, in the script's own context, and runs the script's new DEBUG
+# trap for that command too (it would have run there). If the script sets a
+# DEBUG or RETURN trap, function tracing gives way (functrace goes back off).
+
+_gwtrace_atrap=1
+_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset=''
+_gwtrace_asigs=()
+
+_gwtrace_auto_sigs() {
+  local i
+  for (( i = 1; i < 65; i++ )); do _gwtrace_asigs+=("$i"); done
+}
+
+# _gwtrace_auto_trap EFD ARGS...: the `trap` builtin as the script sees it.
+# EFD is the script's stderr (or - if it has none); sets _gwtrace_atrc.
+_gwtrace_auto_trap() {
+  local efd=$1 print='' arg op s u
+  local -a orig other=()
+  shift
+  orig=("$@") _gwtrace_atrc=0
+  while [[ ${1-} == -?* ]]; do
+    case $1 in
+      --) shift; break ;;
+      -p) print=1 ;;
+      *) _gwtrace_auto_trap_builtin "$efd" "${orig[@]}"; return 0 ;;   # -l, or bash's usage error
+    esac
+    shift
+  done
+  if [[ -n $print || $# -eq 0 ]]; then
+    _gwtrace_auto_trap_print "$efd" "$@"
+    return 0
+  fi
+  if [[ $1 == +([0-9]) ]] && builtin trap -p "$1" >/dev/null; then
+    op=revert
+  elif [[ $# -eq 1 && $1 != - && :$SHELLOPTS: != *:posix:* ]] && builtin trap -p "$1" >/dev/null; then
+    op=revert
+  else
+    arg=$1
+    shift
+    if (( $# == 0 )); then
+      _gwtrace_auto_trap_builtin "$efd" "${orig[@]}"; return 0
+    fi
+    case $arg in
+      '') op=ignore ;;
+      -) op=revert ;;
+      *) op='set' ;;
+    esac
+  fi
+  for s in "$@"; do
+    _gwtrace_auto_trap_kind "$s"
+    case $_gwtrace_ar in
+      x|d|e|r)
+        u=$_gwtrace_ar
+        case $op in
+          set) builtin printf -v "_gwtrace_au$u" '%s' "$arg"; builtin printf -v "_gwtrace_au${u}set" 1 ;;
+          ignore) builtin printf -v "_gwtrace_au$u" ''; builtin printf -v "_gwtrace_au${u}set" 1 ;;
+          revert) builtin printf -v "_gwtrace_au$u" ''; builtin printf -v "_gwtrace_au${u}set" '' ;;
+        esac
+        if [[ $u == x ]]; then
+          _gwtrace_auxpid=$BASHPID
+          _gwtrace_auto_exit_install
+        elif [[ $u == e && ( $op != revert || $- == *E* ) ]]; then
+          other+=("$s")        # an ERR trap set in the one-shot would miss the next command
+        else
+          _gwtrace_apend=1
+        fi ;;
+      '') other+=("$s") ;;
+      *) _gwtrace_auto_trap_error "$efd" "$s" ;;
+    esac
+  done
+  if (( ${#other[@]} )); then
+    case $op in
+      set) builtin trap -- "$arg" "${other[@]}" ;;
+      ignore) builtin trap -- '' "${other[@]}" ;;
+      revert) builtin trap - "${other[@]}" ;;
+    esac
+  fi
+  return 0
+}
+
+# _gwtrace_auto_trap_kind SIGSPEC: x (EXIT), d (DEBUG), e (ERR), r (RETURN),
+# '' (another valid signal) or ? (invalid), into _gwtrace_ar.
+_gwtrace_auto_trap_kind() {
+  case ${1^^} in
+    EXIT) _gwtrace_ar=x ;;
+    DEBUG) _gwtrace_ar=d ;;
+    ERR) _gwtrace_ar=e ;;
+    RETURN) _gwtrace_ar=r ;;
+    *) if [[ $1 == +([0-9]) ]] && (( 10#${1: -9} == 0 )); then
+         _gwtrace_ar=x
+       elif builtin trap -p "$1" >/dev/null; then
+         _gwtrace_ar=''
+       else
+         _gwtrace_ar='?'
+       fi ;;
+  esac
+}
+
+# Print traps as `trap -p` would: the script's EXIT, DEBUG, ERR and RETURN
+# traps from our records, the others from bash.
+_gwtrace_auto_trap_print() {
+  local efd=$1 s
+  shift
+  if (( $# == 0 )); then
+    [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_trap_line "$_gwtrace_aux" EXIT
+    (( ${#_gwtrace_asigs[@]} )) || _gwtrace_auto_sigs
+    builtin trap -p "${_gwtrace_asigs[@]}"
+    [[ -z $_gwtrace_audset ]] || _gwtrace_auto_trap_line "$_gwtrace_aud" DEBUG
+    [[ -z $_gwtrace_aueset ]] || _gwtrace_auto_trap_line "$_gwtrace_aue" ERR
+    [[ -z $_gwtrace_aurset ]] || _gwtrace_auto_trap_line "$_gwtrace_aur" RETURN
+    return 0
+  fi
+  for s in "$@"; do
+    _gwtrace_auto_trap_kind "$s"
+    case $_gwtrace_ar in
+      x) [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_trap_line "$_gwtrace_aux" EXIT ;;
+      d) [[ -z $_gwtrace_audset ]] || _gwtrace_auto_trap_line "$_gwtrace_aud" DEBUG ;;
+      e) [[ -z $_gwtrace_aueset ]] || _gwtrace_auto_trap_line "$_gwtrace_aue" ERR ;;
+      r) [[ -z $_gwtrace_aurset ]] || _gwtrace_auto_trap_line "$_gwtrace_aur" RETURN ;;
+      '') builtin trap -p "$s" ;;
+      *) _gwtrace_auto_trap_error "$efd" "$s" ;;
+    esac
+  done
+}
+
+_gwtrace_auto_trap_line() {
+  _gwtrace_auto_quote "$1"
+  builtin printf 'trap -- %s %s\n' "$_gwtrace_ar" "$2"
+}
+
+# _gwtrace_auto_quote TEXT: TEXT in single quotes (as bash prints traps).
+_gwtrace_auto_quote() {
+  local q=\'
+  _gwtrace_ar="$q${1//$q/$q\\$q$q}$q"
+}
+
+# The one-shot DEBUG trap that applies the script's DEBUG, ERR and RETURN
+# traps (see above). If the script now has a DEBUG or RETURN trap, function
+# tracing gives way: functrace goes back off and open function spans end
+# with the script.
+_gwtrace_auto_oneshot() {
+  # shellcheck disable=SC2016
+  local c='{ (( _gwtrace_arc = $?, 1 )); ' yield=''
+  [[ -n $_gwtrace_audbg && -n $_gwtrace_audset$_gwtrace_aurset ]] && yield=1
+  if [[ -n $yield ]]; then
+    c+='set +T; _gwtrace_audbg=; '
+    [[ -z $_gwtrace_acmd ]] || _gwtrace_auto_cmd_end "$_gwtrace_arc"
+  fi
+  [[ -n $_gwtrace_aueset ]] || c+='builtin trap - ERR; '
+  _gwtrace_auto_quote "$_gwtrace_aur"
+  if [[ -n $_gwtrace_aurset ]]; then c+="builtin trap -- $_gwtrace_ar RETURN; "; else c+='builtin trap - RETURN; '; fi
+  if [[ -n $_gwtrace_audbg && -z $yield ]]; then
+    # shellcheck disable=SC2016
+    c+='builtin trap -- "$_gwtrace_audbg" DEBUG; '
+  elif [[ -n $_gwtrace_audset ]]; then
+    _gwtrace_auto_quote "$_gwtrace_aud"
+    c+="builtin trap -- $_gwtrace_ar DEBUG; "
+  else
+    c+='builtin trap - DEBUG; '
+  fi
+  # shellcheck disable=SC2016
+  c+='_gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-'
+  # The script's DEBUG trap, now in force, runs for this command too.
+  if [[ -n $_gwtrace_audset && -n $_gwtrace_aud && ( -n $yield || -z $_gwtrace_audbg ) ]]; then
+    c+="; $_gwtrace_aud"
+  fi
+  _gwtrace_aoneshot=$c _gwtrace_apend=''
+}
+
+# The message bash gives for a bad signal, at the script's line.
+_gwtrace_auto_trap_error() {
+  _gwtrace_atrc=1
+  [[ $1 == - ]] && return 0
+  if [[ -n ${BASH_EXECUTION_STRING+x} && ${#FUNCNAME[@]} -le 3 ]]; then
+    builtin printf '%s: trap: %s: invalid signal specification\n' "$0" "$2" >&"$1"
+  else
+    builtin printf '%s: line %s: trap: %s: invalid signal specification\n' "$0" "${BASH_LINENO[2]-0}" "$2" >&"$1"
+  fi
+}
+
+# shellcheck disable=SC2064  # the script's own arguments, passed on as they are
+_gwtrace_auto_trap_builtin() {
+  local efd=$1
+  shift
+  if [[ $efd == - ]]; then
+    builtin trap "$@"
+  else
+    builtin trap "$@" 2>&"$efd"
+  fi
+  _gwtrace_atrc=$?
+}
