@@ -17,13 +17,15 @@ SHELL_SOURCES := bash/gwtrace.sh shim/gwtrace-ship-spool examples/*.sh bench/ove
 install: $(STAMP) $(BATS) $(TOOLS)/.debian
 
 # Debian packages: headless Chromium for the web UI tests, shellcheck for
-# `make lint`, strace for the zero-fork tests (CI runs as root).
+# `make lint`, strace for the zero-fork tests, busybox and dash for the POSIX
+# sh job wrapper tests (CI runs as root).
 $(TOOLS)/.debian:
 	mkdir -p $(TOOLS)
 	command -v chromium >/dev/null && command -v chromedriver >/dev/null && \
-	  command -v shellcheck >/dev/null && command -v strace >/dev/null || \
+	  command -v shellcheck >/dev/null && command -v strace >/dev/null && \
+	  command -v busybox >/dev/null && command -v dash >/dev/null || \
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
-	      chromium chromium-driver shellcheck strace >/dev/null; }
+	      chromium chromium-driver shellcheck strace busybox dash >/dev/null; }
 	touch $@
 
 $(STAMP): setup.cfg pyproject.toml
