@@ -13,6 +13,7 @@
 # gives $_ back to the script when it returns. Bash saves and restores $?,
 # PIPESTATUS and BASH_COMMAND around traps; `((` leaves $_ alone.
 
+_gwtrace_auto_extra                        # the clock and escaping are there
 {
   _gwtrace_arng=0 _gwtrace_arngpid=''      # splitmix64 state, reseeded in every new process
   # Frames: span id ('' = a frame only kept to track depth: ours, the library's),
@@ -139,6 +140,13 @@ _gwtrace_auto_adoptparent() {
   [[ ${#tp} -eq 55 && $tp == 00-"$_gwtrace_atr"-* ]] || return 1
   _gwtrace_ar=${tp:36:16}
   [[ $_gwtrace_ar != *[!0-9a-f]* ]]
+}
+
+# At exit: the pending command, every frame, and no more DEBUG trap.
+_gwtrace_auto_exit_frames() {
+  [[ -z $_gwtrace_acmd ]] || _gwtrace_auto_cmd_end "$1"
+  _gwtrace_auto_unwind "$1"
+  [[ -z $_gwtrace_audbg ]] || builtin trap - DEBUG
 }
 
 # _gwtrace_auto_unwind STATUS [KEY=VALUE...]: end every frame.

@@ -29,7 +29,7 @@ LEVELS = ("scripts", "functions", "commands")
 DEFAULT_LEVEL = "functions"
 AUTO_LIB = "gwtrace-auto.sh"
 #: gwtrace-auto.sh loads the other two from its own directory when needed.
-AUTO_LIBS = (AUTO_LIB, "gwtrace-auto-fn.sh", "gwtrace-auto-trap.sh")
+AUTO_LIBS = (AUTO_LIB, "gwtrace-auto-fn.sh", "gwtrace-auto-extra.sh")
 
 #: Signals passed on to CMD. Keyboard signals (INT, QUIT) and HUP reach CMD
 #: directly when we share a terminal's foreground process group; sending them

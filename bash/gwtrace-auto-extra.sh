@@ -1,23 +1,134 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # the _gwtrace_a* state comes from gwtrace-auto.sh
 #
-# gwtrace-auto-trap.sh - the script's `trap`, for gwtrace-auto.sh, which loads
-# this file the first time the script calls `trap`.
+# gwtrace-auto-extra.sh - what only some shells need, read by gwtrace-auto.sh
+# when one does: the script's `trap` (its first call), the end of the spans of
+# a bash that `exec`ed into this one, the bash 4 clock, protocol escaping.
 #
-# bash scopes DEBUG, RETURN and ERR traps to functions, and `trap` here is a
-# function: inside one, `trap -p DEBUG` shows nothing, `trap - ERR` is undone
+# `trap` is a function here, and bash scopes DEBUG, RETURN and ERR traps to
+# functions: inside one, `trap -p DEBUG` shows nothing, `trap - ERR` is undone
 # when it returns, and a RETURN trap set in it fires when it returns. So the
 # script's traps are kept in _gwtrace_au{x,d,e,r} (string + "set" flag); EXIT
-# goes through _gwtrace_auto_exit_install (our handler around the script's);
-# DEBUG, RETURN and the removal of ERR are applied by a one-shot DEBUG trap
-# that `trap` installs as its very last command: it runs before the script's
-# next command, in the script's own context, and runs the script's new DEBUG
-# trap for that command too (it would have run there). If the script sets a
-# DEBUG or RETURN trap, function tracing gives way (functrace goes back off).
+# goes through _gwtrace_auto_exit_install (the script's handler between the
+# two halves of ours); DEBUG, RETURN and the removal of ERR are applied by a
+# one-shot DEBUG trap that `trap` installs as its very last command: it runs
+# before the script's next command, in the script's own context, and runs the
+# script's new DEBUG trap for that command too (it would have run there). If
+# the script sets a DEBUG or RETURN trap, function tracing gives way
+# (functrace goes back off; open function spans end with the script).
 
-_gwtrace_atrap=1
+_gwtrace_aextra=1
+_gwtrace_aux='' _gwtrace_auxpid='' _gwtrace_atrc=0 _gwtrace_aoneshot=''
 _gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset=''
 _gwtrace_asigs=()
+_gwtrace_ar='' _gwtrace_at=''
+[[ ${GWTRACE_BOOT_US-} == +([0-9]) ]] && _gwtrace_aboot=$GWTRACE_BOOT_US || _gwtrace_aboot=0
+
+# _gwtrace_auto_now: the time as seconds.microseconds into _gwtrace_at; bash 4
+# has no EPOCHREALTIME: /proc/uptime (10 ms) plus the boot time.
+_gwtrace_auto_now() {
+  local up='' us
+  if [[ -n ${EPOCHREALTIME-} ]]; then
+    _gwtrace_at=$EPOCHREALTIME
+    return 0
+  fi
+  IFS= builtin read -r up </proc/uptime || up=''
+  up=${up%% *}
+  if [[ $up == [0-9]*.[0-9][0-9] && $up != *[!0-9.]* ]]; then
+    us=$(( _gwtrace_aboot + 10#${up/./} * 10000 ))
+    builtin printf -v _gwtrace_at '%d.%06d' $((us / 1000000)) $((us % 1000000))
+  else
+    builtin printf -v _gwtrace_at '%(%s)T.000000' -1
+  fi
+}
+
+# _gwtrace_auto_hex: 32 random hex digits into _gwtrace_ar (a kernel uuid,
+# read without forking; the clock, pid and SRANDOM if there is none).
+_gwtrace_auto_hex() {
+  local u=''
+  IFS= builtin read -r u </proc/sys/kernel/random/uuid || u=''
+  u=${u//-/}
+  if [[ ${#u} -ne 32 || $u == *[!0-9a-f]* ]]; then
+    _gwtrace_auto_now
+    builtin printf -v u '%016x%016x' $(( ${_gwtrace_at//[!0-9]/} * 2654435761 ^ BASHPID << 32 )) \
+      $(( (${SRANDOM:-7} << 20 ^ BASHPID) | 1 ))
+  fi
+  _gwtrace_ar=$u
+}
+
+# _gwtrace_auto_esc TEXT: protocol escaping into _gwtrace_ar.
+_gwtrace_auto_esc() {
+  _gwtrace_ar=$1
+  if [[ $_gwtrace_ar == *[$'\\\t\n\r']* ]]; then
+    local bs=\\
+    _gwtrace_ar=${_gwtrace_ar//"$bs"/"$bs$bs"}
+    _gwtrace_ar=${_gwtrace_ar//$'\t'/"${bs}t"}
+    _gwtrace_ar=${_gwtrace_ar//$'\n'/"${bs}n"}
+    _gwtrace_ar=${_gwtrace_ar//$'\r'/"${bs}r"}
+  fi
+}
+
+# A bash started by `exec` from a traced bash has its pid: end the spans it
+# left open (GWTRACE_AUTO_OPEN is "pid:trace,span,span...").
+_gwtrace_auto_adopt() {
+  local open=${GWTRACE_AUTO_OPEN-} ids tr span t=$'\t'
+  [[ ${open%%:*} == "$$" ]] || return 0
+  open=${open#*:} tr=${open%%,*} ids=${open#*,}
+  [[ ${#tr} -eq 32 && $tr != *[!0-9a-f]* && $open == *,* ]] || return 0
+  _gwtrace_auto_now
+  while [[ -n $ids ]]; do
+    span=${ids##*,}
+    if [[ $ids == *,* ]]; then ids=${ids%,*}; else ids=''; fi
+    [[ ${#span} -eq 16 && $span != *[!0-9a-f]* ]] || continue
+    builtin printf '%s\n' "gw1${t}E${t}${_gwtrace_at}${t}$$${t}${tr}${t}${span}${t}0${t}process.exec=true" >>"$_gwtrace_alog" || :
+  done
+}
+
+# Our EXIT trap, with the script's own handler (if any) between our two parts:
+# the first records the exit status (and gives the handler $? and $_ as they
+# were), the second ends the spans after the handler (or in `exit`, if the
+# handler calls it). The handler starts on line 1, as it would.
+_gwtrace_auto_exit_install() {
+  if [[ -n $_gwtrace_auxset && $_gwtrace_auxpid == "$BASHPID" ]]; then
+    builtin trap -- "$_gwtrace_aexit_pre; $_gwtrace_aux"$'\n'"$_gwtrace_aexit_post" EXIT
+  else
+    builtin trap -- "$_gwtrace_aexit_pre"$'\n'"$_gwtrace_aexit_post" EXIT
+  fi
+}
+
+# exit, while the script's EXIT handler runs: record the status it gives.
+_gwtrace_auto_exit_now() {
+  local rc=$1
+  (( ++_gwtrace_abusy ))
+  shift
+  [[ ${1-} == +([0-9]) ]] && _gwtrace_aexit=$(( 10#${1: -9} & 255 ))
+  [[ ${1-} == -- && ${2-} == +([0-9]) ]] && _gwtrace_aexit=$(( 10#${2: -9} & 255 ))
+  _gwtrace_auto_exit_post
+  _gwtrace_auto_rc "$rc"
+  builtin exit "$@"
+}
+
+_gwtrace_auto_rc() {
+  return "$1"
+}
+
+# _gwtrace_auto_slow_start: what _gwtrace_auto_init leaves to us (it reads
+# its locals `name` and `path`): escaping, the bash 4 clock, exec.
+_gwtrace_auto_slow_start() {
+  _gwtrace_auto_esc "$name"; name=$_gwtrace_ar
+  _gwtrace_auto_esc "${path#$'\t'code.file.path=}"; [[ -z $path ]] || path=$'\t'code.file.path=$_gwtrace_ar
+  _gwtrace_auto_esc "$_gwtrace_ats"; _gwtrace_ats=$_gwtrace_ar
+  _gwtrace_auto_adopt
+  _gwtrace_auto_now
+  return 0
+}
+
+# The script has its own EXIT handler, which may call exit: end the spans there.
+_gwtrace_auto_exit_shim() {
+  [[ $_gwtrace_auxpid == "$BASHPID" ]] || return 0
+  # shellcheck disable=SC2317  # called by the script's handler
+  exit() { _gwtrace_auto_exit_now "$?" "$@"; } 2>&-
+}
 
 _gwtrace_auto_sigs() {
   local i
