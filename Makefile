@@ -10,9 +10,11 @@ TOOLS   := .tools
 BATS    := $(TOOLS)/node_modules/bats/bin/bats
 STAMP   := $(VENV)/.installed
 
-.PHONY: install demo test pytest bats bench lint clean
+.PHONY: install demo test pytest bats bench lint dist clean
 
-SHELL_SOURCES := bash/gwtrace.sh shim/gwtrace-ship-spool examples/*.sh bench/overhead
+SHELL_SOURCES := bash/gwtrace.sh bash/gwtrace-auto*.sh shim/gwtrace_setup.sh examples/*.sh \
+                 examples/glidein/*.sh examples/glidein/*/*.sh bench/overhead
+POSIX_SOURCES := shim/gwtrace-ship-spool shim/gwtrace-job-wrapper
 
 install: $(STAMP) $(BATS) $(TOOLS)/.debian
 
@@ -53,10 +55,17 @@ bench: install
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bench/overhead
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/throughput
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/serve
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/faults
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/shim
 
 lint: $(TOOLS)/.debian
 	shellcheck -x $(SHELL_SOURCES)
+	shellcheck -s sh $(POSIX_SOURCES)
 	shellcheck -s bash bats/*.bats bats/test_helper.bash
+
+# dist/gwtrace-sidecar.pyz: the sidecar as one file for the glidein's file list.
+dist: $(STAMP)
+	$(PY) shim/build_pyz.py
 
 clean:
 	rm -rf $(VENV) $(TOOLS) build dist *.egg-info

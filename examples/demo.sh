@@ -1,15 +1,11 @@
 #!/usr/bin/env bash
-# make demo: start a sidecar on the embedded default store, trace a glidein-like
-# run, stop the sidecar (flushing), print the trace tree and where to browse it.
+# make demo: a glidein-like run (examples/glidein) traced by `gwtrace run` with no
+# change to its scripts, on the embedded default store; prints the trace tree
+# and where to browse it. (examples/glidein_like.sh shows the bash API itself.)
 set -euo pipefail
-cd "$(dirname "$0")"
-unset OTEL_EXPORTER_OTLP_ENDPOINT OTEL_EXPORTER_OTLP_TRACES_ENDPOINT GWTRACE_DIR GWTRACE_SOCKET
-eval "$(gwtrace sidecar start)"
-bash ./glidein_like.sh
-gwtrace sidecar stop
+here=$(cd "$(dirname "$0")" && pwd)
+bash "$here/glidein/run_demo.sh"
+trace_id=$(gwtrace show --last | awk 'NR == 1 { print $2 }')
 echo
-tree=$(gwtrace show --last)
-printf '%s\n\n' "$tree"
-trace_id=$(printf '%s\n' "$tree" | awk 'NR == 1 { print $2 }')
 echo "Browse it: run 'gwtrace serve' (it reads the same store), then open"
 echo "  http://127.0.0.1:4318/trace/$trace_id"
