@@ -22,7 +22,7 @@ _gwtrace_aux='' _gwtrace_auxpid='' _gwtrace_atrc=0 _gwtrace_aoneshot=''
 _gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset=''
 _gwtrace_asigs=()
 _gwtrace_ar='' _gwtrace_at=''
-[[ ${GWTRACE_BOOT_US-} == +([0-9]) ]] && _gwtrace_aboot=$GWTRACE_BOOT_US || _gwtrace_aboot=0
+[[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0-9]* ]] && _gwtrace_aboot=$GWTRACE_BOOT_US || _gwtrace_aboot=0
 
 # _gwtrace_auto_now: the time as seconds.microseconds into _gwtrace_at; bash 4
 # has no EPOCHREALTIME: /proc/uptime (10 ms) plus the boot time.
@@ -101,8 +101,8 @@ _gwtrace_auto_exit_now() {
   local rc=$1
   (( ++_gwtrace_abusy ))
   shift
-  [[ ${1-} == +([0-9]) ]] && _gwtrace_aexit=$(( 10#${1: -9} & 255 ))
-  [[ ${1-} == -- && ${2-} == +([0-9]) ]] && _gwtrace_aexit=$(( 10#${2: -9} & 255 ))
+  [[ -n ${1-} && $1 != *[!0-9]* ]] && _gwtrace_aexit=$(( 10#${1: -9} & 255 ))
+  [[ ${1-} == -- && -n ${2-} && $2 != *[!0-9]* ]] && _gwtrace_aexit=$(( 10#${2: -9} & 255 ))
   _gwtrace_auto_exit_post
   _gwtrace_auto_rc "$rc"
   builtin exit "$@"
@@ -116,7 +116,7 @@ _gwtrace_auto_rc() {
 # its locals `name` and `path`): escaping, the bash 4 clock, exec.
 _gwtrace_auto_slow_start() {
   _gwtrace_auto_esc "$name"; name=$_gwtrace_ar
-  _gwtrace_auto_esc "${path#$'\t'code.file.path=}"; [[ -z $path ]] || path=$'\t'code.file.path=$_gwtrace_ar
+  _gwtrace_auto_esc "$path"; path=$_gwtrace_ar
   _gwtrace_auto_esc "$_gwtrace_ats"; _gwtrace_ats=$_gwtrace_ar
   _gwtrace_auto_adopt
   _gwtrace_auto_now
@@ -154,7 +154,7 @@ _gwtrace_auto_trap() {
     _gwtrace_auto_trap_print "$efd" "$@"
     return 0
   fi
-  if [[ $1 == +([0-9]) ]] && builtin trap -p "$1" >/dev/null; then
+  if [[ -n $1 && $1 != *[!0-9]* ]] && builtin trap -p "$1" >/dev/null; then
     op=revert
   elif [[ $# -eq 1 && $1 != - && :$SHELLOPTS: != *:posix:* ]] && builtin trap -p "$1" >/dev/null; then
     op=revert
@@ -210,7 +210,7 @@ _gwtrace_auto_trap_kind() {
     DEBUG) _gwtrace_ar=d ;;
     ERR) _gwtrace_ar=e ;;
     RETURN) _gwtrace_ar=r ;;
-    *) if [[ $1 == +([0-9]) ]] && (( 10#${1: -9} == 0 )); then
+    *) if [[ -n $1 && $1 != *[!0-9]* ]] && (( 10#${1: -9} == 0 )); then
          _gwtrace_ar=x
        elif builtin trap -p "$1" >/dev/null; then
          _gwtrace_ar=''

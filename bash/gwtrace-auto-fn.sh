@@ -94,7 +94,7 @@ _gwtrace_auto_push() {
     done
     builtin printf '%s\n' "$line" >>"$_gwtrace_alog" || :
     _gwtrace_aexp="00-$_gwtrace_atr-$span-$_gwtrace_afl" _gwtrace_acur=$span
-    builtin export TRACEPARENT="$_gwtrace_aexp"
+    _gwtrace_auto_tp "$_gwtrace_aexp" 1
     [[ ${GWTRACE_AUTO_OPEN-} == "$BASHPID:"* ]] || _gwtrace_auto_own
     GWTRACE_AUTO_OPEN+=,$span
   fi
@@ -116,14 +116,29 @@ _gwtrace_auto_pop() {
       builtin printf '%s\n' "$line" >>"$_gwtrace_alog" || :
       GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[i]}"}
     fi
-    if [[ -n ${_gwtrace_aotpset[i]} ]]; then
-      builtin export TRACEPARENT="${_gwtrace_aotp[i]}"
-    else
-      builtin unset TRACEPARENT
-    fi
-    _gwtrace_aexp=${TRACEPARENT-} _gwtrace_acur=${_gwtrace_apar[i]}
+    _gwtrace_auto_tp "${_gwtrace_aotp[i]}" "${_gwtrace_aotpset[i]}"
+    _gwtrace_acur=${_gwtrace_apar[i]}
   fi
   _gwtrace_an=$i
+}
+
+# _gwtrace_auto_tp VALUE SET: export TRACEPARENT=VALUE (SET '': unset it) and
+# remember it in _gwtrace_aexp; unless the script made it readonly (assigning
+# a readonly variable ends a non-interactive bash): then _gwtrace_aexp can
+# match nothing, which keeps the written-out paths of _gwtrace_auto_dbg away.
+_gwtrace_auto_tp() {
+  if (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) \
+     && [[ ${TRACEPARENT@a} == *r* ]]; then
+    _gwtrace_aexp='(readonly)'
+    return 0
+  fi
+  _gwtrace_aexp=$1
+  if [[ -n $2 ]]; then
+    builtin export TRACEPARENT="$1"
+  else
+    builtin unset TRACEPARENT
+  fi
+  return 0
 }
 
 # GWTRACE_AUTO_OPEN ("pid:trace,span,span...") names this process and the
@@ -197,46 +212,41 @@ _gwtrace_auto_sync() {
 }
 
 # The DEBUG slow path (functions level): the depth changed. $1 is the
-# script's $_, given back when this call returns. The two common cases, a
-# function entered and functions returned in the main process, are written
-# out here: every command costs about a microsecond, and they run per call.
+# script's $_, given back when this call returns. The two common cases, one
+# function entered and functions returned, in the main process, are written
+# out with as few commands as possible (each costs about a microsecond, and
+# they run for every call); anything else goes through _gwtrace_auto_sync.
 _gwtrace_auto_dbg() {
-  local n=$(( ${#BASH_SOURCE[@]} - 1 )) i=$((_gwtrace_an - 1)) t=$'\t' z span name
-  if [[ $BASHPID != "$_gwtrace_amain" || -z ${EPOCHREALTIME-} || ${TRACEPARENT-} != "$_gwtrace_aexp" ]]; then
-    _gwtrace_auto_sync "$n"
-  elif (( n == _gwtrace_ad + 1 && _gwtrace_adep[i] < n )); then
-    name=${FUNCNAME[1]-}
-    case $name in
-      source|_gwtrace_*|trace_*|trap|exit|''|*[$'\\\t\n\r']*) _gwtrace_auto_sync "$n"; return 0 ;;
-    esac
-    [[ $_gwtrace_arngpid == "$BASHPID" ]] || _gwtrace_auto_seed
+  local n=$(( ${#BASH_SOURCE[@]} - 1 )) i=$((_gwtrace_an - 1)) t=$'\t' z span
+  case ${FUNCNAME[1]-} in
+    source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) z=0 ;;   # the general path knows these
+    *) z=1 ;;
+  esac
+  if (( z && n == _gwtrace_ad + 1 && _gwtrace_adep[i] < n )) && [[ $BASHPID == "$_gwtrace_amain" \
+        && $_gwtrace_arngpid == "$BASHPID" && -n ${EPOCHREALTIME-} && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
     builtin printf -v span '%016x' $(( z = (_gwtrace_arng += -7046029254386353131),
         z = (z ^ ((z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
         z = (z ^ ((z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
-        z = z ^ ((z >> 31) & 0x1FFFFFFFF), z ? z : 1 ))
-    builtin printf '%s\n' "gw1${t}B${t}${EPOCHREALTIME}${t}${BASHPID}${t}${_gwtrace_atr}${t}${span}${t}${_gwtrace_acur:--}${t}0${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}" >>"$_gwtrace_alog" || :
-    i=$((i + 1))
+        z = z ^ ((z >> 31) & 0x1FFFFFFFF), i += 1, z ? z : 1 ))
+    builtin printf '%s\n' "gw1${t}B${t}${EPOCHREALTIME}${t}${BASHPID}${t}${_gwtrace_atr}${t}${span}${t}${_gwtrace_acur:--}${t}0${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${FUNCNAME[1]}" >>"$_gwtrace_alog" || :
     _gwtrace_asp[i]=$span _gwtrace_apar[i]=$_gwtrace_acur _gwtrace_adep[i]=$n _gwtrace_apid[i]=$BASHPID \
-      _gwtrace_aname[i]=$name _gwtrace_aotp[i]=${TRACEPARENT-} _gwtrace_aotpset[i]=${TRACEPARENT+1} \
-      _gwtrace_an=$((i + 1)) _gwtrace_ad=$n _gwtrace_acur=$span _gwtrace_aexp="00-$_gwtrace_atr-$span-$_gwtrace_afl"
-    builtin export TRACEPARENT="$_gwtrace_aexp"
-    [[ ${GWTRACE_AUTO_OPEN-} == "$BASHPID:"* ]] || _gwtrace_auto_own
-    GWTRACE_AUTO_OPEN+=,$span
-  elif (( n < _gwtrace_ad )); then
+      _gwtrace_aname[i]=${FUNCNAME[1]} _gwtrace_aotp[i]=${TRACEPARENT-} _gwtrace_aotpset[i]=${TRACEPARENT+1} \
+      _gwtrace_an=$((i + 1)) _gwtrace_ad=$n _gwtrace_acur=$span _gwtrace_aexp=00-$_gwtrace_atr-$span-$_gwtrace_afl \
+      GWTRACE_AUTO_OPEN+=,$span TRACEPARENT=$_gwtrace_aexp || :      # last: the script may have made it readonly
+  elif (( n < _gwtrace_ad )) && [[ $BASHPID == "$_gwtrace_amain" && -n ${EPOCHREALTIME-} \
+        && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
     while (( i > 0 && _gwtrace_adep[i] > n )); do
-      if [[ -n ${_gwtrace_asp[i]} ]]; then
+      if [[ -n ${_gwtrace_asp[i]} && -n ${_gwtrace_aotpset[i]} ]]; then
         builtin printf '%s\n' "gw1${t}E${t}${EPOCHREALTIME}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_asp[i]}${t}${_gwtrace_arc}" >>"$_gwtrace_alog" || :
-        GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[i]}"}
-        if [[ -n ${_gwtrace_aotpset[i]} ]]; then
-          builtin export TRACEPARENT="${_gwtrace_aotp[i]}"
-        else
-          builtin unset TRACEPARENT
-        fi
-        _gwtrace_aexp=${TRACEPARENT-} _gwtrace_acur=${_gwtrace_apar[i]}
+        GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[i]}"} _gwtrace_aexp=${_gwtrace_aotp[i]} \
+          _gwtrace_acur=${_gwtrace_apar[i]} _gwtrace_an=$i i=$((i - 1)) TRACEPARENT=$_gwtrace_aexp || :
+      elif [[ -n ${_gwtrace_asp[i]} ]]; then
+        _gwtrace_auto_pop "$_gwtrace_arc"; i=$((i - 1))
+      else
+        _gwtrace_an=$i i=$((i - 1))
       fi
-      i=$((i - 1))
     done
-    _gwtrace_an=$((i + 1)) _gwtrace_ad=$n
+    _gwtrace_ad=$n
     (( _gwtrace_adep[i] >= n )) || _gwtrace_auto_sync "$n"
   else
     _gwtrace_auto_sync "$n"
@@ -258,11 +268,12 @@ _gwtrace_auto_cmd() {
 # _gwtrace_auto_cmd_word COMMAND: the command word of a command line as bash
 # shows it (BASH_COMMAND, unexpanded) into _gwtrace_ar, '' if not knowable.
 _gwtrace_auto_cmd_word() {
-  local c=$1 w
+  local c=$1 w name
   while :; do
     c=${c#"${c%%[![:space:]]*}"}
     w=${c%%[[:space:]]*}
-    if [[ $w == [A-Za-z_]*([A-Za-z0-9_])?(\[*\])?(+)=* ]]; then
+    name=${w%%=*} name=${name%+} name=${name%%\[*}
+    if [[ $w == *=* && $name == [A-Za-z_]* && $name != *[!A-Za-z0-9_]* ]]; then
       if [[ ${w#*=} == [\"\']* ]]; then
         _gwtrace_ar=''; return 0              # quoted value: give up, rarely a command
       fi
@@ -278,10 +289,10 @@ _gwtrace_auto_cmd_word() {
     esac
     break
   done
-  if [[ $w == \$[A-Za-z_]*([A-Za-z0-9_]) ]]; then
+  if [[ $w == \$[A-Za-z_]* && ${w:1} != *[!A-Za-z0-9_]* ]]; then
     w=${w:1}; w=${!w-}
-  elif [[ $w == \$\{[A-Za-z_]*([A-Za-z0-9_])\} ]]; then
-    w=${w:2}; w=${w%\}}; w=${!w-}
+  elif [[ $w == \$\{[A-Za-z_]*\} && ${w:2:${#w}-3} != *[!A-Za-z0-9_]* ]]; then
+    w=${w:2:${#w}-3}; w=${!w-}
   elif [[ $w == \"*\" ]]; then
     w=${w:1:${#w}-2}
   fi
@@ -306,8 +317,7 @@ _gwtrace_auto_cmd_begin() {
   _gwtrace_auto_now
   _gwtrace_acmd=${w##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
   _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
-  builtin export TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_acsp-$_gwtrace_afl"
-  _gwtrace_aexp=$TRACEPARENT
+  _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_acsp-$_gwtrace_afl" 1
 }
 
 # _gwtrace_auto_cmd_end STATUS: write the pending command's span, after the fact.
@@ -320,12 +330,8 @@ _gwtrace_auto_cmd_end() {
     _gwtrace_auto_emit "gw1${t}B${t}${_gwtrace_acts}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_acsp}${t}${parent:--}${t}0${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}${t}gwtrace.kind=command${t}process.executable.name=${name}"
     _gwtrace_auto_emit "gw1${t}E${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_acsp}${t}${1:-0}"
   fi
-  if [[ -n $_gwtrace_acotpset ]]; then
-    builtin export TRACEPARENT="$_gwtrace_acotp"
-  else
-    builtin unset TRACEPARENT
-  fi
-  _gwtrace_aexp=${TRACEPARENT-} _gwtrace_acmd=''
+  _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
+  _gwtrace_acmd=''
 }
 
 # Arm the DEBUG trap: functrace makes functions and subshells inherit it.

@@ -52,15 +52,15 @@ _gwtrace_auto_init() {
   elif [[ -f $0 ]]; then
     path=$0 _gwtrace_abd=1
     [[ $path == /* ]] || path=$PWD/${path#./}
-    path="${t}code.file.path=${path:0:1000}"
   else
     name+=" -s" _gwtrace_abd=0
   fi
   [[ $name$path$_gwtrace_ats$u == *[$'\\\t\n\r']* || -z ${EPOCHREALTIME-} || ${GWTRACE_AUTO_OPEN%%:*} == "$$" ]] \
-    && _gwtrace_auto_extra && _gwtrace_auto_slow_start "$name" "$path"
+    && _gwtrace_auto_extra && _gwtrace_auto_slow_start
+  [[ -z $path ]] || path="${t}code.file.path=${path:0:1000}"
   _gwtrace_asp0=${u:0:16} _gwtrace_aotp0=${TRACEPARENT-} _gwtrace_aotpset0=${TRACEPARENT+1}
   builtin printf '%s\n' "gw1${t}B${t}${_gwtrace_at:-$EPOCHREALTIME}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_asp0}${t}${_gwtrace_abase:--}${t}${remote}${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}${t}gwtrace.kind=script${t}process.pid=$$${path}" >>"$_gwtrace_alog" || :
-  builtin export TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_asp0-$_gwtrace_afl" GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr,$_gwtrace_asp0"
+  builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr,$_gwtrace_asp0" TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_asp0-$_gwtrace_afl" || :
   builtin trap -- "$_gwtrace_aexit_pre"$'\n'"$_gwtrace_aexit_post" EXIT
   if (( _gwtrace_alevel >= 2 )); then
     # shellcheck source=gwtrace-auto-fn.sh
