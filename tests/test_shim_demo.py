@@ -1,0 +1,35 @@
+"""examples/glidein (make demo): a glidein-like run traced with no change to its scripts."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from conftest import GWTRACE, REPO, clean_env
+from opentelemetry.proto.trace.v1.trace_pb2 import Status
+
+
+def test_the_glidein_example_is_traced_end_to_end(receiver, tmp_path: Path) -> None:
+    env = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.endpoint, TMPDIR=str(tmp_path),
+                    OTEL_EXPORTER_OTLP_TIMEOUT="2000")
+    out = subprocess.run([GWTRACE, "run", "--name", "factory", "--", "bash", str(REPO / "examples" / "glidein" / "factory.sh")],
+                         env=env, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert "glidein 1 at DEMO_Good_Site: exit code 0" in out.stdout
+    assert "glidein 2 at DEMO_Broken_Site: exit code 1" in out.stdout
+    spans = receiver.spans
+    by_name = {}
+    for span in spans:
+        by_name.setdefault(span.name, []).append(span)
+    assert len({s.trace_id for s in spans}) == 1
+    # Every script of both glideins, none of them changed, and the functions in them.
+    assert len(by_name["glidein_startup.sh"]) == 2 and len(by_name["validate_node.sh"]) == 1
+    assert sorted(s.status_code for s in by_name["check_blacklist.sh"]) == [Status.STATUS_CODE_OK,
+                                                                              Status.STATUS_CODE_ERROR]
+    assert len(by_name["gconfig_get"]) > 10
+    # Two user jobs through the job wrapper, children of the working glidein's span.
+    jobs = by_name["user_job"]
+    assert len(jobs) == 2 and {j.attributes["htcondor.job.id"] for j in jobs} == {"1001.0", "1001.1"}
+    glidein = next(g for g in by_name["glidein"] if g.span_id == jobs[0].parent_id)
+    assert all(j.parent_id == glidein.span_id for j in jobs)
+    assert not [s.name for s in spans if s.attributes.get("gwtrace.incomplete")]
