@@ -133,7 +133,9 @@ def test_a_job_killed_by_a_signal_kills_the_wrapper_the_same_way(shell, node) ->
 def test_with_bash_the_job_gets_sigint_and_sigquit_back(node) -> None:
     job = ["/bin/sh", "-c", "grep SigIgn /proc/$$/status"]
     with_bash = wrap(["dash"], job, node["env"])
-    assert with_bash.stdout.split()[1] == b"0000000000000000"
+    # SIGINT (bit 1) and SIGQUIT (bit 2) are back to default; other bits are
+    # whatever the test runner itself inherited (CI ignores a real-time signal).
+    assert int(with_bash.stdout.split()[1], 16) & 0b110 == 0
     # POSIX sh starts a background job with SIGINT and SIGQUIT ignored (docs/shim.md)
     without = wrap(["dash"], job, dict(node["env"], PATH=node["nobash"]))
     assert int(without.stdout.split()[1], 16) & 0b110 == 0b110
