@@ -29,8 +29,9 @@
 #     option or trap is left changed;
 #   - globs instead of =~ (which would overwrite the host's BASH_REMATCH),
 #     and `builtin` before printf/read/export/unset, which hosts may redefine.
-# The hot path (trace_begin, trace_end) is written inline: a bash function
-# call costs as much here as the write itself.
+# The hot path (trace_begin, trace_end) is written mostly inline: a bash
+# function call costs as much here as the write itself. The attribute loop,
+# which holds the redaction rule, stays in one function.
 
 # Loaded already in this shell (or the shell it was forked from)? The flag is
 # never exported, so a child process started under `set -a` loads afresh.
@@ -70,7 +71,7 @@ _gwtrace_line=''
 trace_begin() {
   local _gwtrace_rc=$? _gwtrace_d=$_gwtrace_depth _gwtrace_name=${1-} _gwtrace_tab=$'\t' \
     _gwtrace_trace _gwtrace_parent _gwtrace_remote _gwtrace_flags _gwtrace_state _gwtrace_span \
-    _gwtrace_z _gwtrace_path _gwtrace_a _gwtrace_lname _gwtrace_lstate
+    _gwtrace_z _gwtrace_path _gwtrace_lname _gwtrace_lstate
   if [[ -z $_gwtrace_name || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$#"; then
     [[ -o errexit ]] && return 0
     return "$_gwtrace_rc"
@@ -95,14 +96,7 @@ trace_begin() {
     [[ $_gwtrace_name$_gwtrace_state == *[$'\\\t\n\r']* ]] && _gwtrace_esc_name_state
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
     _gwtrace_line="gw1${_gwtrace_tab}B${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_trace}${_gwtrace_tab}${_gwtrace_span}${_gwtrace_tab}${_gwtrace_parent}${_gwtrace_tab}${_gwtrace_remote}${_gwtrace_tab}${_gwtrace_flags}${_gwtrace_tab}${_gwtrace_lstate:--}${_gwtrace_tab}${_gwtrace_lname}"
-    for _gwtrace_a in "${@:2}"; do   # as _gwtrace_attrs, inline
-      case ${_gwtrace_a,,} in
-        *token*=*|*secret*=*|*passw*=*|*proxy*=*|*credential*=*|*cookie*=*|*authorization*=*|\
-        *apikey*=*|*api_key*=*|*private_key*=*|*=bearer\ *|*=eyj*.*.*) _gwtrace_a="${_gwtrace_a%%=*}=[REDACTED]" ;;
-      esac
-      [[ $_gwtrace_a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$_gwtrace_a"; _gwtrace_a=$_gwtrace_r; }
-      _gwtrace_line+=$_gwtrace_tab$_gwtrace_a
-    done
+    (( $# > 1 )) && _gwtrace_attrs "${@:2}"
     if [[ ${_gwtrace_path:=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}} == file://?* ]]; then
       # as _gwtrace_emit, inline
       (( ${#_gwtrace_line} < 1000 )) || _gwtrace_shrink
@@ -133,7 +127,7 @@ trace_begin() {
 # code (default: $?), `ok`, `error` or an error message; it is also returned.
 trace_end() {
   local _gwtrace_rc=$? _gwtrace_d=$((_gwtrace_depth - 1)) _gwtrace_status=$? _gwtrace_code=$? \
-    _gwtrace_tab=$'\t' _gwtrace_path _gwtrace_a
+    _gwtrace_tab=$'\t' _gwtrace_path
   if [[ $_gwtrace_d -lt 0 || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$((_gwtrace_d + 1))"; then
     [[ -o errexit ]] && return 0
     return "$_gwtrace_rc"
@@ -147,14 +141,7 @@ trace_end() {
   if [[ ${_gwtrace_fl[_gwtrace_d]} == ?[13579bdf] ]]; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
     _gwtrace_line="gw1${_gwtrace_tab}E${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_tr[_gwtrace_d]}${_gwtrace_tab}${_gwtrace_sp[_gwtrace_d]}${_gwtrace_tab}${_gwtrace_status}"
-    for _gwtrace_a in "$@"; do   # as _gwtrace_attrs, inline
-      case ${_gwtrace_a,,} in
-        *token*=*|*secret*=*|*passw*=*|*proxy*=*|*credential*=*|*cookie*=*|*authorization*=*|\
-        *apikey*=*|*api_key*=*|*private_key*=*|*=bearer\ *|*=eyj*.*.*) _gwtrace_a="${_gwtrace_a%%=*}=[REDACTED]" ;;
-      esac
-      [[ $_gwtrace_a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$_gwtrace_a"; _gwtrace_a=$_gwtrace_r; }
-      _gwtrace_line+=$_gwtrace_tab$_gwtrace_a
-    done
+    (( $# > 0 )) && _gwtrace_attrs "$@"
     if [[ ${_gwtrace_path:=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}} == file://?* ]]; then
       # as _gwtrace_emit, inline
       (( ${#_gwtrace_line} < 1000 )) || _gwtrace_shrink
@@ -355,7 +342,7 @@ _gwtrace_esc_name_state() {
 
 # _gwtrace_attrs KEY=VALUE...: append escaped fields to _gwtrace_line. Values
 # of keys that name secrets, and values that look like tokens, never leave
-# the process.
+# the process. The one place the redaction rule lives: every call uses it.
 _gwtrace_attrs() {
   local _gwtrace_a
   for _gwtrace_a in "$@"; do
