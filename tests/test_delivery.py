@@ -6,7 +6,6 @@ import socket
 import subprocess
 import time
 from collections import Counter
-from pathlib import Path
 
 import pytest
 

@@ -86,7 +86,7 @@ class StoreSpanExporter(SpanExporter):
         from .store import TraceStore  # imported late: only this exporter needs sqlite
 
         self.store = TraceStore(path)
-        self.path = str(self.store.path) if hasattr(self.store, "path") else str(path)
+        self.path = str(self.store.path)
 
     def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
         try:
@@ -230,9 +230,3 @@ def make_delivery(store_path: Optional[str] = None) -> Delivery:
         return Delivery(exporter, f"OTLP/HTTP {endpoint}", session)
     store = StoreSpanExporter(store_path)
     return Delivery(store, f"embedded store {store.path}")
-
-
-def make_exporter(store_path: Optional[str] = None) -> Tuple[SpanExporter, str]:
-    """The configured exporter and a one-line description of where spans go."""
-    delivery = make_delivery(store_path)
-    return delivery.exporter, delivery.destination

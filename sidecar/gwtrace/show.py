@@ -66,10 +66,10 @@ def show(trace_id: Optional[str], last: bool, db: Optional[str], out: TextIO) ->
         if last or not trace_id:
             trace_id = store.last_trace_id()
             if trace_id is None:
-                raise LookupError(f"no traces in {getattr(store, 'path', db or 'the store')}")
+                raise LookupError(f"no traces in {store.path}")
         spans = store.get_trace(trace_id)
         if not spans:
-            raise LookupError(f"no trace {trace_id} in {getattr(store, 'path', db or 'the store')}")
+            raise LookupError(f"no trace {trace_id} in {store.path}")
         service = spans[0].get("service") or "?"
         out.write(f"trace {trace_id}  service={service}  spans={len(spans)}\n")
         render_tree(spans, out)
