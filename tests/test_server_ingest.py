@@ -272,3 +272,17 @@ def test_mixed_traces_and_resources_in_one_request(client, store):
     assert len(store.get_trace(TRACE_A)) == 1
     assert {s["service"] for s in store.get_trace(TRACE_B)} == {"glidein", "job"}
     assert store.get_trace(TRACE_B)[1]["parent_span_id"] == sid(2).hex()
+
+
+def test_ingest_answers_carry_the_apps_common_headers(client):
+    """POST /v1/traces is answered before Flask (IngestMiddleware): same headers as every other answer."""
+    for resp in (post(client, two_spans().SerializeToString()), post(client, b"\xff\xff", PB)):
+        assert resp.headers["X-Content-Type-Options"] == "nosniff"
+        assert resp.headers["Referrer-Policy"] == "no-referrer"
+        assert resp.headers["Content-Length"] == str(len(resp.data))
+    assert resp.status_code == 400 and resp.mimetype == PB
+
+
+def test_other_methods_on_the_ingest_path_still_reach_the_app(client):
+    resp = client.get("/v1/traces")
+    assert resp.status_code == 405 and "not allowed" in resp.get_json()["errors"][0]["msg"]

@@ -152,3 +152,17 @@ def test_retention_days_purges_at_start(tmp_path):
 def test_is_loopback(host, loopback):
     assert is_loopback(host) is loopback
 
+
+
+def test_chunked_ingest_through_waitress(server):
+    """A body without Content-Length (chunked transfer encoding) is read to its end and stored."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceResponse
+    from test_store import TRACE_A, make_request
+
+    body = make_request([dict(span=1), dict(span=2, parent=1)]).SerializeToString()
+    resp = requests.post(server.url + "/v1/traces", data=iter([body[:10], body[10:]]),
+                         headers={"Content-Type": "application/x-protobuf"}, timeout=10)
+    assert resp.status_code == 200 and resp.headers["Content-Type"] == "application/x-protobuf"
+    assert not ExportTraceServiceResponse.FromString(resp.content).HasField("partial_success")
+    spans = requests.get(f"{server.url}/api/traces/{TRACE_A.hex()}", timeout=10).json()["data"][0]["spans"]
+    assert len(spans) == 2

@@ -377,3 +377,31 @@ def test_version_1_store_is_upgraded(tmp_path):
     assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'traces_end'").fetchone()[0] == 0
     conn.close()
+
+
+def test_checkpoints_run_in_a_background_thread(tmp_path, monkeypatch):
+    """Past CHECKPOINT_BYTES of chunks, a thread copies the WAL into the file; ingest never waits for it."""
+    import gwtrace.store as store_module
+
+    monkeypatch.setattr(store_module, "CHECKPOINT_BYTES", 1)
+    path = tmp_path / "traces.db"
+    s = TraceStore(path)
+    try:
+        size_before = path.stat().st_size
+        s.ingest(make_request([dict(span=i, start=i) for i in range(1, 200)]))
+        assert s._checkpointer is not None and s._checkpointer.name == "gwtrace-checkpoint"
+        deadline = time.time() + 10
+        while path.stat().st_size <= size_before and time.time() < deadline:
+            time.sleep(0.01)
+        assert path.stat().st_size > size_before  # the chunk's pages reached the database file
+        assert s.span_count() == 199
+    finally:
+        s.close()
+    assert not s._checkpointer.is_alive()
+    with TraceStore(path) as again:
+        assert again.span_count() == 199
+
+
+def test_readers_start_no_checkpoint_thread(store):
+    store.ingest(make_request([dict(span=1)]))
+    assert store.get_trace(TRACE_A) and store._checkpointer is None

@@ -78,6 +78,14 @@ STATUS_UNSET, STATUS_OK, STATUS_ERROR = 0, 1, 2
 #: Resource attributes that name a glidein; the first one present wins.
 GLIDEIN_UUID_KEYS = ("glidein.uuid", "service.instance.id")
 
+#: Chunk bytes committed between two WAL checkpoints.  A background thread runs
+#: them, so that no ingest waits for a checkpoint's copy and fsyncs (tens of ms
+#: on a VM disk, paid by whichever commit crossed SQLite's own threshold before).
+CHECKPOINT_BYTES = 16 * 2**20
+#: SQLite's own after-commit checkpoint stays on as a safety net with a higher
+#: threshold (in pages), in case the background one cannot keep up.
+_AUTOCHECKPOINT_PAGES = 4096
+
 # Traces whose span ids are remembered in memory to make the idempotency check
 # cheap; a miss costs one indexed query, never a wrong answer.
 _KNOWN_TRACES_MAX = 256
@@ -451,6 +459,10 @@ class TraceStore:
         self._known: "collections.OrderedDict[bytes, _TraceCache]" = collections.OrderedDict()
         self._resource_cache: Dict[int, Tuple[str, Dict[str, Any]]] = {}
         self._closed = False
+        # Background checkpoints (started on the first large write, so readers never start one).
+        self._uncheckpointed = 0
+        self._checkpoint_wanted = threading.Event()
+        self._checkpointer: Optional[threading.Thread] = None
         if not self.path.parent.exists():
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
         if not self.path.exists():
@@ -476,6 +488,7 @@ class TraceStore:
             conn.execute("PRAGMA page_size = 16384")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.execute("PRAGMA synchronous = NORMAL")
+            conn.execute(f"PRAGMA wal_autocheckpoint = {_AUTOCHECKPOINT_PAGES}")
             self._local.conn = conn
             with self._connections_lock:
                 self._connections.append(conn)
@@ -505,8 +518,35 @@ class TraceStore:
                 conn.execute("ROLLBACK")
                 raise
 
+    def _wrote(self, n_bytes: int) -> None:
+        """Count bytes committed; past CHECKPOINT_BYTES, wake the checkpoint thread."""
+        self._uncheckpointed += n_bytes
+        if self._uncheckpointed < CHECKPOINT_BYTES:
+            return
+        self._uncheckpointed = 0
+        if self._checkpointer is None:
+            self._checkpointer = threading.Thread(target=self._checkpoint_loop, name="gwtrace-checkpoint", daemon=True)
+            self._checkpointer.start()
+        self._checkpoint_wanted.set()
+
+    def _checkpoint_loop(self) -> None:
+        """Copy the WAL into the database (PASSIVE: never blocks readers or writers)."""
+        while True:
+            self._checkpoint_wanted.wait()
+            self._checkpoint_wanted.clear()
+            if self._closed:
+                return
+            try:
+                self._conn().execute("PRAGMA wal_checkpoint(PASSIVE)").fetchall()
+            except (sqlite3.Error, RuntimeError):
+                pass  # busy or closing: the next one (or SQLite's own) catches up
+
     def close(self) -> None:
         """Close every connection this store opened (in any thread)."""
+        self._closed = True
+        if self._checkpointer is not None:
+            self._checkpoint_wanted.set()
+            self._checkpointer.join(timeout=30)
         with self._connections_lock:
             for conn in self._connections:
                 try:
@@ -637,6 +677,7 @@ class TraceStore:
                 for trace_id in replaced_in:
                     self._recompute_trace(conn, trace_id)
                 conn.execute("COMMIT")
+                self._wrote(sum(len(c.body) for plan in plans for _, _, chunks in plan for c in chunks))
             except BaseException:
                 conn.execute("ROLLBACK")
                 for trace_id in touched:

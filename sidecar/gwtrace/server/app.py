@@ -44,6 +44,7 @@ def create_app(
         GWTRACE_MAX_BODY_BYTES=max_body_bytes,
     )
     app.register_blueprint(otlp_http.bp)
+    app.wsgi_app = otlp_http.IngestMiddleware(app.wsgi_app, store, token, max_body_bytes)  # type: ignore[method-assign]
     app.register_blueprint(api.bp)
     app.register_blueprint(ui.bp)
 
@@ -56,7 +57,7 @@ def create_app(
         given = request.headers.get("Authorization", "").encode()
         if hmac.compare_digest(given, expected):
             return None
-        message = "missing or wrong bearer token (Authorization: Bearer <GWTRACE_SERVER_TOKEN>)"
+        message = otlp_http.TOKEN_MESSAGE
         if request.path.startswith("/v1/"):
             resp = otlp_http._status_response(
                 401, code_pb2.UNAUTHENTICATED, message, (request.mimetype or "").lower() == otlp_http.JSON
