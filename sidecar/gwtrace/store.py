@@ -459,6 +459,7 @@ class TraceStore:
         self._known: "collections.OrderedDict[bytes, _TraceCache]" = collections.OrderedDict()
         self._resource_cache: Dict[int, Tuple[str, Dict[str, Any]]] = {}
         self._closed = False
+        self._writer: Optional[sqlite3.Connection] = None
         # Background checkpoints (started on the first large write, so readers never start one).
         self._uncheckpointed = 0
         self._checkpoint_wanted = threading.Event()
@@ -474,29 +475,46 @@ class TraceStore:
 
     # ---------------------------------------------------------------- plumbing
 
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(
+            str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
+        )
+        conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
+        # Chunks are ~100 KB blobs: 16 KiB pages halve the page writes per
+        # chunk.  Only takes effect on a new, empty file (before WAL).
+        conn.execute("PRAGMA page_size = 16384")
+        conn.execute("PRAGMA journal_mode = WAL")
+        conn.execute("PRAGMA synchronous = NORMAL")
+        conn.execute(f"PRAGMA wal_autocheckpoint = {_AUTOCHECKPOINT_PAGES}")
+        with self._connections_lock:
+            self._connections.append(conn)
+        return conn
+
     def _conn(self) -> sqlite3.Connection:
+        """This thread's connection, for reads."""
         if self._closed:
             raise RuntimeError("TraceStore is closed")
         conn = getattr(self._local, "conn", None)
         if conn is None:
-            conn = sqlite3.connect(
-                str(self.path), timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False
-            )
-            conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-            # Chunks are ~100 KB blobs: 16 KiB pages halve the page writes per
-            # chunk.  Only takes effect on a new, empty file (before WAL).
-            conn.execute("PRAGMA page_size = 16384")
-            conn.execute("PRAGMA journal_mode = WAL")
-            conn.execute("PRAGMA synchronous = NORMAL")
-            conn.execute(f"PRAGMA wal_autocheckpoint = {_AUTOCHECKPOINT_PAGES}")
-            self._local.conn = conn
-            with self._connections_lock:
-                self._connections.append(conn)
+            conn = self._local.conn = self._connect()
         return conn
 
+    def _write_conn(self) -> sqlite3.Connection:
+        """The one connection every write uses, whatever the thread (callers hold _write_lock).
+
+        Why one: a connection drops its page cache whenever another connection
+        has committed, so writes spread over per-thread connections re-read
+        every B-tree page they touch, on every transaction.
+        """
+        if self._closed:
+            raise RuntimeError("TraceStore is closed")
+        if self._writer is None:
+            self._writer = self._connect()
+        return self._writer
+
     def _init_schema(self) -> None:
-        conn = self._conn()
         with self._write_lock:
+            conn = self._write_conn()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 version = conn.execute("PRAGMA user_version").fetchone()[0]
@@ -663,7 +681,7 @@ class TraceStore:
     def _commit_plans(self, plans: List[List[Tuple[Resource, str, List[_Chunk]]]]) -> None:
         touched = [c.trace_id for plan in plans for _, _, chunks in plan for c in chunks]
         with self._write_lock:
-            conn = self._conn()
+            conn = self._write_conn()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 self._check_generation(conn)
@@ -1239,7 +1257,7 @@ class TraceStore:
             return 0
         cutoff = (now_ns if now_ns is not None else time.time_ns()) - int(days * 86400 * 1e9)
         with self._write_lock:
-            conn = self._conn()
+            conn = self._write_conn()
             conn.execute("BEGIN IMMEDIATE")
             try:
                 old = [r[0] for r in conn.execute("SELECT trace_id FROM traces WHERE end_ns < ?", (cutoff,))]
