@@ -374,8 +374,41 @@ def test_version_1_store_is_upgraded(tmp_path):
         assert s.ingest(make_request([dict(span=1)]))[:2] == (1, 0)
         assert s.purge(now_ns=T0 + 10**15, older_than_days=1) == 1
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 2
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'traces_end'").fetchone()[0] == 0
+    conn.close()
+
+
+def test_version_2_store_gets_trace_ops_keyed_by_trace(tmp_path):
+    """A store from before schema 3 (trace_ops keyed by operation) is migrated in place, rows kept."""
+    path = tmp_path / "v2.db"
+    with TraceStore(path) as s:
+        s.ingest(make_request([dict(span=1, name="glidein"), dict(span=2, parent=1, name="job", start=10)]))
+        s.ingest(make_request([dict(trace=TRACE_B, span=3, name="other")], resource={"service.name": "svc"}))
+    conn = sqlite3.connect(path)
+    rows = conn.execute("SELECT trace_id, service, name, kind FROM trace_ops").fetchall()
+    conn.executescript("""
+        DROP TABLE trace_ops;
+        CREATE TABLE trace_ops (service TEXT NOT NULL, name TEXT NOT NULL, kind INTEGER NOT NULL,
+                                trace_id BLOB NOT NULL, PRIMARY KEY (service, name, kind, trace_id)) WITHOUT ROWID;
+        CREATE INDEX trace_ops_trace ON trace_ops (trace_id);
+        PRAGMA user_version = 2;
+    """)
+    conn.executemany("INSERT INTO trace_ops VALUES (?, ?, ?, ?)", [(r[1], r[2], r[3], r[0]) for r in rows])
+    conn.commit()
+    conn.close()
+    with TraceStore(path) as s:
+        assert [t["trace_id"] for t in s.find_traces(operation="job")] == [TRACE_A.hex()]
+        assert [t["trace_id"] for t in s.find_traces(service="svc", operation="other")] == [TRACE_B.hex()]
+        assert s.find_traces(service="svc", operation="job") == []
+        assert s.purge(now_ns=T0 + 10**15, older_than_days=1) == 2
+        assert s.services() == []
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
+    assert "trace_ops_v2" not in names and "trace_ops_trace" not in names
+    assert "PRIMARY KEY (trace_id" in conn.execute(
+        "SELECT sql FROM sqlite_master WHERE name = 'trace_ops'").fetchone()[0]
     conn.close()
 
 

@@ -51,7 +51,7 @@ from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
-SCHEMA_VERSION = 2
+SCHEMA_VERSION = 3
 
 #: How long a writer waits for another process holding the write lock.
 BUSY_TIMEOUT_MS = 30_000
@@ -154,14 +154,16 @@ CREATE TABLE IF NOT EXISTS trace_resources (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS trace_resources_trace ON trace_resources (trace_id);
 
+-- Keyed by trace first: a new trace's operations land in one B-tree page, not
+-- one page per operation (plus an index) as with (service, name, kind) first.
+-- "Traces with operation X" is an EXISTS per candidate trace instead.
 CREATE TABLE IF NOT EXISTS trace_ops (
+    trace_id BLOB    NOT NULL,
     service  TEXT    NOT NULL,
     name     TEXT    NOT NULL,
     kind     INTEGER NOT NULL,
-    trace_id BLOB    NOT NULL,
-    PRIMARY KEY (service, name, kind, trace_id)
+    PRIMARY KEY (trace_id, service, name, kind)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS trace_ops_trace ON trace_ops (trace_id);
 
 -- generation: bumped by every purge, so that other processes drop their caches
 CREATE TABLE IF NOT EXISTS meta (
@@ -434,6 +436,19 @@ class _Pending:
         self.error: Optional[BaseException] = None
 
 
+def _rename_old_trace_ops(conn: sqlite3.Connection) -> Optional[str]:
+    """Move a trace_ops table keyed by operation (schema 1-2) aside; return its new name.
+
+    Its rows are copied into the table keyed by trace once that exists.
+    """
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'trace_ops'").fetchone()
+    if row is None or "PRIMARY KEY (trace_id" in row[0]:
+        return None
+    conn.execute("DROP INDEX IF EXISTS trace_ops_trace")
+    conn.execute("ALTER TABLE trace_ops RENAME TO trace_ops_v2")
+    return "trace_ops_v2"
+
+
 def _split_ids(blob: bytes) -> List[bytes]:
     return [blob[i:i + 8] for i in range(0, len(blob), 8)]
 
@@ -524,9 +539,16 @@ class TraceStore:
                         f"understands ({SCHEMA_VERSION}); upgrade gwtrace or use another --db"
                     )
                 if version < SCHEMA_VERSION:
+                    old_ops = _rename_old_trace_ops(conn)
                     for statement in _SCHEMA.split(";"):
                         if statement.strip():
                             conn.execute(statement)
+                    if old_ops:
+                        conn.execute(
+                            "INSERT OR IGNORE INTO trace_ops (trace_id, service, name, kind)"
+                            f" SELECT trace_id, service, name, kind FROM {old_ops}"
+                        )
+                        conn.execute(f"DROP TABLE {old_ops}")
                     # Version 1 had two indexes that cost every write and served only rare reads.
                     conn.execute("DROP INDEX IF EXISTS traces_end")
                     conn.execute("DROP INDEX IF EXISTS traces_sort")
@@ -809,8 +831,8 @@ class TraceStore:
         new_trace_ops = ops - cache.ops
         if new_trace_ops:
             conn.executemany(
-                "INSERT OR IGNORE INTO trace_ops (service, name, kind, trace_id) VALUES (?, ?, ?, ?)",
-                [op + (trace_id,) for op in new_trace_ops],
+                "INSERT OR IGNORE INTO trace_ops (trace_id, service, name, kind) VALUES (?, ?, ?, ?)",
+                [(trace_id,) + op for op in sorted(new_trace_ops)],
             )
             cache.ops.update(new_trace_ops)
         if not replaced:
@@ -861,8 +883,8 @@ class TraceStore:
                 "INSERT OR IGNORE INTO trace_resources (resource_id, trace_id) VALUES (?, ?)",
                 (resource_id, trace_id),
             )
-            ops = {(service, s.name, s.kind, trace_id) for s in ScopeSpans.FromString(body).spans}
-            conn.executemany("INSERT OR IGNORE INTO trace_ops (service, name, kind, trace_id) VALUES (?, ?, ?, ?)", ops)
+            ops = {(trace_id, service, s.name, s.kind) for s in ScopeSpans.FromString(body).spans}
+            conn.executemany("INSERT OR IGNORE INTO trace_ops (trace_id, service, name, kind) VALUES (?, ?, ?, ?)", ops)
             conn.execute(
                 _TRACE_UPSERT,
                 (trace_id, start, max_start, end, n, n_err, status, root_name, root_start,
@@ -1033,13 +1055,13 @@ class TraceStore:
             )
             params.extend(resource_ids)
         if operation is not None:
-            sql = "t.trace_id IN (SELECT trace_id FROM trace_ops WHERE name = ?"
+            sql = "EXISTS (SELECT 1 FROM trace_ops o WHERE o.trace_id = t.trace_id AND o.name = ?"
             params.append(operation)
             if service is not None:
-                sql += " AND service = ?"
+                sql += " AND o.service = ?"
                 params.append(service)
             if span_kind is not None:
-                sql += " AND kind = ?"
+                sql += " AND o.kind = ?"
                 params.append(span_kind)
             where.append(sql + ")")
         if start_ns is not None:
@@ -1267,9 +1289,10 @@ class TraceStore:
                     for table in ("chunks", "trace_resources", "trace_ops", "traces"):
                         conn.execute(f"DELETE FROM {table} WHERE trace_id IN ({marks})", batch)
                 if old:
+                    # One pass over trace_ops (it is keyed by trace, not by operation).
                     conn.execute(
-                        "DELETE FROM operations WHERE NOT EXISTS (SELECT 1 FROM trace_ops o WHERE"
-                        " o.service = operations.service AND o.name = operations.name AND o.kind = operations.kind)"
+                        "DELETE FROM operations WHERE (service, name, kind) NOT IN"
+                        " (SELECT DISTINCT service, name, kind FROM trace_ops)"
                     )
                     conn.execute(
                         "DELETE FROM resource_attrs WHERE resource_id NOT IN (SELECT resource_id FROM trace_resources)"
