@@ -27,7 +27,10 @@ sidecar that retries a batch after a lost response never duplicates spans.
 
 Several processes (sidecars and one server) may share a file: WAL mode, a busy
 timeout and ``BEGIN IMMEDIATE`` for writes.  Within one process a TraceStore may
-be used from several threads; each thread gets its own connection.
+be used from several threads; each thread gets its own connection for reads,
+and every write goes through one writer connection (whose page cache then
+stays warm).  WAL checkpoints run in a background thread, so no ingest waits
+for one.
 """
 
 from __future__ import annotations
