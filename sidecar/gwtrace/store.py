@@ -720,13 +720,13 @@ class TraceStore:
                 for trace_id in replaced_in:
                     self._recompute_trace(conn, trace_id)
                 conn.execute("COMMIT")
-                self._wrote(sum(len(c.body) for plan in plans for _, _, chunks in plan for c in chunks))
             except BaseException:
                 conn.execute("ROLLBACK")
                 for trace_id in touched:
                     self._known.pop(trace_id, None)
                 self._ops_seen.clear()
                 raise
+            self._wrote(sum(len(c.body) for plan in plans for _, _, chunks in plan for c in chunks))
 
     def _check_generation(self, conn: sqlite3.Connection) -> None:
         """Drop the in-memory caches if any process purged since we filled them."""
