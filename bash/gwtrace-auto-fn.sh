@@ -6,16 +6,34 @@
 # once it has opened the script span: frame 0 is that span.
 #
 # A DEBUG trap with functrace (set -T) runs before every simple command, in
-# functions and subshells too. Its fast path is one arithmetic command that
-# keeps $? and compares ${#BASH_SOURCE[@]} with the depth it saw last; only
-# when the depth changed (a function or sourced file was entered, or returned)
-# does it call _gwtrace_auto_dbg, passing $_ as its last argument: the call
-# gives $_ back to the script when it returns. Bash saves and restores $?,
-# PIPESTATUS and BASH_COMMAND around traps; `((` leaves $_ alone.
+# functions and subshells too, and bash parses its text anew each time. Its
+# fast path is one arithmetic command that keeps $? and compares
+# ${#BASH_SOURCE[@]} with the depth it saw last; only when the depth changed
+# (a function or sourced file was entered, or returned) does it call
+# _gwtrace_auto_dbg, passing $_ as its last argument: the call gives $_ back
+# to the script when it returns. Bash saves and restores $?, PIPESTATUS and
+# BASH_COMMAND around traps; `((` and `[[` leave $_ alone.
+#
+# Under `set -x` every command of the trap would be printed, so it then runs
+# with fd 2 closed (_gwtrace_adbg_fnx). Closing and restoring fd 2 costs
+# three system calls on every command, so while xtrace is off the trap runs
+# unguarded (_gwtrace_adbg_fn) and also calls _gwtrace_auto_dbg before any
+# command that may turn xtrace on, which switches to the guarded trap before
+# the command runs (_gwtrace_auto_dbgmode): every command that starts with
+# se, sh, bu or co (set -x, set -o xtrace, shopt -so xtrace, builtin set,
+# command set; a false alarm costs a few microseconds). A `set -x` reached
+# through a variable ("$@", $cmd) is not seen: the trap's commands are then
+# printed until the next function call or return.
+#
+# Event lines are written with literal TAB characters between the fields
+# (a ${tab} expansion costs a microsecond each): keep them tabs.
 
 _gwtrace_auto_extra                        # the clock and escaping are there
 {
-  _gwtrace_arng=0 _gwtrace_arngpid=''      # splitmix64 state, reseeded in every new process
+  # Span ids: a random 40-bit prefix (10 hex digits) drawn per process, then a
+  # counter kept in decimal digits (6 of them, valid hex): no printf, no long
+  # arithmetic. A new prefix in every new process ($BASHPID) and every 999 999 spans.
+  _gwtrace_arng=0 _gwtrace_arngpid='' _gwtrace_apfx='' _gwtrace_actr=1999999
   # Frames: span id ('' = a frame only kept to track depth: ours, the library's),
   # BASH_SOURCE depth inside it, owner $BASHPID, name, parent span, TRACEPARENT
   # before it (+ whether it was set). Frame 0 is the script span.
@@ -28,34 +46,42 @@ _gwtrace_auto_extra                        # the clock and escaping are there
   _gwtrace_arc=0 _gwtrace_asub=''          # $? before the command; a subshell with our EXIT trap
   _gwtrace_acsp='' _gwtrace_acts='' _gwtrace_acotp='' _gwtrace_acotpset='' _gwtrace_acpid=''
   # shellcheck disable=SC2016
-  _gwtrace_adbg_fn='{ (( _gwtrace_arc = $?, _gwtrace_abusy || ${#BASH_SOURCE[@]} == _gwtrace_ad )) || _gwtrace_auto_dbg "$_"; } 2>&-'
+  _gwtrace_adbg_fn='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad))&&[[ $BASH_COMMAND != [sbc][ehuo]* ]]||_gwtrace_auto_dbg "$_"'
+  # shellcheck disable=SC2016
+  _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad))||_gwtrace_auto_dbg "$_";} 2>&-'
   # shellcheck disable=SC2016
   _gwtrace_adbg_cmd='{ (( _gwtrace_arc = $?, _gwtrace_abusy )) || _gwtrace_auto_cmd "$_"; } 2>&-'
 }
 
-# _gwtrace_auto_id: 16 hex digits, never all zero, into _gwtrace_ar
-# (splitmix64 over a per-process state seeded from the kernel).
+# _gwtrace_auto_id: a span id (16 hex digits, never all zero) into _gwtrace_ar.
 _gwtrace_auto_id() {
-  local z
-  [[ $_gwtrace_arngpid == "$BASHPID" ]] || _gwtrace_auto_seed
-  builtin printf -v _gwtrace_ar '%016x' $(( z = (_gwtrace_arng += -7046029254386353131),
-      z = (z ^ ((z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
-      z = (z ^ ((z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
-      z = z ^ ((z >> 31) & 0x1FFFFFFFF), z ? z : 1 ))
+  if [[ $_gwtrace_arngpid != "$BASHPID" ]] || (( (_gwtrace_actr += 1) >= 2000000 )); then
+    _gwtrace_auto_seed
+  fi
+  _gwtrace_ar=$_gwtrace_apfx${_gwtrace_actr:1}
 }
 
+# _gwtrace_auto_seed: a new prefix (splitmix64 over a state seeded from the
+# kernel in every new process, mixed with $BASHPID), counter back to 0.
 _gwtrace_auto_seed() {
-  local u=''
-  IFS= builtin read -r u </proc/sys/kernel/random/uuid || u=''
-  u=${u//-/}
-  if [[ ${#u} -ge 30 && $u != *[!0-9a-f]* ]]; then
-    _gwtrace_arng=$(( (16#${u:0:15} << 4) ^ 16#${u:15:15} ))
-  else
-    _gwtrace_auto_now
-    _gwtrace_arng=$(( ${_gwtrace_at//[!0-9]/} * 2654435761 ^ ${SRANDOM:-0} ))
+  local u='' z
+  if [[ $_gwtrace_arngpid != "$BASHPID" ]]; then
+    IFS= builtin read -r u </proc/sys/kernel/random/uuid || u=''
+    u=${u//-/}
+    if [[ ${#u} -ge 30 && $u != *[!0-9a-f]* ]]; then
+      _gwtrace_arng=$(( (16#${u:0:15} << 4) ^ 16#${u:15:15} ))
+    else
+      _gwtrace_auto_now
+      _gwtrace_arng=$(( ${_gwtrace_at//[!0-9]/} * 2654435761 ^ ${SRANDOM:-0} ))
+    fi
+    _gwtrace_arng=$(( _gwtrace_arng ^ (BASHPID << 40) ))
+    _gwtrace_arngpid=$BASHPID
   fi
-  _gwtrace_arng=$(( _gwtrace_arng ^ (BASHPID << 40) ))
-  _gwtrace_arngpid=$BASHPID
+  builtin printf -v _gwtrace_apfx '%010x' $(( z = (_gwtrace_arng += -7046029254386353131),
+      z = (z ^ ((z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
+      z = (z ^ ((z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
+      z = (z ^ ((z >> 31) & 0x1FFFFFFFF)) & 0xFFFFFFFFFF, z ? z : 1 ))
+  _gwtrace_actr=1000000
 }
 
 # _gwtrace_auto_emit LINE: one append, one write(2) (lines stay below 4096 bytes).
@@ -211,47 +237,70 @@ _gwtrace_auto_sync() {
   fi
 }
 
-# The DEBUG slow path (functions level): the depth changed. $1 is the
-# script's $_, given back when this call returns. The two common cases, one
-# function entered and functions returned, in the main process, are written
-# out with as few commands as possible (each costs about a microsecond, and
-# they run for every call); anything else goes through _gwtrace_auto_sync.
+# The DEBUG trap (functions level). Past the fast path: the depth changed,
+# or the command may turn xtrace on. $1 is the script's $_, given back when
+# this call returns. The two common cases, one function entered and functions returned,
+# in the main process, are written out with as few commands as possible (a
+# simple command costs 1-2.5 µs, `local` as much as two, and these run for
+# every call: scratch state is global, _gwtrace_dn/_gwtrace_di, as this never
+# runs twice at once); anything else goes through _gwtrace_auto_sync.
 _gwtrace_auto_dbg() {
-  local n=$(( ${#BASH_SOURCE[@]} - 1 )) i=$((_gwtrace_an - 1)) t=$'\t' z span
-  case ${FUNCNAME[1]-} in
-    source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) z=0 ;;   # the general path knows these
-    *) z=1 ;;
-  esac
-  if (( z && n == _gwtrace_ad + 1 && _gwtrace_adep[i] < n )) && [[ $BASHPID == "$_gwtrace_amain" \
-        && $_gwtrace_arngpid == "$BASHPID" && -n ${EPOCHREALTIME-} && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
-    builtin printf -v span '%016x' $(( z = (_gwtrace_arng += -7046029254386353131),
-        z = (z ^ ((z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
-        z = (z ^ ((z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
-        z = z ^ ((z >> 31) & 0x1FFFFFFFF), i += 1, z ? z : 1 ))
-    builtin printf '%s\n' "gw1${t}B${t}${EPOCHREALTIME}${t}${BASHPID}${t}${_gwtrace_atr}${t}${span}${t}${_gwtrace_acur:--}${t}0${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${FUNCNAME[1]}" >>"$_gwtrace_alog" || :
-    _gwtrace_asp[i]=$span _gwtrace_apar[i]=$_gwtrace_acur _gwtrace_adep[i]=$n _gwtrace_apid[i]=$BASHPID \
-      _gwtrace_aname[i]=${FUNCNAME[1]} _gwtrace_aotp[i]=${TRACEPARENT-} _gwtrace_aotpset[i]=${TRACEPARENT+1} \
-      _gwtrace_an=$((i + 1)) _gwtrace_ad=$n _gwtrace_acur=$span _gwtrace_aexp=00-$_gwtrace_atr-$span-$_gwtrace_afl \
-      GWTRACE_AUTO_OPEN+=,$span TRACEPARENT=$_gwtrace_aexp || :      # last: the script may have made it readonly
-  elif (( n < _gwtrace_ad )) && [[ $BASHPID == "$_gwtrace_amain" && -n ${EPOCHREALTIME-} \
-        && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
-    while (( i > 0 && _gwtrace_adep[i] > n )); do
-      if [[ -n ${_gwtrace_asp[i]} && -n ${_gwtrace_aotpset[i]} ]]; then
-        builtin printf '%s\n' "gw1${t}E${t}${EPOCHREALTIME}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_asp[i]}${t}${_gwtrace_arc}" >>"$_gwtrace_alog" || :
-        GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[i]}"} _gwtrace_aexp=${_gwtrace_aotp[i]} \
-          _gwtrace_acur=${_gwtrace_apar[i]} _gwtrace_an=$i i=$((i - 1)) TRACEPARENT=$_gwtrace_aexp || :
-      elif [[ -n ${_gwtrace_asp[i]} ]]; then
-        _gwtrace_auto_pop "$_gwtrace_arc"; i=$((i - 1))
-      else
-        _gwtrace_an=$i i=$((i - 1))
-      fi
-    done
-    _gwtrace_ad=$n
-    (( _gwtrace_adep[i] >= n )) || _gwtrace_auto_sync "$n"
-  else
-    _gwtrace_auto_sync "$n"
-  fi
+  {                                            # nothing of ours reaches stderr
+    (( _gwtrace_abusy )) && return 0           # our own `trap` and EXIT handlers
+    if [[ $- == *x* || $BASH_COMMAND == [sbc][ehuo]* ]]; then
+      (( _gwtrace_axg )) || _gwtrace_auto_dbgmode 1
+    elif (( _gwtrace_axg )); then
+      _gwtrace_auto_dbgmode 0
+    fi
+    (( _gwtrace_dn = ${#BASH_SOURCE[@]} - 1, _gwtrace_di = _gwtrace_an - 1, _gwtrace_dn != _gwtrace_ad )) || return 0
+    case ${FUNCNAME[1]-} in
+      source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) _gwtrace_dz=0 ;;   # the general path knows these
+      *) _gwtrace_dz=1 ;;
+    esac
+    if (( _gwtrace_dz && _gwtrace_dn == _gwtrace_ad + 1 && _gwtrace_adep[_gwtrace_di] < _gwtrace_dn && (_gwtrace_actr += 1) < 2000000 )) \
+        && [[ $BASHPID == "$_gwtrace_amain" && -n ${EPOCHREALTIME-} && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
+      # One function entered: its span, a child of the innermost one.
+      builtin printf '%s\n' "gw1	B	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	$_gwtrace_apfx${_gwtrace_actr:1}	${_gwtrace_acur:--}	0	$_gwtrace_afl	${_gwtrace_ats:--}	${FUNCNAME[1]}" >>"$_gwtrace_alog" || :
+      _gwtrace_apar[_gwtrace_an]=$_gwtrace_acur _gwtrace_acur=$_gwtrace_apfx${_gwtrace_actr:1} \
+        _gwtrace_asp[_gwtrace_an]=$_gwtrace_acur _gwtrace_adep[_gwtrace_an]=$_gwtrace_dn _gwtrace_apid[_gwtrace_an]=$BASHPID \
+        _gwtrace_aname[_gwtrace_an]=${FUNCNAME[1]} _gwtrace_aotp[_gwtrace_an]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_an]=${TRACEPARENT+1} \
+        _gwtrace_an=$((_gwtrace_an + 1)) _gwtrace_ad=$_gwtrace_dn _gwtrace_aexp=00-$_gwtrace_atr-$_gwtrace_acur-$_gwtrace_afl \
+        GWTRACE_AUTO_OPEN+=,$_gwtrace_acur TRACEPARENT=$_gwtrace_aexp || :      # last: the script may have made it readonly
+    elif (( _gwtrace_dn < _gwtrace_ad )) && [[ $BASHPID == "$_gwtrace_amain" && -n ${EPOCHREALTIME-} \
+          && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
+      # Functions returned: end their spans with the status the trap saw.
+      while (( _gwtrace_di > 0 && _gwtrace_adep[_gwtrace_di] > _gwtrace_dn )); do
+        if [[ -n ${_gwtrace_asp[_gwtrace_di]} && -n ${_gwtrace_aotpset[_gwtrace_di]} ]]; then
+          builtin printf '%s\n' "gw1	E	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	${_gwtrace_asp[_gwtrace_di]}	$_gwtrace_arc" >>"$_gwtrace_alog" || :
+          GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[_gwtrace_di]}"} _gwtrace_aexp=${_gwtrace_aotp[_gwtrace_di]} \
+            _gwtrace_acur=${_gwtrace_apar[_gwtrace_di]} _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1)) TRACEPARENT=$_gwtrace_aexp || :
+        elif [[ -n ${_gwtrace_asp[_gwtrace_di]} ]]; then
+          _gwtrace_auto_pop "$_gwtrace_arc"; _gwtrace_di=$((_gwtrace_di - 1))
+        else
+          _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1))
+        fi
+      done
+      _gwtrace_ad=$_gwtrace_dn
+      (( _gwtrace_adep[_gwtrace_di] >= _gwtrace_dn )) || _gwtrace_auto_sync "$_gwtrace_dn"
+    else
+      _gwtrace_auto_sync "$_gwtrace_dn"
+    fi
+  } 2>&-
   return 0
+}
+
+# _gwtrace_auto_dbgmode 1|0: the DEBUG trap with fd 2 closed (xtrace is or
+# may soon be on), or without. Not once the script's own DEBUG trap has
+# taken over (_gwtrace_audbg is then something else).
+_gwtrace_auto_dbgmode() {
+  [[ $_gwtrace_audbg == "$_gwtrace_adbg_fn" || $_gwtrace_audbg == "$_gwtrace_adbg_fnx" ]] || return 0
+  _gwtrace_axg=$1
+  if (( $1 )); then
+    _gwtrace_audbg=$_gwtrace_adbg_fnx
+  else
+    _gwtrace_audbg=$_gwtrace_adbg_fn
+  fi
+  builtin trap -- "$_gwtrace_audbg" DEBUG
 }
 
 # Commands level: every command comes here. An external command gets a span
@@ -338,7 +387,10 @@ _gwtrace_auto_cmd_end() {
 if (( _gwtrace_alevel == 3 )); then
   _gwtrace_audbg=$_gwtrace_adbg_cmd
 else
-  _gwtrace_audbg=$_gwtrace_adbg_fn
+  _gwtrace_audbg=$_gwtrace_adbg_fn _gwtrace_axg=0
+  [[ $- != *x* ]] || _gwtrace_audbg=$_gwtrace_adbg_fnx _gwtrace_axg=1
 fi
+_gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0
+_gwtrace_auto_seed
 set -T
 builtin trap -- "$_gwtrace_audbg" DEBUG
