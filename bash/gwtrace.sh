@@ -29,9 +29,21 @@
 #     option or trap is left changed;
 #   - globs instead of =~ (which would overwrite the host's BASH_REMATCH),
 #     and `builtin` before printf/read/export/unset, which hosts may redefine.
-# The hot path (trace_begin, trace_end) is written mostly inline: a bash
-# function call costs as much here as the write itself. The attribute loop,
-# which holds the redaction rule, stays in one function.
+#
+# Speed: a simple command costs 1-2.5 us here, a function call as much as the
+# write itself. trace_begin and trace_end therefore have a fast path, written
+# out with as few commands as possible, for the common case: an open parent
+# span, sampled, no TRACESTATE, nothing to escape or redact, the event log
+# unchanged since the last call, no `set -a`. Everything else (root spans,
+# the first span of a process, escaping, redaction, TRACESTATE, status words,
+# readonly TRACEPARENT, switches) goes through _gwtrace_begin/_gwtrace_end,
+# which hold the general rules. Both keep the same span stack.
+#
+# Re-entrancy: a trap handler may call trace_* between any two commands of
+# another trace_* call. State that must survive from one command to the next
+# is therefore local (the span id is taken, prefix and counter together, in
+# the `local` command itself); the globals are the span stack, updated in one
+# command per call, and caches.
 
 # Loaded already in this shell (or the shell it was forked from)? The flag is
 # never exported, so a child process started under `set -a` loads afresh.
@@ -41,137 +53,107 @@ fi
 
 _gwtrace_loaded=1
 builtin export -n _gwtrace_loaded
-_gwtrace_depth=0        # number of open spans in this shell
-_gwtrace_tr=()          # per open span: trace id (32 hex)
-_gwtrace_sp=()          # per open span: span id (16 hex)
-_gwtrace_fl=()          # per open span: W3C trace flags (2 hex)
-_gwtrace_ts=()          # per open span: tracestate ('' if none)
-_gwtrace_otp=()         # per open span: TRACEPARENT before it, and whether it was
-_gwtrace_otpset=()      #   x: set and exported, s: set only, '': unset
-_gwtrace_ots=()         # the same for TRACESTATE
-_gwtrace_otsset=()
+# The spans open in this shell share one trace: its id, flags and tracestate
+# are kept once, the innermost span id in a scalar, the rest per level
+# (1 = outermost).
+declare -gi _gwtrace_depth=0 _gwtrace_ctr=1000   # open spans; span-id counter
+_gwtrace_tr=''          # trace id (32 hex) of the open spans
+_gwtrace_fl=''          # their W3C trace flags (2 hex)
+_gwtrace_st=''          # their tracestate ('' if none)
+_gwtrace_sp=''          # the innermost span id (16 hex), '' when none is open
+_gwtrace_up=()          # per level: the parent's span id ('' for level 1)
+_gwtrace_otp=()         # per level: TRACEPARENT before the span: x<value> (set,
+                        #   exported), s<value> (set only) or u (unset); the letter
+                        #   is upper case when TRACESTATE was set too
+_gwtrace_ots=()         # per level: TRACESTATE before the span, x<value>/s<value>
 _gwtrace_base_tr=''     # incoming context, read from TRACEPARENT when sourced
 _gwtrace_base_sp=''
 _gwtrace_base_fl=''
 _gwtrace_base_ts=''
-_gwtrace_rng=0          # splitmix64 state, seeded when sourced
+_gwtrace_rng=0          # splitmix64 state, seeded per process from the kernel
+_gwtrace_pid=''         # the $BASHPID the state and the span-id prefix belong to
+_gwtrace_pfx=''         # span ids: 12 random hex digits, then the counter (1000-9999)
 _gwtrace_boot_us=0      # wall-clock time of boot, for the bash < 5 clock
 _gwtrace_attr_ok=0      # 1 if ${var@a} exists (bash 4.4+)
 _gwtrace_ro_tp=0        # 1 if the host made TRACEPARENT readonly: leave it alone
 _gwtrace_ro_ts=0        # the same for TRACESTATE
+_gwtrace_ksock=''       # the event log: GWTRACE_SOCKET and GWTRACE_DIR as last seen,
+_gwtrace_kdir=''        #   and the file they name ('' if none)
+_gwtrace_file=''
+_gwtrace_key=-          # what the fast paths compare (see _gwtrace_rekey)
+_gwtrace_tab=$'\t'
 _gwtrace_r=''           # scratch results of the helpers (avoids $(...) forks)
 _gwtrace_rcode=0
 _gwtrace_clock=''
-_gwtrace_line=''
 
 # --- public API ------------------------------------------------------------
 
 # trace_begin NAME [KEY=VALUE...]: open a span, child of the innermost open
 # span (or of the incoming TRACEPARENT), and export TRACEPARENT for children.
+#
+# Fast path: a child of an open span, sampled, without tracestate; a name and
+# at most 3 attributes, short, with nothing to escape or redact (the case is
+# broader than the rules in _gwtrace_attrs); no `set -a`; TRACEPARENT set
+# (the push assigns it, which keeps the export attribute the library gave
+# it); the counter not at its end; and the key: same process, switches off,
+# no TRACESTATE, same event log (see _gwtrace_rekey). It is written for as
+# few bash instructions as possible: one [[ ]], one push, one write; $var
+# rather than ${var}, literal TABs in the line (a TAB variable costs a third
+# of the write). The push is one command (a trap handler may call trace_*
+# between any two commands); the line follows it.
 trace_begin() {
-  local _gwtrace_rc=$? _gwtrace_d=$_gwtrace_depth _gwtrace_name=${1-} _gwtrace_tab=$'\t' \
-    _gwtrace_trace _gwtrace_parent _gwtrace_remote _gwtrace_flags _gwtrace_state _gwtrace_span \
-    _gwtrace_z _gwtrace_path _gwtrace_lname _gwtrace_lstate
-  if [[ -z $_gwtrace_name || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$#"; then
-    [[ -o errexit ]] && return 0
-    return "$_gwtrace_rc"
-  fi
-  if (( _gwtrace_d > 0 )); then
-    _gwtrace_trace=${_gwtrace_tr[_gwtrace_d-1]} _gwtrace_parent=${_gwtrace_sp[_gwtrace_d-1]} _gwtrace_remote=0 \
-      _gwtrace_flags=${_gwtrace_fl[_gwtrace_d-1]} _gwtrace_state=${_gwtrace_ts[_gwtrace_d-1]}
-  elif [[ -n $_gwtrace_base_tr ]]; then
-    _gwtrace_trace=$_gwtrace_base_tr _gwtrace_parent=$_gwtrace_base_sp _gwtrace_remote=1 \
-      _gwtrace_flags=$_gwtrace_base_fl _gwtrace_state=$_gwtrace_base_ts
-  else
-    _gwtrace_trace_id
-    _gwtrace_trace=$_gwtrace_r _gwtrace_parent=- _gwtrace_remote=0 _gwtrace_flags=01 _gwtrace_state=''
-  fi
-  # Span id: one splitmix64 step XOR the pid (see _gwtrace_rand64), never zero.
-  builtin printf -v _gwtrace_span '%016x' $(( _gwtrace_z = (_gwtrace_rng += -7046029254386353131),
-      _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
-      _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
-      _gwtrace_z = _gwtrace_z ^ ((_gwtrace_z >> 31) & 0x1FFFFFFFF) ^ (BASHPID << 40), _gwtrace_z ? _gwtrace_z : 1 ))
-  if [[ $_gwtrace_flags == ?[13579bdf] ]]; then
-    _gwtrace_lname=$_gwtrace_name _gwtrace_lstate=$_gwtrace_state
-    [[ $_gwtrace_name$_gwtrace_state == *[$'\\\t\n\r']* ]] && _gwtrace_esc_name_state
+  local _gwtrace_rc=$?
+  if [[ ${1:+x}$# == x[1-4] && ${#1}${2+ + ${#2}}${3+ + ${#3}}${4+ + ${#4}} -lt 880 && ! -o allexport \
+        && "${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:$BASHPID${GWTRACE_SOCKET:+ S}${GWTRACE_SOCKET:- D${GWTRACE_DIR-}}" == "$_gwtrace_key" \
+        && ${_gwtrace_sp:+x}${TRACEPARENT+x}$_gwtrace_st$_gwtrace_fl == xx?[13579bdf] && $_gwtrace_ctr != 9999 ]] \
+    && case ${@,,} in
+         *[$'\\\t\n\r']*|*token*|*secret*|*passw*|*proxy*|*credential*|*cookie*|*authorization*|*apikey*|\
+         *api_key*|*private_key*|*bearer\ *|*eyj*) false ;;
+       esac
+  then
+    _gwtrace_depth+=1 _gwtrace_ctr+=1 _gwtrace_up[_gwtrace_depth]=$_gwtrace_sp _gwtrace_otp[_gwtrace_depth]=x$TRACEPARENT \
+      _gwtrace_sp=$_gwtrace_pfx$_gwtrace_ctr TRACEPARENT=00-$_gwtrace_tr-$_gwtrace_pfx$_gwtrace_ctr-$_gwtrace_fl
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
-    _gwtrace_line="gw1${_gwtrace_tab}B${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_trace}${_gwtrace_tab}${_gwtrace_span}${_gwtrace_tab}${_gwtrace_parent}${_gwtrace_tab}${_gwtrace_remote}${_gwtrace_tab}${_gwtrace_flags}${_gwtrace_tab}${_gwtrace_lstate:--}${_gwtrace_tab}${_gwtrace_lname}"
-    (( $# > 1 )) && _gwtrace_attrs "${@:2}"
-    if [[ ${_gwtrace_path:=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}} == file://?* ]]; then
-      # as _gwtrace_emit, inline
-      (( ${#_gwtrace_line} < 1000 )) || _gwtrace_shrink
-      builtin printf '%s\n' "$_gwtrace_line" >>"${_gwtrace_path#file://}" || :
-    fi
+    # (the separators in this line are TAB characters)
+    builtin printf '%s\n' "gw1	B	${EPOCHREALTIME:-$_gwtrace_clock}	$BASHPID	$_gwtrace_tr	$_gwtrace_sp	${_gwtrace_up[_gwtrace_depth]}	0	$_gwtrace_fl	-	$1${2+	$2}${3+	$3}${4+	$4}" >>"$_gwtrace_file" || :
+  else
+    _gwtrace_begin ${1+"$@"}
   fi
-  # Push the span, remembering the TRACEPARENT/TRACESTATE it hides.
-  _gwtrace_tr[_gwtrace_d]=$_gwtrace_trace _gwtrace_sp[_gwtrace_d]=$_gwtrace_span \
-    _gwtrace_fl[_gwtrace_d]=$_gwtrace_flags _gwtrace_ts[_gwtrace_d]=$_gwtrace_state \
-    _gwtrace_otp[_gwtrace_d]=${TRACEPARENT-} _gwtrace_otpset[_gwtrace_d]=${TRACEPARENT+x} \
-    _gwtrace_ots[_gwtrace_d]=${TRACESTATE-} _gwtrace_otsset[_gwtrace_d]=${TRACESTATE+x} \
-    _gwtrace_depth=$((_gwtrace_d + 1))
-  # Inner spans hide a TRACEPARENT the library exported itself; only the
-  # outermost one can hide a value the host set without exporting.
-  if (( _gwtrace_d == 0 && _gwtrace_attr_ok )) && [[ -n ${TRACEPARENT+x}${TRACESTATE+x} ]]; then
-    _gwtrace_export_attrs "$_gwtrace_d"
-  fi
-  (( _gwtrace_ro_tp )) || builtin export TRACEPARENT="00-$_gwtrace_trace-$_gwtrace_span-$_gwtrace_flags"
-  if [[ -n $_gwtrace_state${TRACESTATE+x} ]]; then
-    _gwtrace_set_tracestate "${_gwtrace_ts[_gwtrace_d]}" "${_gwtrace_ts[_gwtrace_d]:+x}"
-  fi
-  [[ -o allexport ]] && _gwtrace_unexport
   [[ -o errexit ]] && return 0
   return "$_gwtrace_rc"
 } 2>&-
 
 # trace_end [STATUS] [KEY=VALUE...]: end the innermost span. STATUS is an exit
 # code (default: $?), `ok`, `error` or an error message; it is also returned.
+# Fast path: no argument or an exit code below 1000 only, no `set -a`, the
+# key (as in trace_begin), TRACEPARENT set now, and before the span set and
+# exported with no TRACESTATE, the span sampled.
 trace_end() {
-  local _gwtrace_rc=$? _gwtrace_d=$((_gwtrace_depth - 1)) _gwtrace_status=$? _gwtrace_code=$? \
-    _gwtrace_tab=$'\t' _gwtrace_path
-  if [[ $_gwtrace_d -lt 0 || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$((_gwtrace_d + 1))"; then
-    [[ -o errexit ]] && return 0
-    return "$_gwtrace_rc"
-  fi
-  # A first argument is the status unless it reads as KEY=VALUE (no blank in KEY).
-  if [[ -n ${1-} ]] && [[ $1 != *=* || ${1%%=*} == *[[:space:]]* ]]; then
-    _gwtrace_status_of "$1"
-    _gwtrace_status=$_gwtrace_r _gwtrace_code=$_gwtrace_rcode
-    shift
-  fi
-  if [[ ${_gwtrace_fl[_gwtrace_d]} == ?[13579bdf] ]]; then
+  local _gwtrace_rc=$?
+  if [[ ( $# == 0 || ( $# == 1 && ( $1 == [0-9] || $1 == [1-9][0-9] || $1 == [1-9][0-9][0-9] ) ) ) && ! -o allexport \
+        && "${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:$BASHPID${GWTRACE_SOCKET:+ S}${GWTRACE_SOCKET:- D${GWTRACE_DIR-}}" == "$_gwtrace_key" \
+        && ${TRACEPARENT+x}$_gwtrace_fl == x?[13579bdf] && ${_gwtrace_otp[_gwtrace_depth]-} == x* ]]; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
-    _gwtrace_line="gw1${_gwtrace_tab}E${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_tr[_gwtrace_d]}${_gwtrace_tab}${_gwtrace_sp[_gwtrace_d]}${_gwtrace_tab}${_gwtrace_status}"
-    (( $# > 0 )) && _gwtrace_attrs "$@"
-    if [[ ${_gwtrace_path:=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}} == file://?* ]]; then
-      # as _gwtrace_emit, inline
-      (( ${#_gwtrace_line} < 1000 )) || _gwtrace_shrink
-      builtin printf '%s\n' "$_gwtrace_line" >>"${_gwtrace_path#file://}" || :
-    fi
+    # (the separators in this line are TAB characters)
+    builtin printf '%s\n' "gw1	E	${EPOCHREALTIME:-$_gwtrace_clock}	$BASHPID	$_gwtrace_tr	$_gwtrace_sp	${1:-$_gwtrace_rc}" >>"$_gwtrace_file" || :
+    _gwtrace_sp=${_gwtrace_up[_gwtrace_depth]} TRACEPARENT=${_gwtrace_otp[_gwtrace_depth]#x} _gwtrace_depth+=-1
+    [[ -o errexit ]] && return 0
+    return "${1:-$_gwtrace_rc}"
   fi
-  # Pop the span and give back the TRACEPARENT/TRACESTATE it hid.
-  _gwtrace_depth=$_gwtrace_d
-  (( _gwtrace_ro_tp )) || case ${_gwtrace_otpset[_gwtrace_d]} in
-    x) builtin export TRACEPARENT="${_gwtrace_otp[_gwtrace_d]}" ;;
-    s) TRACEPARENT=${_gwtrace_otp[_gwtrace_d]}; builtin export -n TRACEPARENT ;;
-    *) builtin unset TRACEPARENT ;;
-  esac
-  if [[ -n ${_gwtrace_otsset[_gwtrace_d]}${TRACESTATE+x} ]]; then
-    _gwtrace_set_tracestate "${_gwtrace_ots[_gwtrace_d]}" "${_gwtrace_otsset[_gwtrace_d]}"
-  fi
-  [[ -o allexport ]] && _gwtrace_unexport
+  _gwtrace_end ${1+"$@"}
   [[ -o errexit ]] && return 0
-  return "$_gwtrace_code"
+  return "$_gwtrace_rc"
 } 2>&-
 
 # trace_event NAME [KEY=VALUE...]: a timestamped event on the innermost span.
 trace_event() {
-  local _gwtrace_rc=$? _gwtrace_d=$((_gwtrace_depth - 1)) _gwtrace_tab=$'\t'
-  if (( _gwtrace_d >= 0 && $# > 0 )) && ! _gwtrace_off && [[ ${_gwtrace_fl[_gwtrace_d]} == ?[13579bdf] ]]; then
+  local _gwtrace_rc=$? _gwtrace_line
+  if (( _gwtrace_depth > 0 && $# > 0 )) && [[ $_gwtrace_fl == ?[13579bdf] ]] \
+     && { [[ -z ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] || ! _gwtrace_off; }; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
     _gwtrace_esc "$1"
-    _gwtrace_line="gw1${_gwtrace_tab}V${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_tr[_gwtrace_d]}${_gwtrace_tab}${_gwtrace_sp[_gwtrace_d]}${_gwtrace_tab}${_gwtrace_r}"
-    shift
-    _gwtrace_attrs "$@"
+    _gwtrace_line="gw1${_gwtrace_tab}V${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_tr}${_gwtrace_tab}${_gwtrace_sp}${_gwtrace_tab}${_gwtrace_r}"
+    (( $# < 2 )) || _gwtrace_attrs "${@:2}"
     _gwtrace_emit
   fi
   [[ -o allexport ]] && _gwtrace_unexport
@@ -181,10 +163,11 @@ trace_event() {
 
 # trace_attr KEY=VALUE...: set attributes on the innermost span.
 trace_attr() {
-  local _gwtrace_rc=$? _gwtrace_d=$((_gwtrace_depth - 1)) _gwtrace_tab=$'\t'
-  if (( _gwtrace_d >= 0 && $# > 0 )) && ! _gwtrace_off && [[ ${_gwtrace_fl[_gwtrace_d]} == ?[13579bdf] ]]; then
+  local _gwtrace_rc=$? _gwtrace_line
+  if (( _gwtrace_depth > 0 && $# > 0 )) && [[ $_gwtrace_fl == ?[13579bdf] ]] \
+     && { [[ -z ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] || ! _gwtrace_off; }; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
-    _gwtrace_line="gw1${_gwtrace_tab}A${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_tr[_gwtrace_d]}${_gwtrace_tab}${_gwtrace_sp[_gwtrace_d]}"
+    _gwtrace_line="gw1${_gwtrace_tab}A${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_tr}${_gwtrace_tab}${_gwtrace_sp}"
     _gwtrace_attrs "$@"
     _gwtrace_emit
   fi
@@ -224,11 +207,107 @@ trace_run() {
 
 # --- internals -------------------------------------------------------------
 
+# _gwtrace_begin NAME [KEY=VALUE...]: trace_begin's general path.
+_gwtrace_begin() {
+  local _gwtrace_trace _gwtrace_parent _gwtrace_remote=0 _gwtrace_flags _gwtrace_state _gwtrace_span \
+    _gwtrace_line _gwtrace_m
+  if [[ -z ${1-} || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$#"; then
+    [[ -o allexport ]] && _gwtrace_unexport
+    return 0
+  fi
+  # The span id: a new process (a subshell inherits the prefix) or a counter
+  # at its end draws a new prefix first.
+  if [[ $BASHPID != "$_gwtrace_pid" || $_gwtrace_ctr -ge 9999 ]]; then
+    _gwtrace_newpfx
+  fi
+  _gwtrace_ctr+=1
+  _gwtrace_span=$_gwtrace_pfx$_gwtrace_ctr
+  if (( _gwtrace_depth > 0 )); then
+    _gwtrace_trace=$_gwtrace_tr _gwtrace_parent=$_gwtrace_sp _gwtrace_flags=$_gwtrace_fl _gwtrace_state=$_gwtrace_st
+  elif [[ -n $_gwtrace_base_tr ]]; then
+    _gwtrace_trace=$_gwtrace_base_tr _gwtrace_parent=$_gwtrace_base_sp _gwtrace_remote=1 \
+      _gwtrace_flags=$_gwtrace_base_fl _gwtrace_state=$_gwtrace_base_ts
+  else
+    _gwtrace_trace_id
+    _gwtrace_trace=$_gwtrace_r _gwtrace_parent=- _gwtrace_flags=01 _gwtrace_state=''
+  fi
+  # Push the span, remembering the TRACEPARENT/TRACESTATE it hides (an upper
+  # case letter: TRACESTATE was set, and is to be given back too).
+  _gwtrace_m=${TRACEPARENT+x}
+  _gwtrace_m=${_gwtrace_m:-u}
+  [[ -n ${TRACESTATE+x} ]] && _gwtrace_m=${_gwtrace_m^}
+  _gwtrace_depth+=1
+  _gwtrace_up[_gwtrace_depth]=$_gwtrace_sp _gwtrace_otp[_gwtrace_depth]=$_gwtrace_m${TRACEPARENT-} _gwtrace_ots[_gwtrace_depth]=${TRACESTATE+x}${TRACESTATE-} \
+    _gwtrace_tr=$_gwtrace_trace _gwtrace_fl=$_gwtrace_flags _gwtrace_st=$_gwtrace_state _gwtrace_sp=$_gwtrace_span
+  # Inner spans hide a TRACEPARENT the library exported itself; only the
+  # outermost one can hide a value the host set without exporting.
+  if (( _gwtrace_depth == 1 && _gwtrace_attr_ok )) && [[ -n ${TRACEPARENT+x}${TRACESTATE+x} ]]; then
+    _gwtrace_export_attrs
+  fi
+  (( _gwtrace_ro_tp )) || builtin export TRACEPARENT="00-$_gwtrace_trace-$_gwtrace_span-$_gwtrace_flags"
+  if [[ -n $_gwtrace_state${TRACESTATE+x} ]]; then
+    _gwtrace_set_tracestate "$_gwtrace_state" "${_gwtrace_state:+x}"
+  fi
+  if [[ $_gwtrace_flags == ?[13579bdf] ]]; then
+    [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
+    _gwtrace_line="gw1${_gwtrace_tab}B${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_trace}${_gwtrace_tab}${_gwtrace_span}${_gwtrace_tab}${_gwtrace_parent}${_gwtrace_tab}${_gwtrace_remote}${_gwtrace_tab}${_gwtrace_flags}${_gwtrace_tab}"
+    if [[ -n $_gwtrace_state ]]; then
+      _gwtrace_esc "$_gwtrace_state"; _gwtrace_line+=$_gwtrace_r
+    else
+      _gwtrace_line+=-
+    fi
+    _gwtrace_esc "$1"; _gwtrace_line+=$_gwtrace_tab$_gwtrace_r
+    (( $# < 2 )) || _gwtrace_attrs "${@:2}"
+    _gwtrace_emit
+  fi
+  [[ -o allexport ]] && _gwtrace_unexport
+  return 0
+}
+
+# _gwtrace_end [STATUS] [KEY=VALUE...]: trace_end's general path. Runs in
+# trace_end's dynamic scope: sets its _gwtrace_rc to the code to return.
+_gwtrace_end() {
+  local _gwtrace_status=$_gwtrace_rc _gwtrace_line _gwtrace_m
+  if [[ $_gwtrace_depth -eq 0 || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$_gwtrace_depth"; then
+    [[ -o allexport ]] && _gwtrace_unexport
+    return 0
+  fi
+  # A first argument is the status unless it reads as KEY=VALUE (no blank in KEY).
+  if [[ -n ${1-} ]] && [[ $1 != *=* || ${1%%=*} == *[[:space:]]* ]]; then
+    _gwtrace_status_of "$1"
+    _gwtrace_status=$_gwtrace_r _gwtrace_rc=$_gwtrace_rcode
+    shift
+  fi
+  if [[ $_gwtrace_fl == ?[13579bdf] ]]; then
+    [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
+    _gwtrace_line="gw1${_gwtrace_tab}E${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_tr}${_gwtrace_tab}${_gwtrace_sp}${_gwtrace_tab}${_gwtrace_status}"
+    (( $# == 0 )) || _gwtrace_attrs "$@"
+    _gwtrace_emit
+  fi
+  # Pop the span and give back the TRACEPARENT/TRACESTATE it hid.
+  _gwtrace_m=${_gwtrace_otp[_gwtrace_depth]}
+  _gwtrace_sp=${_gwtrace_up[_gwtrace_depth]} _gwtrace_depth+=-1
+  (( _gwtrace_ro_tp )) || case $_gwtrace_m in
+    [xX]*) builtin export TRACEPARENT="${_gwtrace_m:1}" ;;
+    [sS]*) TRACEPARENT=${_gwtrace_m:1}; builtin export -n TRACEPARENT ;;
+    *) builtin unset TRACEPARENT ;;
+  esac
+  if [[ $_gwtrace_m == [XSU]* ]]; then
+    _gwtrace_m=${_gwtrace_ots[_gwtrace_depth+1]}
+    _gwtrace_set_tracestate "${_gwtrace_m:1}" "${_gwtrace_m:0:1}"
+  elif [[ -n ${TRACESTATE+x} ]]; then
+    _gwtrace_set_tracestate '' ''
+  fi
+  [[ -o allexport ]] && _gwtrace_unexport
+  return 0
+}
+
 # Under `set -a` every assignment exports: keep the state out of children.
 _gwtrace_unexport() {
-  builtin export -n _gwtrace_depth _gwtrace_line _gwtrace_rng _gwtrace_r \
-    _gwtrace_rcode _gwtrace_clock _gwtrace_loaded _gwtrace_base_tr _gwtrace_base_sp \
-    _gwtrace_base_fl _gwtrace_base_ts _gwtrace_boot_us _gwtrace_attr_ok _gwtrace_ro_tp _gwtrace_ro_ts
+  builtin export -n _gwtrace_depth _gwtrace_ctr _gwtrace_tr _gwtrace_fl _gwtrace_st _gwtrace_sp \
+    _gwtrace_rng _gwtrace_pid _gwtrace_pfx _gwtrace_r _gwtrace_rcode _gwtrace_clock _gwtrace_loaded \
+    _gwtrace_base_tr _gwtrace_base_sp _gwtrace_base_fl _gwtrace_base_ts _gwtrace_boot_us _gwtrace_attr_ok \
+    _gwtrace_ro_tp _gwtrace_ro_ts _gwtrace_ksock _gwtrace_kdir _gwtrace_file _gwtrace_key _gwtrace_tab
   return 0
 }
 
@@ -269,14 +348,13 @@ _gwtrace_status_of() {
 
 # _gwtrace_now: the time as "seconds.microseconds" (the form of bash 5's
 # EPOCHREALTIME) into _gwtrace_clock, for bash 4: /proc/uptime (10 ms
-# resolution) plus the boot time, without forking.
+# resolution: "SECONDS.CC IDLE") plus the boot time, without forking.
 _gwtrace_now() {
-  local _gwtrace_up='' _gwtrace_us
-  IFS= builtin read -r _gwtrace_up </proc/uptime || _gwtrace_up=''
-  _gwtrace_up=${_gwtrace_up%% *}
-  if [[ $_gwtrace_up == [0-9]*.[0-9][0-9] && $_gwtrace_up != *[!0-9.]* ]]; then
-    _gwtrace_us=$(( _gwtrace_boot_us + 10#${_gwtrace_up/./} * 10000 ))
-    builtin printf -v _gwtrace_clock '%d.%06d' $((_gwtrace_us / 1000000)) $((_gwtrace_us % 1000000))
+  local _gwtrace_upt='' _gwtrace_cs='' _gwtrace_us
+  IFS=' .' builtin read -r _gwtrace_upt _gwtrace_cs _gwtrace_us </proc/uptime || :
+  if [[ $_gwtrace_upt == [0-9]* && $_gwtrace_upt$_gwtrace_cs != *[!0-9]* && $_gwtrace_cs == [0-9][0-9] ]]; then
+    _gwtrace_us=$(( _gwtrace_boot_us + (10#$_gwtrace_upt * 100 + 10#$_gwtrace_cs) * 10000 ))
+    _gwtrace_clock=${_gwtrace_us:0:${#_gwtrace_us}-6}.${_gwtrace_us:${#_gwtrace_us}-6}
   else
     builtin printf -v _gwtrace_clock '%(%s)T.000000' -1
   fi
@@ -284,10 +362,8 @@ _gwtrace_now() {
 }
 
 # _gwtrace_rand64: 16 hex digits, never all zero, into _gwtrace_r: splitmix64
-# over a state seeded from the kernel when the library is sourced (a
-# fork-free read of /proc/sys/kernel/random/uuid), XOR $BASHPID << 40. A
-# subshell inherits the state, and its different pid keeps every id it makes
-# distinct from the ids its parent and siblings make from the same state.
+# over a state seeded per process from the kernel (_gwtrace_reseed), XOR
+# $BASHPID << 40 (distinct ids even if the kernel gave nothing).
 _gwtrace_rand64() {
   local _gwtrace_z
   builtin printf -v _gwtrace_r '%016x' $(( _gwtrace_z = (_gwtrace_rng += -7046029254386353131),
@@ -296,25 +372,49 @@ _gwtrace_rand64() {
       _gwtrace_z = _gwtrace_z ^ ((_gwtrace_z >> 31) & 0x1FFFFFFFF) ^ (BASHPID << 40), _gwtrace_z ? _gwtrace_z : 1 ))
 }
 
+# _gwtrace_trace_id: 32 hex digits, random, into _gwtrace_r.
 _gwtrace_trace_id() {
   local _gwtrace_hi
+  [[ $_gwtrace_pid == "$BASHPID" ]] || _gwtrace_newpfx
   _gwtrace_rand64; _gwtrace_hi=$_gwtrace_r
   _gwtrace_rand64; _gwtrace_r=$_gwtrace_hi$_gwtrace_r
 }
 
+# _gwtrace_newpfx: a new span-id prefix, 12 random hex digits, and the
+# counter back to 1000: a span id is the prefix and the counter's 4 decimal
+# digits (decimal digits are hex digits; 1001-9999, so never all zero). A new
+# process (a subshell inherits the state) first reseeds the generator.
+# docs/design.md gives the collision probability.
+_gwtrace_newpfx() {
+  [[ $_gwtrace_pid == "$BASHPID" ]] || _gwtrace_reseed
+  _gwtrace_rand64
+  _gwtrace_pfx=${_gwtrace_r:4} _gwtrace_ctr=1000
+  return 0
+}
+
+# _gwtrace_reseed: mix fresh kernel randomness into the state, for this
+# $BASHPID: $SRANDOM (bash 5.1+, getrandom(2)) or, without it, one fork-free
+# read of /proc/sys/kernel/random/uuid; with neither, the clock.
 _gwtrace_reseed() {
   local _gwtrace_u=''
+  _gwtrace_pid=$BASHPID
+  if [[ ${SRANDOM-} == [0-9]* && $SRANDOM != *[!0-9]* ]]; then
+    _gwtrace_rng=$(( _gwtrace_rng ^ (SRANDOM << 32) ^ SRANDOM ^ (BASHPID << 40) ))
+    _gwtrace_rekey
+    return 0
+  fi
   IFS= builtin read -r _gwtrace_u </proc/sys/kernel/random/uuid || _gwtrace_u=''
   _gwtrace_u=${_gwtrace_u//-/}
   if [[ ${#_gwtrace_u} -ge 30 && $_gwtrace_u != *[!0-9a-f]* ]]; then
-    _gwtrace_rng=$(( (16#${_gwtrace_u:0:15} << 4) ^ 16#${_gwtrace_u:15:15} ))
+    _gwtrace_rng=$(( _gwtrace_rng ^ (16#${_gwtrace_u:0:15} << 4) ^ 16#${_gwtrace_u:15:15} ))
   else
     # No kernel randomness: mix the clock (digits only: it is "S.UUUUUU").
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
     _gwtrace_u=${EPOCHREALTIME:-$_gwtrace_clock}
     _gwtrace_u=${_gwtrace_u//[!0-9]/}
-    _gwtrace_rng=$(( _gwtrace_rng ^ (10#${_gwtrace_u:-0} * 2654435761) ^ (RANDOM << 16) ))
+    _gwtrace_rng=$(( _gwtrace_rng ^ (10#${_gwtrace_u:-0} * 2654435761) ^ (RANDOM << 16) ^ (BASHPID << 40) ))
   fi
+  _gwtrace_rekey
   return 0
 }
 
@@ -333,16 +433,10 @@ _gwtrace_esc() {
   fi
 }
 
-# Escape trace_begin's name and state for the line (in its dynamic scope);
-# the unescaped state is what TRACESTATE carries.
-_gwtrace_esc_name_state() {
-  _gwtrace_esc "$_gwtrace_name"; _gwtrace_lname=$_gwtrace_r
-  _gwtrace_esc "$_gwtrace_state"; _gwtrace_lstate=$_gwtrace_r
-}
-
-# _gwtrace_attrs KEY=VALUE...: append escaped fields to _gwtrace_line. Values
-# of keys that name secrets, and values that look like tokens, never leave
-# the process. The one place the redaction rule lives: every call uses it.
+# _gwtrace_attrs KEY=VALUE...: append escaped fields to the caller's
+# _gwtrace_line. Values of keys that name secrets, and values that look like
+# tokens, never leave the process. The one place the redaction rule lives
+# (trace_begin's fast path only checks, more broadly, that it cannot apply).
 _gwtrace_attrs() {
   local _gwtrace_a
   for _gwtrace_a in "$@"; do
@@ -356,13 +450,40 @@ _gwtrace_attrs() {
   done
 }
 
-# _gwtrace_emit: append _gwtrace_line to the event log (trace_begin and
-# trace_end carry an inline copy of these lines: it saves a call per event).
+# _gwtrace_emit: append the caller's _gwtrace_line to the event log.
 _gwtrace_emit() {
-  local _gwtrace_path=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
-  [[ $_gwtrace_path == file://?* ]] || return 0
+  [[ ${GWTRACE_SOCKET-} == "$_gwtrace_ksock" && ${GWTRACE_DIR-} == "$_gwtrace_kdir" ]] || _gwtrace_logpath
+  [[ -n $_gwtrace_file ]] || return 0
   (( ${#_gwtrace_line} < 1000 )) || _gwtrace_shrink
-  builtin printf '%s\n' "$_gwtrace_line" >>"${_gwtrace_path#file://}" || :
+  builtin printf '%s\n' "$_gwtrace_line" >>"$_gwtrace_file" || :
+}
+
+# _gwtrace_logpath: the event log named by GWTRACE_SOCKET (file:///path) or
+# GWTRACE_DIR into _gwtrace_file ('' for none or another scheme), and the two
+# values it was computed from (the fast paths compare them on every call).
+_gwtrace_logpath() {
+  _gwtrace_ksock=${GWTRACE_SOCKET-} _gwtrace_kdir=${GWTRACE_DIR-} \
+    _gwtrace_file=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
+  if [[ $_gwtrace_file == file://?* ]]; then
+    _gwtrace_file=${_gwtrace_file#file://}
+  else
+    _gwtrace_file=''
+  fi
+  _gwtrace_rekey
+}
+
+# _gwtrace_rekey: the key the fast paths compare with what they see:
+# ":PID S<GWTRACE_SOCKET>" when GWTRACE_SOCKET is set, else ":PID D<GWTRACE_DIR>"
+# (the letter keeps the two apart), preceded by nothing, since
+# GWTRACE_DISABLED, OTEL_SDK_DISABLED and TRACESTATE must be unset or empty;
+# "-", which nothing matches, when there is no event log or TRACEPARENT is
+# readonly. PID is the process the span-id prefix was drawn for.
+_gwtrace_rekey() {
+  if [[ -n $_gwtrace_file && $_gwtrace_ro_tp == 0 ]]; then
+    _gwtrace_key=":$_gwtrace_pid${_gwtrace_ksock:+ S}${_gwtrace_ksock:- D$_gwtrace_kdir}"
+  else
+    _gwtrace_key=-
+  fi
 }
 
 # _gwtrace_shrink: one printf is one write(2) below 4096 bytes, and O_APPEND
@@ -410,17 +531,22 @@ _gwtrace_readonly_context() {
   return 0
 }
 
-# _gwtrace_export_attrs DEPTH: record "s" (set, not exported) instead of "x"
-# for TRACEPARENT/TRACESTATE (bash 4.4+: ${var@a}; called before they change).
+# _gwtrace_export_attrs: for the outermost span, just pushed, record "s"
+# (set, not exported) instead of "x" for the TRACEPARENT and TRACESTATE it
+# hides (bash 4.4+: ${var@a}; called before they change).
 _gwtrace_export_attrs() {
   local _gwtrace_attrs
   if [[ -n ${TRACEPARENT+x} ]]; then
     _gwtrace_attrs=${TRACEPARENT@a}
-    [[ $_gwtrace_attrs == *x* ]] || _gwtrace_otpset[$1]=s
+    if [[ $_gwtrace_attrs != *x* ]]; then
+      _gwtrace_attrs=${_gwtrace_otp[_gwtrace_depth]}
+      _gwtrace_otp[_gwtrace_depth]=${_gwtrace_attrs/#x/s}
+      _gwtrace_otp[_gwtrace_depth]=${_gwtrace_otp[_gwtrace_depth]/#X/S}
+    fi
   fi
   if [[ -n ${TRACESTATE+x} ]]; then
     _gwtrace_attrs=${TRACESTATE@a}
-    [[ $_gwtrace_attrs == *x* ]] || _gwtrace_otsset[$1]=s
+    [[ $_gwtrace_attrs == *x* ]] || _gwtrace_ots[_gwtrace_depth]=s${_gwtrace_ots[_gwtrace_depth]:1}
   fi
   return 0
 }
@@ -455,15 +581,15 @@ _gwtrace_read_context() {
 }
 
 _gwtrace_init() {
-  local _gwtrace_up='' _gwtrace_now='' _gwtrace_nocase=0
+  local _gwtrace_upt='' _gwtrace_now='' _gwtrace_nocase=0
   if [[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0-9]* ]]; then
     _gwtrace_boot_us=$GWTRACE_BOOT_US
   elif [[ -z ${EPOCHREALTIME-} ]]; then
-    IFS= builtin read -r _gwtrace_up </proc/uptime || _gwtrace_up=''
-    _gwtrace_up=${_gwtrace_up%% *}
+    IFS= builtin read -r _gwtrace_upt </proc/uptime || _gwtrace_upt=''
+    _gwtrace_upt=${_gwtrace_upt%% *}
     builtin printf -v _gwtrace_now '%(%s)T' -1
-    if [[ $_gwtrace_up == [0-9]*.[0-9][0-9] && $_gwtrace_up != *[!0-9.]* ]]; then
-      _gwtrace_boot_us=$(( _gwtrace_now * 1000000 - 10#${_gwtrace_up/./} * 10000 ))
+    if [[ $_gwtrace_upt == [0-9]*.[0-9][0-9] && $_gwtrace_upt != *[!0-9.]* ]]; then
+      _gwtrace_boot_us=$(( _gwtrace_now * 1000000 - 10#${_gwtrace_upt/./} * 10000 ))
     fi
   fi
   (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && _gwtrace_attr_ok=1
@@ -474,16 +600,17 @@ _gwtrace_init() {
   fi
   _gwtrace_read_context
   (( _gwtrace_nocase )) && shopt -s nocasematch
-  _gwtrace_reseed
   _gwtrace_readonly_context
+  _gwtrace_newpfx
+  _gwtrace_logpath
   # Under `set -a` our functions and variables were exported: keep them out of children.
   if [[ -o allexport ]]; then
     _gwtrace_unexport
     builtin export -n -f trace_begin trace_end trace_event trace_attr trace_run \
-      _gwtrace_attrs _gwtrace_emit _gwtrace_esc _gwtrace_esc_name_state _gwtrace_export_attrs \
-      _gwtrace_init _gwtrace_is_hex _gwtrace_is_shell_code _gwtrace_now _gwtrace_off _gwtrace_rand64 \
-      _gwtrace_read_context _gwtrace_readonly_context _gwtrace_reseed _gwtrace_set_tracestate \
-      _gwtrace_shrink _gwtrace_skip _gwtrace_status_of _gwtrace_trace_id || :
+      _gwtrace_attrs _gwtrace_begin _gwtrace_emit _gwtrace_end _gwtrace_esc _gwtrace_export_attrs \
+      _gwtrace_init _gwtrace_is_hex _gwtrace_is_shell_code _gwtrace_logpath _gwtrace_newpfx _gwtrace_now \
+      _gwtrace_off _gwtrace_rand64 _gwtrace_read_context _gwtrace_readonly_context _gwtrace_rekey _gwtrace_reseed \
+      _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_skip _gwtrace_status_of _gwtrace_trace_id || :
   fi
   return 0
 }
