@@ -72,7 +72,7 @@ _gwtrace_base_fl=''
 _gwtrace_base_ts=''
 _gwtrace_rng=0          # splitmix64 state, seeded per process from the kernel
 _gwtrace_pid=''         # the $BASHPID the state and the span-id prefix belong to
-_gwtrace_pfx=''         # span ids: 12 random hex digits, then the counter (1000-9999)
+_gwtrace_pfx=''         # span ids: 12 random hex digits, then the counter (1001-9000)
 _gwtrace_boot_us=0      # wall-clock time of boot, for the bash < 5 clock
 _gwtrace_attr_ok=0      # 1 if ${var@a} exists (bash 4.4+)
 _gwtrace_ro_tp=0        # 1 if the host made TRACEPARENT readonly: leave it alone
@@ -81,6 +81,7 @@ _gwtrace_ksock=''       # the event log: GWTRACE_SOCKET and GWTRACE_DIR as last 
 _gwtrace_kdir=''        #   and the file they name ('' if none)
 _gwtrace_file=''
 _gwtrace_key=-          # what the fast paths compare (see _gwtrace_rekey)
+_gwtrace_ekey=-
 _gwtrace_tab=$'\t'
 _gwtrace_r=''           # scratch results of the helpers (avoids $(...) forks)
 _gwtrace_rcode=0
@@ -103,9 +104,9 @@ _gwtrace_clock=''
 # between any two commands); the line follows it.
 trace_begin() {
   local _gwtrace_rc=$?
-  if [[ ${1:+x}$# == x[1-4] && ${#1}${2+ + ${#2}}${3+ + ${#3}}${4+ + ${#4}} -lt 880 && ! -o allexport \
-        && "${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:$BASHPID${GWTRACE_SOCKET:+ S}${GWTRACE_SOCKET:- D${GWTRACE_DIR-}}" == "$_gwtrace_key" \
-        && ${_gwtrace_sp:+x}${TRACEPARENT+x}$_gwtrace_st$_gwtrace_fl == xx?[13579bdf] && $_gwtrace_ctr != 9999 ]] \
+  if [[ ${1:+x}$#${_gwtrace_sp:+x}${TRACEPARENT+x}$_gwtrace_st$_gwtrace_fl$_gwtrace_ctr == x[1-4]xx?[13579bdf][1-8]??? \
+        && ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:$BASHPID:${GWTRACE_SOCKET:-${GWTRACE_DIR-}} == $_gwtrace_key \
+        && ${#1}${2+ + ${#2}}${3+ + ${#3}}${4+ + ${#4}} -lt 880 && ! -o allexport ]] \
     && case ${@,,} in
          *[$'\\\t\n\r']*|*token*|*secret*|*passw*|*proxy*|*credential*|*cookie*|*authorization*|*apikey*|\
          *api_key*|*private_key*|*bearer\ *|*eyj*) false ;;
@@ -130,9 +131,10 @@ trace_begin() {
 # exported with no TRACESTATE, the span sampled.
 trace_end() {
   local _gwtrace_rc=$?
-  if [[ ( $# == 0 || ( $# == 1 && ( $1 == [0-9] || $1 == [1-9][0-9] || $1 == [1-9][0-9][0-9] ) ) ) && ! -o allexport \
-        && "${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:$BASHPID${GWTRACE_SOCKET:+ S}${GWTRACE_SOCKET:- D${GWTRACE_DIR-}}" == "$_gwtrace_key" \
-        && ${TRACEPARENT+x}$_gwtrace_fl == x?[13579bdf] && ${_gwtrace_otp[_gwtrace_depth]-} == x* ]]; then
+  if [[ ( $# == 0 || $#$1 == 1[0-9] || $#$1 == 1[1-9][0-9] || $#$1 == 1[1-9][0-9][0-9] ) \
+        && ${TRACEPARENT+x}$_gwtrace_fl${_gwtrace_otp[_gwtrace_depth]-} == x?[13579bdf]x* \
+        && ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:${GWTRACE_SOCKET:-${GWTRACE_DIR-}} == $_gwtrace_ekey \
+        && ! -o allexport ]]; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
     # (the separators in this line are TAB characters)
     builtin printf '%s\n' "gw1	E	${EPOCHREALTIME:-$_gwtrace_clock}	$BASHPID	$_gwtrace_tr	$_gwtrace_sp	${1:-$_gwtrace_rc}" >>"$_gwtrace_file" || :
@@ -217,7 +219,7 @@ _gwtrace_begin() {
   fi
   # The span id: a new process (a subshell inherits the prefix) or a counter
   # at its end draws a new prefix first.
-  if [[ $BASHPID != "$_gwtrace_pid" || $_gwtrace_ctr -ge 9999 ]]; then
+  if [[ $BASHPID != "$_gwtrace_pid" || $_gwtrace_ctr -ge 9000 ]]; then
     _gwtrace_newpfx
   fi
   _gwtrace_ctr+=1
@@ -307,7 +309,7 @@ _gwtrace_unexport() {
   builtin export -n _gwtrace_depth _gwtrace_ctr _gwtrace_tr _gwtrace_fl _gwtrace_st _gwtrace_sp \
     _gwtrace_rng _gwtrace_pid _gwtrace_pfx _gwtrace_r _gwtrace_rcode _gwtrace_clock _gwtrace_loaded \
     _gwtrace_base_tr _gwtrace_base_sp _gwtrace_base_fl _gwtrace_base_ts _gwtrace_boot_us _gwtrace_attr_ok \
-    _gwtrace_ro_tp _gwtrace_ro_ts _gwtrace_ksock _gwtrace_kdir _gwtrace_file _gwtrace_key _gwtrace_tab
+    _gwtrace_ro_tp _gwtrace_ro_ts _gwtrace_ksock _gwtrace_kdir _gwtrace_file _gwtrace_key _gwtrace_ekey _gwtrace_tab
   return 0
 }
 
@@ -382,7 +384,7 @@ _gwtrace_trace_id() {
 
 # _gwtrace_newpfx: a new span-id prefix, 12 random hex digits, and the
 # counter back to 1000: a span id is the prefix and the counter's 4 decimal
-# digits (decimal digits are hex digits; 1001-9999, so never all zero). A new
+# digits (decimal digits are hex digits; 1001-9000, so never all zero). A new
 # process (a subshell inherits the state) first reseeds the generator.
 # docs/design.md gives the collision probability.
 _gwtrace_newpfx() {
@@ -472,17 +474,22 @@ _gwtrace_logpath() {
   _gwtrace_rekey
 }
 
-# _gwtrace_rekey: the key the fast paths compare with what they see:
-# ":PID S<GWTRACE_SOCKET>" when GWTRACE_SOCKET is set, else ":PID D<GWTRACE_DIR>"
-# (the letter keeps the two apart), preceded by nothing, since
-# GWTRACE_DISABLED, OTEL_SDK_DISABLED and TRACESTATE must be unset or empty;
-# "-", which nothing matches, when there is no event log or TRACEPARENT is
-# readonly. PID is the process the span-id prefix was drawn for.
+# _gwtrace_rekey: the keys the fast paths compare with what they see:
+# ":PID:LOG" for trace_begin, ":LOG" for trace_end, where LOG is
+# GWTRACE_SOCKET, or GWTRACE_DIR if it is unset or empty, and PID the process
+# the span-id prefix was drawn for; preceded by nothing, since
+# GWTRACE_DISABLED, OTEL_SDK_DISABLED and TRACESTATE must be unset or empty.
+# (A GWTRACE_SOCKET set later to exactly the former GWTRACE_DIR string, not
+# a file:// URL, would go unnoticed: the events would still go to
+# GWTRACE_DIR/events.log.) The fast paths match the keys unquoted (a quoted
+# pattern costs twice as much), so a key with a glob character, or no event
+# log, or a readonly TRACEPARENT, is "-", which nothing matches: those cases
+# take the general paths.
 _gwtrace_rekey() {
-  if [[ -n $_gwtrace_file && $_gwtrace_ro_tp == 0 ]]; then
-    _gwtrace_key=":$_gwtrace_pid${_gwtrace_ksock:+ S}${_gwtrace_ksock:- D$_gwtrace_kdir}"
-  else
-    _gwtrace_key=-
+  _gwtrace_ekey=":${_gwtrace_ksock:-$_gwtrace_kdir}"
+  _gwtrace_key=":$_gwtrace_pid$_gwtrace_ekey"
+  if [[ -z $_gwtrace_file || $_gwtrace_ro_tp != 0 || $_gwtrace_key == *[][*?\\\(\)\|@!+]* ]]; then
+    _gwtrace_key=- _gwtrace_ekey=-
   fi
 }
 
