@@ -19,6 +19,10 @@
 
 _gwtrace_aextra=1
 _gwtrace_aux='' _gwtrace_auxpid='' _gwtrace_atrc=0 _gwtrace_aoneshot=''
+# shellcheck disable=SC2016
+_gwtrace_aexit_pre='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); _gwtrace_auto_exit_pre "$_" && : "$_"; } 2>&-'
+# shellcheck disable=SC2016
+_gwtrace_aexit_post='{ (( ++_gwtrace_abusy )); _gwtrace_auto_exit_post; } 2>&-'
 _gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset=''
 _gwtrace_asigs=()
 _gwtrace_ar='' _gwtrace_at=''
@@ -82,6 +86,14 @@ _gwtrace_auto_adopt() {
     [[ ${#span} -eq 16 && $span != *[!0-9a-f]* ]] || continue
     builtin printf '%s\n' "gw1${t}E${t}${_gwtrace_at}${t}$$${t}${tr}${t}${span}${t}0${t}process.exec=true" >>"$_gwtrace_alog" || :
   done
+}
+
+# The first half of the EXIT trap: returns the exit status, so that the
+# script's handler sees $? (and $_) as they were.
+_gwtrace_auto_exit_pre() {
+  [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_exit_shim
+  _gwtrace_abusy=0
+  return "$_gwtrace_aexit"
 }
 
 # Our EXIT trap, with the script's own handler (if any) between our two parts:

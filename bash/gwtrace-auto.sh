@@ -1,31 +1,31 @@
 # shellcheck shell=bash
 # gwtrace-auto.sh - tracing bash scripts without changing them (docs/shim.md).
-# `gwtrace run` points BASH_ENV here: every non-interactive bash below it
-# sources this file, so it is small (bash parses ~1 µs per 10 bytes). It opens
-# the script span and ends it from the EXIT trap; gwtrace-auto-fn.sh (function
-# and command spans) and gwtrace-auto-extra.sh (`trap`, exec, bash 4) are read
-# only by the shells that need them. Nothing is printed, every handler runs
-# with fd 2 closed (invisible to set -x), only _gwtrace_* names are used.
+# `gwtrace run` points BASH_ENV here: every bash below it reads this file, and
+# bash parses ~10 bytes a microsecond, so it holds only the script span and
+# the EXIT trap; gwtrace-auto-fn.sh (function and command spans) and
+# gwtrace-auto-extra.sh (the script's `trap`, exec, bash 4, escaping, a
+# BASH_ENV of the user's) are read by the shells that need them. Nothing is
+# printed, fd 2 is closed around everything (invisible to set -x), and only
+# _gwtrace_* names are used.
 
-{ [[ -z ${_gwtrace_auto_loaded-} ]] || return 0; } 2>&-
+# All of it in one group with fd 2 closed: a redirection costs system calls
+# (a dozen), and a VM's system calls cost microseconds each.
 {
-  _gwtrace_auto_loaded=1 _gwtrace_adir=${BASH_SOURCE[0]%/*} _gwtrace_alevel=0 _gwtrace_amain=$BASHPID
-  _gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
-  # The EXIT trap (with the script's own handler between the two lines, see
-  # gwtrace-auto-extra.sh): record the status, end the spans.
-  # shellcheck disable=SC2016
-  _gwtrace_aexit_pre='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); _gwtrace_auto_exit_pre "$_" && : "$_"; } 2>&-'
-  # shellcheck disable=SC2016
-  _gwtrace_aexit_post='{ (( ++_gwtrace_abusy )); _gwtrace_auto_exit_post; } 2>&-'
-} 2>&-
+[[ -z ${_gwtrace_auto_loaded-} ]] || return 0
+_gwtrace_auto_loaded=1 _gwtrace_adir=${BASH_SOURCE[0]%/*} _gwtrace_alevel=0 _gwtrace_amain=$BASHPID
+_gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
+# The EXIT trap: record the status, end the spans (the halves that go around
+# a handler of the script's own are in gwtrace-auto-extra.sh).
+# shellcheck disable=SC2016
+_gwtrace_aexit0='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); _gwtrace_auto_exit_post; } 2>&-'
 
 _gwtrace_auto_extra() {
   [[ -n ${_gwtrace_aextra-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-extra.sh"
 }
 
-# Level, event log, context (an invalid TRACEPARENT means a new trace), the
-# script span (name: the script's basename, or "bash -c"; its path as an
-# attribute, never its arguments), TRACEPARENT for the children, the EXIT trap.
+# Level, event log, context (an invalid TRACEPARENT: a new trace), the script
+# span (the script's basename or "bash -c"; its path, never its arguments),
+# TRACEPARENT for the children, the EXIT trap.
 _gwtrace_auto_init() {
   local tp=${TRACEPARENT-} u name=${0##*/} path='' remote=1 t=$'\t'
   [[ ${GWTRACE_DISABLED-} != 1 && ${OTEL_SDK_DISABLED-} != [Tt][Rr][Uu][Ee] ]] || return 0
@@ -61,22 +61,14 @@ _gwtrace_auto_init() {
   _gwtrace_asp0=${u:0:16} _gwtrace_aotp0=${TRACEPARENT-} _gwtrace_aotpset0=${TRACEPARENT+1}
   builtin printf '%s\n' "gw1${t}B${t}${_gwtrace_at:-$EPOCHREALTIME}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_asp0}${t}${_gwtrace_abase:--}${t}${remote}${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}${t}gwtrace.kind=script${t}process.pid=$$${path}" >>"$_gwtrace_alog" || :
   builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr,$_gwtrace_asp0" TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_asp0-$_gwtrace_afl" || :
-  builtin trap -- "$_gwtrace_aexit_pre"$'\n'"$_gwtrace_aexit_post" EXIT
+  builtin trap -- "$_gwtrace_aexit0" EXIT
   if (( _gwtrace_alevel >= 2 )); then
     # shellcheck source=gwtrace-auto-fn.sh
     builtin source "$_gwtrace_adir/gwtrace-auto-fn.sh" || _gwtrace_alevel=1
   fi
 }
 
-# The first half of the EXIT trap: returns the exit status, so that the
-# script's handler sees $? (and $_) as they were.
-_gwtrace_auto_exit_pre() {
-  [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_exit_shim
-  _gwtrace_abusy=0
-  return "$_gwtrace_aexit"
-}
-
-# The second half: end the spans this process opened.
+# The end of the EXIT trap: end the spans this process opened.
 _gwtrace_auto_exit_post() {
   local t=$'\t'
   [[ -n $_gwtrace_aexit ]] || return 0
@@ -90,7 +82,7 @@ _gwtrace_auto_exit_post() {
   _gwtrace_aexit=''
 }
 
-{ _gwtrace_auto_init; } 2>&-
+_gwtrace_auto_init
 
 # The script's `trap`: gwtrace-auto-extra.sh has its emulation. Every command
 # here runs in a group with fd 2 closed (invisible to set -x); fd 203 carries
@@ -108,14 +100,13 @@ trap() {
     builtin trap -- "$_gwtrace_aoneshot" DEBUG    # last: nothing of ours runs after it
   } 2>&-
 }
-{ (( _gwtrace_alevel > 0 )) || builtin unset -f trap; } 2>&-
-
-# The BASH_ENV the user had (GWTRACE_AUTO_BASH_ENV), expanded as bash expands
-# BASH_ENV, sourced with the script's stderr but no trace of `source` itself.
-{
-  _gwtrace_abenv=${GWTRACE_AUTO_BASH_ENV-} _gwtrace_adone=''
-  [[ $_gwtrace_abenv != *[\$\`]* ]] || builtin eval "_gwtrace_abenv=\"$_gwtrace_abenv\""
-  [[ -f $_gwtrace_abenv && ! $_gwtrace_abenv -ef ${BASH_SOURCE[0]} ]] || _gwtrace_abenv=''
+(( _gwtrace_alevel > 0 )) || builtin unset -f trap
+[[ -n ${GWTRACE_AUTO_BASH_ENV-} ]] || return 0
 } 2>&-
-{ [[ -z $_gwtrace_abenv ]] || { _gwtrace_adone=1; builtin source "$_gwtrace_abenv" 2>&203 203>&-; }; } 203>&2 2>&-
-{ [[ -z $_gwtrace_abenv || -n $_gwtrace_adone ]] || builtin source "$_gwtrace_abenv"; } 2>&-
+
+# The user's own BASH_ENV, if `gwtrace run` found one (with the script's
+# stderr if it has one).
+# shellcheck source=gwtrace-auto-benv.sh
+{ [[ -z ${GWTRACE_AUTO_BASH_ENV-} ]] || { _gwtrace_abenvfd=203; builtin source "$_gwtrace_adir/gwtrace-auto-benv.sh"; }; } 203>&2 2>&-
+# shellcheck source=gwtrace-auto-benv.sh
+{ [[ -z ${GWTRACE_AUTO_BASH_ENV-} || -n ${_gwtrace_adone-} ]] || { _gwtrace_abenvfd=-; builtin source "$_gwtrace_adir/gwtrace-auto-benv.sh"; }; } 2>&-

@@ -1,10 +1,11 @@
 """bash -> event log -> sidecar -> OTLP/HTTP, decoded with opentelemetry-proto."""
 
+import os
 import subprocess
 import sys
 from pathlib import Path
 
-from conftest import GWTRACE, LIB, clean_env, run_bash
+from conftest import GWTRACE, LIB, Sidecar, clean_env, run_bash
 
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
@@ -166,6 +167,21 @@ def test_open_spans_are_ended_incomplete_at_stop(sidecar, receiver):
     for s in spans:
         assert s.status_code == Status.STATUS_CODE_ERROR and s.attributes["gwtrace.incomplete"] is True
     assert receiver.by_name("inner").events[0][0] == "started"
+
+
+def _nice(pid: int) -> int:
+    with open(f"/proc/{pid}/stat") as f:
+        return int(f.read().rsplit(")", 1)[1].split()[16])
+
+
+def test_the_sidecar_yields_the_cpu_to_the_payload(sidecar, tmp_path):
+    env = sidecar.start()
+    assert _nice(int(env["GWTRACE_SIDECAR_PID"])) == _nice(os.getpid()) + 10
+    sidecar.stop()
+    kept = Sidecar(tmp_path / "kept", dict(sidecar.env, GWTRACE_SIDECAR_NICE="0"))
+    env = kept.start()
+    assert _nice(int(env["GWTRACE_SIDECAR_PID"])) == _nice(os.getpid())
+    kept.stop()
 
 
 def test_status_counts_everything_and_prints_zero_as_zero(sidecar, receiver):

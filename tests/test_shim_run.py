@@ -161,6 +161,16 @@ def test_the_users_bash_env_still_runs(sidecar, receiver, tmp_path: Path) -> Non
     assert names.count("greet") == 2 and names.count("source bashenv.sh") == 2
 
 
+def test_the_users_bash_env_keeps_its_stderr_and_runs_without_one(sidecar, receiver, tmp_path: Path) -> None:
+    user_env = tmp_path / "bashenv.sh"
+    user_env.write_text("echo 'from BASH_ENV' >&2\nGREETING=hello\n")
+    env = dict(sidecar.start(), BASH_ENV=str(user_env))
+    out = run(["run", "--level", "scripts", "--", "bash", "-c", "echo $GREETING"], env)
+    assert (out.stdout, out.stderr) == (b"hello\n", b"from BASH_ENV\n")
+    closed = run(["run", "--level", "scripts", "--", "bash", "-c", "bash -c 'echo $GREETING' 2>&-"], env)
+    assert (closed.stdout, closed.returncode) == (b"hello\n", 0), closed.stderr
+
+
 def test_a_running_sidecar_is_reused(sidecar, receiver, tmp_path: Path) -> None:
     tmp = tmp_path / "tmp"
     tmp.mkdir()

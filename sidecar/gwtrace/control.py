@@ -151,6 +151,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     # Spans, events and their dicts are acyclic and short-lived: collecting
     # cycles every 700 allocations costs the sidecar ~15% of its throughput.
     gc.set_threshold(50_000, 20, 20)
+    _lower_priority()
     spool = _open_spool(directory)
     resource = build_resource(glidein_config or os.environ.get("GLIDEIN_CONFIG"))
     stop_timeout = _float_env("GWTRACE_STOP_TIMEOUT", 10.0)
@@ -283,6 +284,22 @@ def _open_spool(directory: str) -> Spool:
         return Spool(directory)
     except (SpoolError, OSError) as exc:
         raise ControlError(str(exc)) from None
+
+
+def _lower_priority() -> None:
+    """On a worker node the CPUs belong to the pilot's payload: the sidecar
+    runs at nice 10 (GWTRACE_SIDECAR_NICE, 0 to keep the starter's), so that
+    on a busy node it takes what the job leaves and only lags behind
+    (it never drops: the event log is its queue)."""
+    try:
+        increment = int(os.environ.get("GWTRACE_SIDECAR_NICE", "") or 10)
+    except ValueError:
+        increment = 10
+    if increment > 0:
+        try:
+            os.nice(increment)
+        except OSError as exc:
+            log.warning("cannot lower the sidecar's priority: %s", exc)
 
 
 def _float_env(name: str, default: float) -> float:

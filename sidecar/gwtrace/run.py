@@ -28,8 +28,8 @@ from .protocol import escape, format_event, is_hex_id
 LEVELS = ("scripts", "functions", "commands")
 DEFAULT_LEVEL = "functions"
 AUTO_LIB = "gwtrace-auto.sh"
-#: gwtrace-auto.sh loads the other two from its own directory when needed.
-AUTO_LIBS = (AUTO_LIB, "gwtrace-auto-fn.sh", "gwtrace-auto-extra.sh")
+#: gwtrace-auto.sh loads the others from its own directory when needed.
+AUTO_LIBS = (AUTO_LIB, "gwtrace-auto-fn.sh", "gwtrace-auto-extra.sh", "gwtrace-auto-benv.sh")
 
 #: Signals passed on to CMD. Keyboard signals (INT, QUIT) and HUP reach CMD
 #: directly when we share a terminal's foreground process group; sending them
