@@ -62,10 +62,11 @@ _gwtrace_fl=''          # their W3C trace flags (2 hex)
 _gwtrace_st=''          # their tracestate ('' if none)
 _gwtrace_sp=''          # the innermost span id (16 hex), '' when none is open
 _gwtrace_up=()          # per level: the parent's span id ('' for level 1)
-_gwtrace_otp=()         # per level: TRACEPARENT before the span: x<value> (set,
-                        #   exported), s<value> (set only) or u (unset); the letter
-                        #   is upper case when TRACESTATE was set too
+_gwtrace_otp=()         # per level: TRACEPARENT before the span ('' if unset)
 _gwtrace_ots=()         # per level: TRACESTATE before the span, x<value>/s<value>
+_gwtrace_mk=''          # one letter per level (the innermost last): TRACEPARENT
+                        #   before it was x: set and exported, s: set only, u: unset;
+                        #   y, t, v: the same, and TRACESTATE was set too
 _gwtrace_base_tr=''     # incoming context, read from TRACEPARENT when sourced
 _gwtrace_base_sp=''
 _gwtrace_base_fl=''
@@ -104,17 +105,18 @@ _gwtrace_clock=''
 # between any two commands); the line follows it.
 trace_begin() {
   local _gwtrace_rc=$?
+  # shellcheck disable=SC2053  # the key is glob-free (_gwtrace_rekey)
   if [[ ${1:+x}$#${_gwtrace_sp:+x}${TRACEPARENT+x}$_gwtrace_st$_gwtrace_fl$_gwtrace_ctr == x[1-4]xx?[13579bdf][1-8]??? \
         && ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:$BASHPID:${GWTRACE_SOCKET:-${GWTRACE_DIR-}} == $_gwtrace_key \
         && ${#1}${2+ + ${#2}}${3+ + ${#3}}${4+ + ${#4}} -lt 880 && ! -o allexport ]] \
-    && case ${@,,} in
-         *[$'\\\t\n\r']*|*token*|*secret*|*passw*|*proxy*|*credential*|*cookie*|*authorization*|*apikey*|\
-         *api_key*|*private_key*|*bearer\ *|*eyj*) false ;;
+    && case ${EPOCHREALTIME:-@}${@,,} in
+         *[$'\\\t\n\r']*|*token*|*secret*|*passw*|*proxy*|*credential*|*cookie*|*authorization*|*api[k_]*|\
+         *private_key*|*bearer\ *|*eyj*) false ;;
+         @*) _gwtrace_now ;;     # no EPOCHREALTIME (bash < 5): the clock
        esac
   then
-    _gwtrace_depth+=1 _gwtrace_ctr+=1 _gwtrace_up[_gwtrace_depth]=$_gwtrace_sp _gwtrace_otp[_gwtrace_depth]=x$TRACEPARENT \
-      _gwtrace_sp=$_gwtrace_pfx$_gwtrace_ctr TRACEPARENT=00-$_gwtrace_tr-$_gwtrace_pfx$_gwtrace_ctr-$_gwtrace_fl
-    [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
+    _gwtrace_depth+=1 _gwtrace_ctr+=1 _gwtrace_up[_gwtrace_depth]=$_gwtrace_sp _gwtrace_otp[_gwtrace_depth]=$TRACEPARENT \
+      _gwtrace_mk+=x _gwtrace_sp=$_gwtrace_pfx$_gwtrace_ctr TRACEPARENT=00-$_gwtrace_tr-$_gwtrace_pfx$_gwtrace_ctr-$_gwtrace_fl
     # (the separators in this line are TAB characters)
     builtin printf '%s\n' "gw1	B	${EPOCHREALTIME:-$_gwtrace_clock}	$BASHPID	$_gwtrace_tr	$_gwtrace_sp	${_gwtrace_up[_gwtrace_depth]}	0	$_gwtrace_fl	-	$1${2+	$2}${3+	$3}${4+	$4}" >>"$_gwtrace_file" || :
   else
@@ -131,14 +133,16 @@ trace_begin() {
 # exported with no TRACESTATE, the span sampled.
 trace_end() {
   local _gwtrace_rc=$?
+  # shellcheck disable=SC2053  # the key is glob-free (_gwtrace_rekey)
   if [[ ( $# == 0 || $#$1 == 1[0-9] || $#$1 == 1[1-9][0-9] || $#$1 == 1[1-9][0-9][0-9] ) \
-        && ${TRACEPARENT+x}$_gwtrace_fl${_gwtrace_otp[_gwtrace_depth]-} == x?[13579bdf]x* \
+        && ${TRACEPARENT+x}$_gwtrace_fl$_gwtrace_mk == x?[13579bdf]*x \
         && ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:${GWTRACE_SOCKET:-${GWTRACE_DIR-}} == $_gwtrace_ekey \
         && ! -o allexport ]]; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
     # (the separators in this line are TAB characters)
     builtin printf '%s\n' "gw1	E	${EPOCHREALTIME:-$_gwtrace_clock}	$BASHPID	$_gwtrace_tr	$_gwtrace_sp	${1:-$_gwtrace_rc}" >>"$_gwtrace_file" || :
-    _gwtrace_sp=${_gwtrace_up[_gwtrace_depth]} TRACEPARENT=${_gwtrace_otp[_gwtrace_depth]#x} _gwtrace_depth+=-1
+    _gwtrace_sp=${_gwtrace_up[_gwtrace_depth]} TRACEPARENT=${_gwtrace_otp[_gwtrace_depth]} _gwtrace_mk=${_gwtrace_mk%?} \
+      _gwtrace_depth+=-1
     [[ -o errexit ]] && return 0
     return "${1:-$_gwtrace_rc}"
   fi
@@ -233,13 +237,18 @@ _gwtrace_begin() {
     _gwtrace_trace_id
     _gwtrace_trace=$_gwtrace_r _gwtrace_parent=- _gwtrace_flags=01 _gwtrace_state=''
   fi
-  # Push the span, remembering the TRACEPARENT/TRACESTATE it hides (an upper
-  # case letter: TRACESTATE was set, and is to be given back too).
-  _gwtrace_m=${TRACEPARENT+x}
-  _gwtrace_m=${_gwtrace_m:-u}
-  [[ -n ${TRACESTATE+x} ]] && _gwtrace_m=${_gwtrace_m^}
+  # Push the span, remembering the TRACEPARENT/TRACESTATE it hides (the
+  # letter in _gwtrace_mk says how to give them back).
+  if [[ -n ${TRACESTATE+x} ]]; then
+    _gwtrace_m=${TRACEPARENT+y}
+    _gwtrace_m=${_gwtrace_m:-v}
+  else
+    _gwtrace_m=${TRACEPARENT+x}
+    _gwtrace_m=${_gwtrace_m:-u}
+  fi
   _gwtrace_depth+=1
-  _gwtrace_up[_gwtrace_depth]=$_gwtrace_sp _gwtrace_otp[_gwtrace_depth]=$_gwtrace_m${TRACEPARENT-} _gwtrace_ots[_gwtrace_depth]=${TRACESTATE+x}${TRACESTATE-} \
+  _gwtrace_up[_gwtrace_depth]=$_gwtrace_sp _gwtrace_otp[_gwtrace_depth]=${TRACEPARENT-} _gwtrace_mk+=$_gwtrace_m \
+    _gwtrace_ots[_gwtrace_depth]=${TRACESTATE+x}${TRACESTATE-} \
     _gwtrace_tr=$_gwtrace_trace _gwtrace_fl=$_gwtrace_flags _gwtrace_st=$_gwtrace_state _gwtrace_sp=$_gwtrace_span
   # Inner spans hide a TRACEPARENT the library exported itself; only the
   # outermost one can hide a value the host set without exporting.
@@ -287,14 +296,14 @@ _gwtrace_end() {
     _gwtrace_emit
   fi
   # Pop the span and give back the TRACEPARENT/TRACESTATE it hid.
-  _gwtrace_m=${_gwtrace_otp[_gwtrace_depth]}
-  _gwtrace_sp=${_gwtrace_up[_gwtrace_depth]} _gwtrace_depth+=-1
+  _gwtrace_m=${_gwtrace_mk:${#_gwtrace_mk}-1}
+  _gwtrace_sp=${_gwtrace_up[_gwtrace_depth]} _gwtrace_mk=${_gwtrace_mk%?} _gwtrace_depth+=-1
   (( _gwtrace_ro_tp )) || case $_gwtrace_m in
-    [xX]*) builtin export TRACEPARENT="${_gwtrace_m:1}" ;;
-    [sS]*) TRACEPARENT=${_gwtrace_m:1}; builtin export -n TRACEPARENT ;;
+    [xy]) builtin export TRACEPARENT="${_gwtrace_otp[_gwtrace_depth+1]}" ;;
+    [st]) TRACEPARENT=${_gwtrace_otp[_gwtrace_depth+1]}; builtin export -n TRACEPARENT ;;
     *) builtin unset TRACEPARENT ;;
   esac
-  if [[ $_gwtrace_m == [XSU]* ]]; then
+  if [[ $_gwtrace_m == [ytv] ]]; then
     _gwtrace_m=${_gwtrace_ots[_gwtrace_depth+1]}
     _gwtrace_set_tracestate "${_gwtrace_m:1}" "${_gwtrace_m:0:1}"
   elif [[ -n ${TRACESTATE+x} ]]; then
@@ -306,7 +315,7 @@ _gwtrace_end() {
 
 # Under `set -a` every assignment exports: keep the state out of children.
 _gwtrace_unexport() {
-  builtin export -n _gwtrace_depth _gwtrace_ctr _gwtrace_tr _gwtrace_fl _gwtrace_st _gwtrace_sp \
+  builtin export -n _gwtrace_depth _gwtrace_ctr _gwtrace_tr _gwtrace_fl _gwtrace_st _gwtrace_sp _gwtrace_mk \
     _gwtrace_rng _gwtrace_pid _gwtrace_pfx _gwtrace_r _gwtrace_rcode _gwtrace_clock _gwtrace_loaded \
     _gwtrace_base_tr _gwtrace_base_sp _gwtrace_base_fl _gwtrace_base_ts _gwtrace_boot_us _gwtrace_attr_ok \
     _gwtrace_ro_tp _gwtrace_ro_ts _gwtrace_ksock _gwtrace_kdir _gwtrace_file _gwtrace_key _gwtrace_ekey _gwtrace_tab
@@ -538,17 +547,17 @@ _gwtrace_readonly_context() {
   return 0
 }
 
-# _gwtrace_export_attrs: for the outermost span, just pushed, record "s"
-# (set, not exported) instead of "x" for the TRACEPARENT and TRACESTATE it
-# hides (bash 4.4+: ${var@a}; called before they change).
+# _gwtrace_export_attrs: for the outermost span, just pushed, record "set,
+# not exported" (s or t in _gwtrace_mk, s in _gwtrace_ots) for the
+# TRACEPARENT and TRACESTATE it hides (bash 4.4+: ${var@a}; called before
+# they change).
 _gwtrace_export_attrs() {
   local _gwtrace_attrs
   if [[ -n ${TRACEPARENT+x} ]]; then
     _gwtrace_attrs=${TRACEPARENT@a}
     if [[ $_gwtrace_attrs != *x* ]]; then
-      _gwtrace_attrs=${_gwtrace_otp[_gwtrace_depth]}
-      _gwtrace_otp[_gwtrace_depth]=${_gwtrace_attrs/#x/s}
-      _gwtrace_otp[_gwtrace_depth]=${_gwtrace_otp[_gwtrace_depth]/#X/S}
+      _gwtrace_mk=${_gwtrace_mk%?}
+      if [[ -n ${TRACESTATE+x} ]]; then _gwtrace_mk+=t; else _gwtrace_mk+=s; fi
     fi
   fi
   if [[ -n ${TRACESTATE+x} ]]; then
