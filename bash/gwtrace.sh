@@ -61,7 +61,8 @@ _gwtrace_tr=''          # trace id (32 hex) of the open spans
 _gwtrace_fl=''          # their W3C trace flags (2 hex)
 _gwtrace_st=''          # their tracestate ('' if none)
 _gwtrace_sp=''          # the innermost span id (16 hex), '' when none is open
-_gwtrace_up=()          # per level: the parent's span id ('' for level 1)
+_gwtrace_pa=''          # the id of its parent in this shell ('' for level 1)
+_gwtrace_up=()          # per level: _gwtrace_pa before the span was pushed
 _gwtrace_otp=()         # per level: TRACEPARENT before the span ('' if unset)
 _gwtrace_ots=()         # per level: TRACESTATE before the span, x<value>/s<value>
 _gwtrace_mk=''          # one letter per level (the innermost last): TRACEPARENT
@@ -115,10 +116,12 @@ trace_begin() {
          @*) _gwtrace_now ;;     # no EPOCHREALTIME (bash < 5): the clock
        esac
   then
-    _gwtrace_depth+=1 _gwtrace_ctr+=1 _gwtrace_up[_gwtrace_depth]=$_gwtrace_sp _gwtrace_otp[_gwtrace_depth]=$TRACEPARENT \
-      _gwtrace_mk+=x _gwtrace_sp=$_gwtrace_pfx$_gwtrace_ctr TRACEPARENT=00-$_gwtrace_tr-$_gwtrace_pfx$_gwtrace_ctr-$_gwtrace_fl
-    # (the separators in this line are TAB characters)
-    builtin printf '%s\n' "gw1	B	${EPOCHREALTIME:-$_gwtrace_clock}	$BASHPID	$_gwtrace_tr	$_gwtrace_sp	${_gwtrace_up[_gwtrace_depth]}	0	$_gwtrace_fl	-	$1${2+	$2}${3+	$3}${4+	$4}" >>"$_gwtrace_file" || :
+    _gwtrace_depth+=1 _gwtrace_ctr+=1 _gwtrace_up[_gwtrace_depth]=$_gwtrace_pa _gwtrace_otp[_gwtrace_depth]=$TRACEPARENT \
+      _gwtrace_mk+=x _gwtrace_pa=$_gwtrace_sp _gwtrace_sp=$_gwtrace_pfx$_gwtrace_ctr \
+      TRACEPARENT=00-$_gwtrace_tr-$_gwtrace_pfx$_gwtrace_ctr-$_gwtrace_fl
+    # (the separators in this line are TAB characters; `!`: a failed write is
+    # not an error for `set -e`, as `|| :` would do, at a lower cost)
+    ! builtin printf '%s\n' "gw1	B	${EPOCHREALTIME:-$_gwtrace_clock}	$BASHPID	$_gwtrace_tr	$_gwtrace_sp	$_gwtrace_pa	0	$_gwtrace_fl	-	$1${2+	$2}${3+	$3}${4+	$4}" >>"$_gwtrace_file"
   else
     _gwtrace_begin ${1+"$@"}
   fi
@@ -139,10 +142,11 @@ trace_end() {
         && ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:${GWTRACE_SOCKET:-${GWTRACE_DIR-}} == $_gwtrace_ekey \
         && ! -o allexport ]]; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
-    # (the separators in this line are TAB characters)
-    builtin printf '%s\n' "gw1	E	${EPOCHREALTIME:-$_gwtrace_clock}	$BASHPID	$_gwtrace_tr	$_gwtrace_sp	${1:-$_gwtrace_rc}" >>"$_gwtrace_file" || :
-    _gwtrace_sp=${_gwtrace_up[_gwtrace_depth]} TRACEPARENT=${_gwtrace_otp[_gwtrace_depth]} _gwtrace_mk=${_gwtrace_mk%?} \
-      _gwtrace_depth+=-1
+    # (the separators in this line are TAB characters; `!`: a failed write is
+    # not an error for `set -e`, as `|| :` would do, at a lower cost)
+    ! builtin printf '%s\n' "gw1	E	${EPOCHREALTIME:-$_gwtrace_clock}	$BASHPID	$_gwtrace_tr	$_gwtrace_sp	${1:-$_gwtrace_rc}" >>"$_gwtrace_file"
+    _gwtrace_sp=$_gwtrace_pa _gwtrace_pa=${_gwtrace_up[_gwtrace_depth]} TRACEPARENT=${_gwtrace_otp[_gwtrace_depth]} \
+      _gwtrace_mk=${_gwtrace_mk%?} _gwtrace_depth+=-1
     [[ -o errexit ]] && return 0
     return "${1:-$_gwtrace_rc}"
   fi
@@ -247,7 +251,7 @@ _gwtrace_begin() {
     _gwtrace_m=${_gwtrace_m:-u}
   fi
   _gwtrace_depth+=1
-  _gwtrace_up[_gwtrace_depth]=$_gwtrace_sp _gwtrace_otp[_gwtrace_depth]=${TRACEPARENT-} _gwtrace_mk+=$_gwtrace_m \
+  _gwtrace_up[_gwtrace_depth]=$_gwtrace_pa _gwtrace_pa=$_gwtrace_sp _gwtrace_otp[_gwtrace_depth]=${TRACEPARENT-} _gwtrace_mk+=$_gwtrace_m \
     _gwtrace_ots[_gwtrace_depth]=${TRACESTATE+x}${TRACESTATE-} \
     _gwtrace_tr=$_gwtrace_trace _gwtrace_fl=$_gwtrace_flags _gwtrace_st=$_gwtrace_state _gwtrace_sp=$_gwtrace_span
   # Inner spans hide a TRACEPARENT the library exported itself; only the
@@ -297,7 +301,7 @@ _gwtrace_end() {
   fi
   # Pop the span and give back the TRACEPARENT/TRACESTATE it hid.
   _gwtrace_m=${_gwtrace_mk:${#_gwtrace_mk}-1}
-  _gwtrace_sp=${_gwtrace_up[_gwtrace_depth]} _gwtrace_mk=${_gwtrace_mk%?} _gwtrace_depth+=-1
+  _gwtrace_sp=$_gwtrace_pa _gwtrace_pa=${_gwtrace_up[_gwtrace_depth]} _gwtrace_mk=${_gwtrace_mk%?} _gwtrace_depth+=-1
   (( _gwtrace_ro_tp )) || case $_gwtrace_m in
     [xy]) builtin export TRACEPARENT="${_gwtrace_otp[_gwtrace_depth+1]}" ;;
     [st]) TRACEPARENT=${_gwtrace_otp[_gwtrace_depth+1]}; builtin export -n TRACEPARENT ;;
@@ -315,7 +319,7 @@ _gwtrace_end() {
 
 # Under `set -a` every assignment exports: keep the state out of children.
 _gwtrace_unexport() {
-  builtin export -n _gwtrace_depth _gwtrace_ctr _gwtrace_tr _gwtrace_fl _gwtrace_st _gwtrace_sp _gwtrace_mk \
+  builtin export -n _gwtrace_depth _gwtrace_ctr _gwtrace_tr _gwtrace_fl _gwtrace_st _gwtrace_sp _gwtrace_pa _gwtrace_mk \
     _gwtrace_rng _gwtrace_pid _gwtrace_pfx _gwtrace_r _gwtrace_rcode _gwtrace_clock _gwtrace_loaded \
     _gwtrace_base_tr _gwtrace_base_sp _gwtrace_base_fl _gwtrace_base_ts _gwtrace_boot_us _gwtrace_attr_ok \
     _gwtrace_ro_tp _gwtrace_ro_ts _gwtrace_ksock _gwtrace_kdir _gwtrace_file _gwtrace_key _gwtrace_ekey _gwtrace_tab
