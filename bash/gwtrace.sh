@@ -41,9 +41,9 @@
 #
 # Re-entrancy: a trap handler may call trace_* between any two commands of
 # another trace_* call. State that must survive from one command to the next
-# is therefore local (the span id is taken, prefix and counter together, in
-# the `local` command itself); the globals are the span stack, updated in one
-# command per call, and caches.
+# is therefore local ($? to give back), and each fast path takes its span id,
+# pushes or pops in one command; a handler that ends what it begins leaves
+# the stack as it found it.
 
 # Loaded already in this shell (or the shell it was forked from)? The flag is
 # never exported, so a child process started under `set -a` loads afresh.
