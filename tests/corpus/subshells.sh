@@ -20,6 +20,7 @@ echo "x=$x"
 echo "subshell status=$?"
 nested
 twice
+: "a function span ends at the caller's next simple command; the loop's < <(...) starts before one (docs/shim.md, Limits)"
 while read -r line; do echo "read: $line"; done < <(get three)
 read -r z <<<"$(get four)"
 echo "z=$z"
