@@ -106,15 +106,19 @@ def test_bad_input_is_counted_and_skipped(sidecar, receiver):
         f"gw1\tB\t1\t1\t{t.upper()}\t{s}\t-\t0\t01\t-\tbad".encode(),   # bad id
         f"gw1\tE\t1\t1\t{t}\t{s}\t0".encode(),                 # end without begin
         f"gw1\tA\t1\t1\t{t}\t{s}\tk=v".encode(),               # unknown span
+        f"gw1\tB\t1\t1\t{t}\t{s}\t-\t0\t01\t-\tsq".encode(),
+        f"gw1\tE\t2\t1\t{t}\t{s}\t\u00b2".encode(),               # a digit int() refuses: once fatal
+        f"gw1\tE\t2\t1\t{t}\t{s}\t{'9' * 30}".encode(),          # no int64
+        f"gw1\tE\t3\t1\t{t}\t{s}\t0".encode(),
     ]
     with open(sidecar.dir / "events.log", "ab") as f:
         for line in junk:
             f.write(line + b"\n")
     run_bash(spans_script(5), env)
     sidecar.stop()
-    assert_exactly(receiver, [f"s{i}" for i in range(5)])
+    assert_exactly(receiver, [f"s{i}" for i in range(5)] + ["sq"])
     st = sidecar.status()
-    assert st["events_malformed"] == "4"
+    assert st["events_malformed"] == "6"
     assert st["events_unknown_span"] == "2"
 
 

@@ -100,3 +100,80 @@ def test_bad_timestamps(ts):
 def test_names_stay_text_even_when_they_look_typed():
     ev = parse_line(begin("process.executable.name=true", "service.name=8", "flag=true"))
     assert ev.attributes == (("process.executable.name", "true"), ("service.name", "8"), ("flag", True))
+
+
+@pytest.mark.parametrize("status", ["\u00b2", "\u0663", "9" * 19, "1" * 5000, "-1", "0x1", " 0"])
+def test_exit_codes_are_ascii_and_fit_an_int64(status):
+    # "²".isdigit() is true but int("²") raises: such a status once reached
+    # the assembler and stopped the sidecar.
+    with pytest.raises(ProtocolError, match="bad status"):
+        parse_line("\t".join(["gw1", "E", "1", "1", T, S, status]).encode())
+    assert parse_line("\t".join(["gw1", "E", "1", "1", T, S, "9" * 18]).encode()).status == "9" * 18
+
+
+def test_numbers_are_ascii_digits():
+    for ts, pid in (("\u0661\u0662", "1"), ("1", "\u0663")):
+        with pytest.raises(ProtocolError):
+            parse_line("\t".join(["gw1", "A", ts, pid, T, S]).encode())
+
+
+def _variants():
+    """Valid lines of every kind and shape, then deterministic mutations of them."""
+    import random
+
+    ts_forms = ["1700000000.123456", "1700000000,5", "1700000000123456", "0"]
+    bases = []
+    for ts in ts_forms:
+        bases += [
+            f"gw1\tB\t{ts}\t42\t{T}\t{S}\t-\t0\t01\t-\tname",
+            f"gw1\tB\t{ts}\t42\t{T}\t{S}\t{P}\t1\t01\trojo=1,congo=t61rcWkgMzE\tname\\twith\\\\esc\tk=v\tflag\tn=8",
+            f"gw1\tB\t{ts}\t42\t{T}\t{S}\t{P}\tx\tff\t-\t\tk\\=1=\\tv\t=nokey\t",
+            f"gw1\tE\t{ts}\t42\t{T}\t{S}\t0",
+            f"gw1\tE\t{ts}\t42\t{T}\t{S}\terror:disk\\tfull\tk=-3\tz=08\t",
+            f"gw1\tE\t{ts}\t42\t{T}\t{S}\tok\t\t",
+            f"gw1\tV\t{ts}\t42\t{T}\t{S}\tdisk ok\tfree_gb=120\tb=true\tc=false",
+            f"gw1\tV\t{ts}\t42\t{T}\t{S}\t\tk=v",
+            f"gw1\tV\t{ts}\t42\t{T}\t{S}\t",
+            f"gw1\tA\t{ts}\t42\t{T}\t{S}",
+            f"gw1\tA\t{ts}\t42\t{T}\t{S}\t",
+            f"gw1\tA\t{ts}\t42\t{T}\t{S}\tprocess.executable.name=true\tx.name=8\th=héllo ✓",
+        ]
+    rng = random.Random(1234)
+    alphabet = ["\t", "\\", "=", "0", "1", "a", "f", "-", ".", ",", "g", "é", "\r", " ", "B", "E", ":"]
+    out = list(bases)
+    for _ in range(10000):
+        line = rng.choice(bases)
+        for _ in range(rng.choice((1, 1, 1, 2, 3))):
+            i = rng.randrange(len(line) + 1)
+            op = rng.randrange(4)
+            if op == 0:
+                line = line[:i] + line[i + 1:]
+            elif op == 1:
+                line = line[:i] + rng.choice(alphabet) + line[i:]
+            elif op == 2:
+                line = line[:i] + rng.choice(alphabet) + line[i + 1:]
+            else:
+                line = line[:i]
+        out.append(line)
+    return out
+
+
+def test_fast_line_forms_agree_with_the_field_by_field_parser():
+    # parse_line matches whole well-formed lines with one regex per kind and
+    # falls back to _parse_fields for anything else: on every input both must
+    # give the same event, or both reject it.
+    from gwtrace.protocol import _parse_fields
+
+    accepted = 0
+    for text in _variants():
+        try:
+            expected = _parse_fields(text)
+        except ProtocolError:
+            expected = None
+        try:
+            got = parse_line(text.encode())
+        except ProtocolError:
+            got = None
+        assert got == expected, text
+        accepted += expected is not None
+    assert accepted > 1000          # the mutations still exercise the accepting paths

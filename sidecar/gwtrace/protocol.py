@@ -29,6 +29,7 @@ AttrValue = Union[str, int, bool]
 
 _HEX = frozenset("0123456789abcdef")
 _INT_RE = re.compile(r"-?(?:0|[1-9][0-9]{0,17})\Z")
+_INT_FIRST = frozenset("-0123456789")
 _UNESCAPE_RE = re.compile(r"\\(.)", re.S)
 _UNESCAPES = {"t": "\t", "n": "\n", "r": "\r", "\\": "\\"}
 
@@ -77,7 +78,7 @@ def typed_value(text: str) -> AttrValue:
         return True
     if text == "false":
         return False
-    if text and (text[0].isdigit() or text[0] == "-") and _INT_RE.match(text):
+    if text and text[0] in _INT_FIRST and _INT_RE.match(text):
         return int(text)
     return text
 
@@ -86,20 +87,32 @@ def parse_attributes(fields: List[str]) -> Tuple[Tuple[str, AttrValue], ...]:
     """``k=v`` fields into (key, value) pairs; a bare word is a flag (true).
 
     Values are typed by typed_value, except under keys ending in ``.name``
-    (``process.executable.name=true`` names the command ``true``).
+    (``process.executable.name=true`` names the command ``true``). This runs
+    for every attribute of every event, so unescape and typed_value are
+    inlined for the common case (no backslash, not a canonical number).
     """
     out = []
     for field in fields:
         key, sep, value = field.partition("=")
-        key = unescape(key)
+        if "\\" in key:
+            key = unescape(key)
         if not key:
             continue
         if not sep:
             out.append((key, True))
-        elif key.endswith(".name"):
-            out.append((key, unescape(value)))      # names stay text: a command named `true`
+            continue
+        if "\\" in value:
+            value = unescape(value)
+        if key.endswith(".name"):
+            out.append((key, value))         # names stay text: a command named `true`
+        elif value == "true":
+            out.append((key, True))
+        elif value == "false":
+            out.append((key, False))
+        elif value and (value[0] in _INT_FIRST) and _INT_RE.match(value):
+            out.append((key, int(value)))
         else:
-            out.append((key, typed_value(unescape(value))))
+            out.append((key, value))
     return tuple(out)
 
 
@@ -108,13 +121,31 @@ def is_hex_id(text: str, length: int) -> bool:
     return len(text) == length and _HEX.issuperset(text) and text.strip("0") != ""
 
 
-# The fixed part of every line, checked in one regex match (the sidecar's hot path).
-_HEAD_RE = re.compile(
-    r"gw1\t([BEVA])\t(?:(\d{1,12})[.,](\d{1,6})|(\d{1,19}))\t(\d{1,19})\t([0-9a-f]{32})\t([0-9a-f]{16})(?:\t|\Z)")
+# The fixed part of every line. Numbers are ASCII digits: ``\\d`` would also
+# take other Unicode decimals, which no producer writes.
+_TS = r"(?:([0-9]{1,12})[.,]([0-9]{1,6})|([0-9]{1,19}))"
+_IDS = r"\t([0-9]{1,19})\t([0-9a-f]{32})\t([0-9a-f]{16})"
+_HEAD_RE = re.compile(r"gw1\t([BEVA])\t" + _TS + _IDS + r"(?:\t|\Z)")
 _ZERO_TRACE = "0" * 32
 _ZERO_SPAN = "0" * 16
 _SPAN_ID_RE = re.compile(r"[0-9a-f]{16}\Z")
 _FLAGS_RE = re.compile(r"[0-9a-f]{2}\Z")
+#: An exit code is at most 18 digits: it becomes an OTLP int (int64), and
+#: int() of a longer or non-ASCII "digit" string must not reach the assembler.
+_STATUS_RE = re.compile(r"(?:[0-9]{1,18}|ok|error|error:.*)\Z", re.S)
+
+# Whole well-formed lines, one regex per kind: the sidecar's hot path checks
+# every field of the common line in one match. A line they do not match goes
+# through _parse_fields, which accepts the same language (the fast forms are
+# a subset of it) and says what is wrong.
+_FAST_RE = {
+    "B": re.compile(r"gw1\tB\t" + _TS + _IDS
+                    + r"\t(-|[0-9a-f]{16})\t([^\t]*)\t([0-9a-f]{2})\t([^\t]*)\t([^\t]*)(?:\t(.*))?\Z", re.S),
+    "E": re.compile(r"gw1\tE\t" + _TS + _IDS + r"\t([0-9]{1,18}|ok|error|error:[^\t]*)(?:\t(.*))?\Z", re.S),
+    "V": re.compile(r"gw1\tV\t" + _TS + _IDS + r"\t([^\t]+)(?:\t(.*))?\Z", re.S),
+    "A": re.compile(r"gw1\tA\t" + _TS + _IDS + r"(?:\t(.*))?\Z", re.S),
+}
+_new_event = tuple.__new__       # Event(...) without the Python-level __new__ frame
 
 
 def parse_line(raw: bytes) -> Event:
@@ -122,6 +153,50 @@ def parse_line(raw: bytes) -> Event:
     if len(raw) > MAX_LINE_BYTES:
         raise ProtocolError("line too long")
     text = raw.decode("utf-8", "replace")
+    fast = _FAST_RE.get(text[4:5])
+    m = fast.match(text) if fast is not None else None
+    if m is None:
+        return _parse_fields(text)
+    g = m.groups()
+    trace_id, span_id = g[4], g[5]
+    if trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN:
+        raise ProtocolError("all-zero trace or span id")
+    sec = g[0]
+    if sec is None:
+        ts_us = int(g[2])
+    elif len(g[1]) == 6:
+        ts_us = int(sec + g[1])
+    else:
+        ts_us = int(sec) * 1_000_000 + int(g[1].ljust(6, "0"))
+    kind = text[4]
+    rest = g[-1]
+    attrs = parse_attributes(rest.split("\t")) if rest else ()
+    if kind == "B":
+        parent = g[6]
+        if parent == "-":
+            parent = ""
+        elif parent == _ZERO_SPAN:
+            raise ProtocolError("bad parent span id")
+        state, name = g[9], g[10]
+        if state == "-":
+            state = ""
+        elif "\\" in state:
+            state = unescape(state)
+        if "\\" in name:
+            name = unescape(name)
+        return _new_event(Event, ("B", ts_us, int(g[3]), trace_id, span_id, parent, g[7] == "1", int(g[8], 16),
+                                  state, name, "", attrs))
+    if kind == "E":
+        return _new_event(Event, ("E", ts_us, int(g[3]), trace_id, span_id, "", False, 1, "", "", g[6], attrs))
+    if kind == "V":
+        return _new_event(Event, ("V", ts_us, int(g[3]), trace_id, span_id, "", False, 1, "", unescape(g[6]), "",
+                                  attrs))
+    return _new_event(Event, ("A", ts_us, int(g[3]), trace_id, span_id, "", False, 1, "", "", "", attrs))
+
+
+def _parse_fields(text: str) -> Event:
+    """Field by field: lines the fast forms do not take (empty event names
+    followed by attributes, ...) and, for a bad line, the reason."""
     m = _HEAD_RE.match(text)
     if m is None:
         raise ProtocolError(_diagnose(text))
@@ -147,7 +222,7 @@ def parse_line(raw: bytes) -> Event:
         if not rest:
             raise ProtocolError("short end event")
         status = rest[0]
-        if not (status.isdigit() or status == "ok" or status == "error" or status.startswith("error:")):
+        if not _STATUS_RE.match(status):
             raise ProtocolError("bad status")
         return Event("E", ts_us, int(pid), trace_id, span_id, "", False, 1, "", "", status,
                      parse_attributes(rest[1:]) if len(rest) > 1 else ())
