@@ -83,36 +83,48 @@ class Assembler:
         self.counters = counters if counters is not None else Counters()
 
     def feed(self, ev: Event) -> Optional[SpanRecord]:
+        """Apply one event; return the span it finished, if any.
+
+        Runs once per event on the sidecar's hot path: the common cases (a
+        begin with few attributes, an end with an exit code) skip the general
+        helpers.
+        """
+        kind = ev.kind
         key = (ev.trace_id, ev.span_id)
-        if ev.kind == "B":
+        if kind == "B":
             if key in self.open:
                 self.counters.add("events_duplicate")
                 return None
-            span = SpanRecord(ev.trace_id, ev.span_id, ev.parent_id, ev.parent_remote,
-                              ev.flags, ev.tracestate, ev.name, ev.ts_us, ev.pid)
-            _set_attributes(span, ev.attributes)
+            attrs = ev.attributes
+            span = SpanRecord(ev.trace_id, ev.span_id, ev.parent_id, ev.parent_remote, ev.flags, ev.tracestate,
+                              ev.name, ev.ts_us, ev.pid, 0, "unset", "",
+                              dict(attrs) if len(attrs) <= MAX_ATTRIBUTES else {}, [])
+            if len(attrs) > MAX_ATTRIBUTES:
+                _set_attributes(span, attrs)
             self.open[key] = span
             return None
+        if kind == "E":
+            span = self.open.pop(key, None)
+            if span is None:
+                self.counters.add("events_unknown_span")
+                return None
+            if ev.attributes:
+                _set_attributes(span, ev.attributes)
+            span.end_us = ev.ts_us if ev.ts_us > span.start_us else span.start_us
+            _apply_status(span, ev.status)
+            return span
         span = self.open.get(key)
         if span is None:
-            # An end, event or attribute for a span we never saw begin.
+            # An event or attribute for a span we never saw begin.
             self.counters.add("events_unknown_span")
             return None
-        if ev.kind == "A":
+        if kind == "A":
             _set_attributes(span, ev.attributes)
-            return None
-        if ev.kind == "V":
-            if len(span.events) >= MAX_EVENTS:
-                span.dropped_events += 1
-            else:
-                span.events.append((ev.name, ev.ts_us, dict(ev.attributes)))
-            return None
-        # "E"
-        del self.open[key]
-        _set_attributes(span, ev.attributes)
-        span.end_us = max(ev.ts_us, span.start_us)
-        _apply_status(span, ev.status)
-        return span
+        elif len(span.events) >= MAX_EVENTS:
+            span.dropped_events += 1
+        else:
+            span.events.append((ev.name, ev.ts_us, dict(ev.attributes)))
+        return None
 
     def end_all(self, now_us: int, reason: str,
                 keep: Optional[Callable[[SpanRecord], bool]] = None) -> List[SpanRecord]:
@@ -156,7 +168,10 @@ def _set_attributes(span: SpanRecord, attrs: Tuple[Tuple[str, AttrValue], ...]) 
 
 
 def _apply_status(span: SpanRecord, status: str) -> None:
-    if status == "ok":
+    if status == "0":                      # the common case first
+        span.attributes["process.exit.code"] = 0
+        span.status = "ok"
+    elif status == "ok":
         span.status = "ok"
     elif status == "error":
         span.status = "error"
