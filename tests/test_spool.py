@@ -1,5 +1,6 @@
 """The state directory: privacy, ownership and crash consistency."""
 
+import json
 import os
 
 import pytest
@@ -49,3 +50,38 @@ def test_corrupt_checkpoint_is_a_clear_error(tmp_path):
         f.write("{not json")
     with pytest.raises(SpoolError, match="corrupt checkpoint"):
         sp.load_checkpoint()
+
+
+def test_outbox_rows_keep_every_field_and_type(tmp_path):
+    sp = Spool(str(tmp_path / "gw"))
+    rich = SpanRecord("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "1111111111111111", True, 1,
+                      "rojo=00f067aa0ba902b7", "héllo ✓\tname", 10, 7, 20, "error", "exit code 3",
+                      {"process.exit.code": 3, "ok": True, "n": "08", "x.name": "true"},
+                      [("tick", 15, {"i": 1}), ("tock", 16, {})], dropped_attributes=2, dropped_events=5)
+    sp.write_batch(0, [rich, span(1)])
+    with open(sp.batch_path(0), "rb") as f:
+        doc = json.loads(f.read())
+    assert doc["version"] == 2 and len(doc["spans"][0]) == len(doc["fields"])
+    back = sp.read_batch(0)
+    assert back == [rich, span(1)]
+    assert back[0].events[0] == ("tick", 15, {"i": 1}) and type(back[0].attributes["ok"]) is bool
+
+
+def test_version_1_outbox_files_are_still_read(tmp_path):
+    # Written by a sidecar before outbox version 2: delivered after an upgrade.
+    sp = Spool(str(tmp_path / "gw"))
+    with open(sp.batch_path(3), "w") as f:
+        json.dump({"version": 1, "spans": [span(0).to_json(), span(1).to_json()]}, f)
+    assert sp.read_batch(3) == [span(0), span(1)]
+
+
+@pytest.mark.parametrize("doc", [{"version": 9, "spans": []},
+                                 {"version": 2, "fields": ["trace_id"], "spans": [["x"]]},
+                                 {"version": 2, "fields": list(__import__("gwtrace.assembler").assembler.ROW_FIELDS),
+                                  "spans": [["short row"]]}])
+def test_unknown_outbox_versions_and_shapes_are_unreadable_not_misread(tmp_path, doc):
+    sp = Spool(str(tmp_path / "gw"))
+    with open(sp.batch_path(0), "w") as f:
+        json.dump(doc, f)
+    with pytest.raises(ValueError):
+        sp.read_batch(0)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from .protocol import AttrValue, Event, unescape
@@ -44,7 +45,7 @@ class SpanRecord:
     dropped_events: int = 0
 
     def to_json(self) -> Dict[str, Any]:
-        """A compact, JSON-safe dict (outbox files, checkpoints)."""
+        """A compact, JSON-safe dict (checkpoints; outbox files of version 1)."""
         return {
             "t": self.trace_id, "s": self.span_id, "p": self.parent_id,
             "r": self.parent_remote, "f": self.flags, "ts": self.tracestate,
@@ -63,6 +64,25 @@ class SpanRecord:
             attributes=dict(d["a"]), events=[(n, t, dict(a)) for n, t, a in d["ev"]],
             dropped_attributes=d.get("da", 0), dropped_events=d.get("de", 0),
         )
+
+    @classmethod
+    def from_row(cls, row: List[Any]) -> "SpanRecord":
+        """The inverse of ``to_row`` (after a JSON round trip: arrays for tuples)."""
+        if len(row) != len(ROW_FIELDS):
+            raise ValueError(f"span row of {len(row)} fields, expected {len(ROW_FIELDS)}")
+        return cls(*row[:12], attributes=dict(row[12]), events=[(n, t, dict(a)) for n, t, a in row[13]],
+                   dropped_attributes=row[14], dropped_events=row[15])
+
+
+#: The fields of a span row (outbox files of version 2), in order. Same
+#: content as ``to_json`` but positional: no key to encode per field, and
+#: the tuple is built in C (``to_row``), so journaling a batch costs about
+#: half as much. Changing this order or these names needs a new outbox version.
+ROW_FIELDS = ("trace_id", "span_id", "parent_id", "parent_remote", "flags", "tracestate", "name", "start_us",
+              "pid", "end_us", "status", "status_message", "attributes", "events", "dropped_attributes",
+              "dropped_events")
+#: ``to_row(span)``: the span as a tuple of ROW_FIELDS.
+to_row = attrgetter(*ROW_FIELDS)
 
 
 class Counters(dict):

@@ -4,7 +4,8 @@ Layout (mode 0700; files 0600)::
 
     events.log     append-only event log written by bash (eventlog.py)
     state.json     checkpoint: log offset, open spans, next outbox sequence
-    outbox/        finished spans not yet delivered, one JSON file per batch
+    outbox/        finished spans not yet delivered, one JSON file per batch (version 2;
+                   version 1 still read)
     status.json    counters, rewritten by the running sidecar (``sidecar status``)
     sidecar.pid    pid of the sidecar owning the directory
     sidecar.lock   flock held by that sidecar for its whole life
@@ -35,7 +36,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from .assembler import SpanRecord
+from .assembler import ROW_FIELDS, SpanRecord, to_row
 
 STATE_NAME = "state.json"
 STATUS_NAME = "status.json"
@@ -172,18 +173,30 @@ class Spool:
     def write_batch(self, seq: int, spans: List[SpanRecord]) -> int:
         """Write a batch; return its size in bytes (the outbox cap counts them).
 
-        One JSON document per batch: a single json.dumps call is a third
-        cheaper than one per span, and the sidecar writes every span once.
+        One JSON document per batch (a single json.dumps call is a third
+        cheaper than one per span), version 2: each span a positional row of
+        ``ROW_FIELDS``, which the document names. Rows encode in half the
+        time of version 1's dicts and are smaller; the sidecar writes every
+        span once, so this is on its hot path. Version 1 files (from an older
+        sidecar) are still read.
         """
-        doc = {"version": 1, "spans": [s.to_json() for s in spans]}
+        doc = {"version": 2, "fields": ROW_FIELDS, "spans": list(map(to_row, spans))}
         data = json.dumps(doc, separators=(",", ":"), ensure_ascii=False).encode("utf-8")
         write_atomic(self.batch_path(seq), data)
         return len(data)
 
     def read_batch(self, seq: int) -> List[SpanRecord]:
+        """A batch of any version this sidecar knows; ValueError or KeyError if unreadable."""
         with open(self.batch_path(seq), "rb") as f:
             doc = json.loads(f.read())
-        return [SpanRecord.from_json(d) for d in doc["spans"]]
+        version = doc.get("version")
+        if version == 2:
+            if tuple(doc["fields"]) != ROW_FIELDS:
+                raise ValueError(f"outbox batch {seq}: unexpected span fields {doc['fields']!r}")
+            return [SpanRecord.from_row(row) for row in doc["spans"]]
+        if version == 1:
+            return [SpanRecord.from_json(d) for d in doc["spans"]]
+        raise ValueError(f"outbox batch {seq}: unknown version {version!r}")
 
     def batch_seqs(self) -> List[int]:
         seqs = []
