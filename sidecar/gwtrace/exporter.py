@@ -36,6 +36,16 @@ SCOPE = InstrumentationScope("gwtrace.bash", __version__)
 DEFAULT_TIMEOUT_S = 10.0
 
 
+#: Immutable SDK values (Status, TraceFlags, SpanKind are value objects)
+#: shared by every span instead of rebuilt per span: with the per-batch
+#: caches in to_readable_spans, a third of its cost.
+_STATUS_OK = Status(StatusCode.OK)
+_STATUS_UNSET = Status(StatusCode.UNSET)
+_STATUS_ERROR = Status(StatusCode.ERROR)
+_FLAGS = (TraceFlags(TraceFlags.DEFAULT), TraceFlags(TraceFlags.SAMPLED))
+_INTERNAL = SpanKind.INTERNAL
+
+
 def _trace_state(header: str, cache: Dict[str, TraceState]) -> TraceState:
     state = cache.get(header)
     if state is None:
@@ -45,35 +55,55 @@ def _trace_state(header: str, cache: Dict[str, TraceState]) -> TraceState:
 
 
 def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List[ReadableSpan]:
-    """Build SDK spans carrying exactly the ids, parents and times bash chose."""
+    """Build SDK spans carrying exactly the ids, parents and times bash chose.
+
+    The attribute dicts are handed over as plain dicts: the assembler already
+    bounded them (MAX_ATTRIBUTES) and every value is a str, int or bool, so
+    the SDK's BoundedAttributes validation would only repeat that work.
+    """
     out = []
+    append = out.append
     states: Dict[str, TraceState] = {}
+    trace_ints: Dict[str, int] = {}       # a batch holds few traces
+    errors: Dict[str, Status] = {}        # and few distinct error messages
+    parents: Dict[Tuple[str, str, bool, int, str], SpanContext] = {}   # siblings share their parent's
     for r in records:
-        tid = int(r.trace_id, 16)
-        flags = TraceFlags(r.flags & 0x01)
-        state = _trace_state(r.tracestate, states)
-        ctx = SpanContext(tid, int(r.span_id, 16), is_remote=False, trace_flags=flags,
-                          trace_state=state)
+        tid = trace_ints.get(r.trace_id)
+        if tid is None:
+            tid = trace_ints[r.trace_id] = int(r.trace_id, 16)
+        flags = _FLAGS[r.flags & 0x01]
+        state = states.get(r.tracestate)
+        if state is None:
+            state = _trace_state(r.tracestate, states)
+        ctx = SpanContext(tid, int(r.span_id, 16), False, flags, state)
         parent = None
         if r.parent_id:
-            parent = SpanContext(tid, int(r.parent_id, 16), is_remote=r.parent_remote,
-                                 trace_flags=flags, trace_state=state)
+            pkey = (r.trace_id, r.parent_id, r.parent_remote, r.flags, r.tracestate)
+            parent = parents.get(pkey)
+            if parent is None:
+                parent = parents[pkey] = SpanContext(tid, int(r.parent_id, 16), r.parent_remote, flags, state)
         if r.status == "ok":
-            status = Status(StatusCode.OK)
+            status = _STATUS_OK
         elif r.status == "error":
-            status = Status(StatusCode.ERROR, r.status_message or None)
+            if r.status_message:
+                status = errors.get(r.status_message)
+                if status is None:
+                    status = errors[r.status_message] = Status(StatusCode.ERROR, r.status_message)
+            else:
+                status = _STATUS_ERROR
         else:
-            status = Status(StatusCode.UNSET)
+            status = _STATUS_UNSET
         attrs = dict(r.attributes)
         attrs["process.pid"] = r.pid
         if r.dropped_attributes:
             attrs["gwtrace.dropped_attributes"] = r.dropped_attributes
         if r.dropped_events:
             attrs["gwtrace.dropped_events"] = r.dropped_events
-        events = [SdkEvent(name, attributes=a, timestamp=ts * 1000) for name, ts, a in r.events]
-        out.append(ReadableSpan(
+        events = [SdkEvent(name, attributes=a, timestamp=ts * 1000) for name, ts, a in r.events] \
+            if r.events else ()
+        append(ReadableSpan(
             name=r.name, context=ctx, parent=parent, resource=resource, attributes=attrs,
-            events=events, kind=SpanKind.INTERNAL, start_time=r.start_us * 1000,
+            events=events, kind=_INTERNAL, start_time=r.start_us * 1000,
             end_time=r.end_us * 1000, status=status, instrumentation_scope=SCOPE,
         ))
     return out
