@@ -13,12 +13,15 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .protocol import AttrValue, Event, unescape
+from .protocol import AttrValue, Event, ProtocolError, parse_text, unescape
 
 #: Attributes a span may carry; more are counted as dropped (OTel's default is 128).
 MAX_ATTRIBUTES = 128
 #: Events a span may carry.
 MAX_EVENTS = 256
+#: Lines kept per span for the outbox journal; a span with more is
+#: journaled by its fields (its lines would cost memory while it is open).
+MAX_SPAN_LINES = 512
 
 SpanKey = Tuple[str, str]
 
@@ -43,6 +46,12 @@ class SpanRecord:
     events: List[Tuple[str, int, Dict[str, AttrValue]]] = field(default_factory=list)
     dropped_attributes: int = 0
     dropped_events: int = 0
+    #: The event-log lines this span was assembled from, in order, while
+    #: they are all known (None otherwise: restored from a checkpoint, ended
+    #: by end_all, fed without lines, or more than MAX_SPAN_LINES). The
+    #: outbox journals these instead of the span's fields: a join of bytes
+    #: the reader already holds, against encoding every field (spool.py).
+    lines: Optional[List[bytes]] = field(default=None, compare=False, repr=False)
 
     def to_json(self) -> Dict[str, Any]:
         """A compact, JSON-safe dict (checkpoints; outbox files of version 1)."""
@@ -102,9 +111,11 @@ class Assembler:
         self.open: Dict[SpanKey, SpanRecord] = {}
         self.counters = counters if counters is not None else Counters()
 
-    def feed(self, ev: Event) -> Optional[SpanRecord]:
+    def feed(self, ev: Event, raw: Optional[bytes] = None) -> Optional[SpanRecord]:
         """Apply one event; return the span it finished, if any.
 
+        ``raw`` is the line the event was parsed from: a span all of whose
+        lines are known keeps them (SpanRecord.lines) for the outbox journal.
         Runs once per event on the sidecar's hot path: the common cases (a
         begin with few attributes, an end with an exit code) skip the general
         helpers.
@@ -118,7 +129,8 @@ class Assembler:
             attrs = ev.attributes
             span = SpanRecord(ev.trace_id, ev.span_id, ev.parent_id, ev.parent_remote, ev.flags, ev.tracestate,
                               ev.name, ev.ts_us, ev.pid, 0, "unset", "",
-                              dict(attrs) if len(attrs) <= MAX_ATTRIBUTES else {}, [])
+                              dict(attrs) if len(attrs) <= MAX_ATTRIBUTES else {}, [], 0, 0,
+                              None if raw is None else [raw])
             if len(attrs) > MAX_ATTRIBUTES:
                 _set_attributes(span, attrs)
             self.open[key] = span
@@ -132,6 +144,12 @@ class Assembler:
                 _set_attributes(span, ev.attributes)
             span.end_us = ev.ts_us if ev.ts_us > span.start_us else span.start_us
             _apply_status(span, ev.status)
+            lines = span.lines
+            if lines is not None:
+                if raw is None:
+                    span.lines = None
+                else:
+                    lines.append(raw)
             return span
         span = self.open.get(key)
         if span is None:
@@ -144,6 +162,12 @@ class Assembler:
             span.dropped_events += 1
         else:
             span.events.append((ev.name, ev.ts_us, dict(ev.attributes)))
+        lines = span.lines
+        if lines is not None:
+            if raw is None or len(lines) >= MAX_SPAN_LINES - 1:     # keep room for the end
+                span.lines = None
+            else:
+                lines.append(raw)
         return None
 
     def end_all(self, now_us: int, reason: str,
@@ -159,6 +183,7 @@ class Assembler:
             if keep is not None and keep(span):
                 continue
             del self.open[key]
+            span.lines = None          # ended here, not by a line: journaled by its fields
             span.end_us = max(now_us, span.start_us)
             span.status = "error"
             span.status_message = f"span not ended: {reason}"
@@ -177,6 +202,27 @@ class Assembler:
         for d in spans:
             span = SpanRecord.from_json(d)
             self.open[(span.trace_id, span.span_id)] = span
+
+
+def replay(lines: List[str]) -> List[SpanRecord]:
+    """The spans that the given event lines (all of them, each span's from
+    begin to end) assemble into: the inverse of journaling SpanRecord.lines.
+
+    Raises ValueError if a line does not parse or a span stays open: the
+    lines were accepted once, so the journal is damaged.
+    """
+    asm = Assembler()
+    done = []
+    for text in lines:
+        try:
+            span = asm.feed(parse_text(text))
+        except ProtocolError as exc:
+            raise ValueError(f"journaled line does not parse: {exc}") from None
+        if span is not None:
+            done.append(span)
+    if asm.open or asm.counters:
+        raise ValueError(f"journaled lines leave {len(asm.open)} span(s) open, {dict(asm.counters)}")
+    return done
 
 
 def _set_attributes(span: SpanRecord, attrs: Tuple[Tuple[str, AttrValue], ...]) -> None:

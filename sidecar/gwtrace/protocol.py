@@ -152,7 +152,12 @@ def parse_line(raw: bytes) -> Event:
     """Parse one line (without its newline) or raise ProtocolError."""
     if len(raw) > MAX_LINE_BYTES:
         raise ProtocolError("line too long")
-    text = raw.decode("utf-8", "replace")
+    return parse_text(raw.decode("utf-8", "replace"))
+
+
+def parse_text(text: str) -> Event:
+    """Parse one decoded line whose length was already checked (by the event
+    log reader, or when it was first read: outbox replay) or raise ProtocolError."""
     fast = _FAST_RE.get(text[4:5])
     m = fast.match(text) if fast is not None else None
     if m is None:

@@ -24,7 +24,7 @@ from opentelemetry.sdk.resources import Resource
 from .assembler import Assembler, Counters, SpanRecord
 from .eventlog import EventLogReader, create_event_log
 from .exporter import Delivery, Outcome, to_readable_spans
-from .protocol import parse_line
+from .protocol import parse_text
 from .spool import Checkpoint, Spool
 
 log = logging.getLogger("gwtrace.sidecar")
@@ -121,7 +121,7 @@ class Sidecar:
         self._inflight_at_start = {seq for seq in pending if self.spool.was_inflight(seq)}
         for seq in pending:
             try:
-                self._sizes[seq] = (len(self.spool.read_batch(seq)), os.path.getsize(self.spool.batch_path(seq)))
+                self._sizes[seq] = (self.spool.batch_span_count(seq), os.path.getsize(self.spool.batch_path(seq)))
             except (OSError, ValueError, KeyError):
                 self._set_aside(seq, "unreadable")
         if pending:
@@ -196,7 +196,8 @@ class Sidecar:
         malformed = finished = 0
         for raw in lines:
             try:
-                span = feed(parse_line(raw))
+                # The reader already dropped lines over MAX_LINE_BYTES (parse_line's check).
+                span = feed(parse_text(raw.decode("utf-8", "replace")), raw)
             except Exception:  # noqa: BLE001 - ProtocolError or worse: input must never kill the sidecar
                 malformed += 1
                 continue
