@@ -68,3 +68,35 @@ def test_shared_sdk_objects_encode_exactly_like_fresh_ones():
     spans = [s for rs in got.resource_spans for ss in rs.scope_spans for s in ss.spans]
     assert len(spans) == len(recs)
     assert {s.status.message for s in spans} == {"", "exit code 3"}
+
+
+def test_hashed_resource_is_the_same_resource():
+    from gwtrace.exporter import hashed_resource
+
+    plain = Resource({"service.name": "glidein", "host.name": "wn042", "glidein.cores": 8}, "https://x/1.0")
+    hashed = hashed_resource(plain)
+    assert hashed == plain and plain == hashed and hash(hashed) == hash(plain)
+    assert dict(hashed.attributes) == dict(plain.attributes) and hashed.schema_url == plain.schema_url
+    assert hashed_resource(hashed) is hashed
+
+
+def test_span_contexts_built_as_tuples_equal_the_constructors(monkeypatch):
+    import random
+
+    import gwtrace.exporter as exporter
+
+    assert exporter._span_context is not SpanContext     # this SDK passes the start-up probe
+    rng = random.Random(7)
+    for _ in range(200):
+        args = (rng.choice([0, 1, rng.getrandbits(128), 2**128 - 1, 2**128]),
+                rng.choice([0, 1, rng.getrandbits(64), 2**64 - 1, 2**64]), rng.random() < 0.5,
+                TraceFlags(rng.choice([0, 1])), TraceState() if rng.random() < 0.5 else TraceState([("k", "v")]))
+        fast, slow = exporter._span_context(*args), SpanContext(*args)
+        assert fast == slow and fast.is_valid == slow.is_valid and type(fast) is SpanContext
+    # Keyword arguments (an SDK whose ReadableSpan signature differs) build the same request.
+    resource = Resource({"service.name": "glidein"})
+    recs = records()
+    positional = encode_spans(to_readable_spans(recs, resource))
+    monkeypatch.setattr(exporter, "_READABLE_SPAN_POSITIONAL", False)
+    monkeypatch.setattr(exporter, "_span_context", SpanContext)
+    assert encode_spans(to_readable_spans(recs, resource)) == positional

@@ -23,7 +23,7 @@ from opentelemetry.sdk.resources import Resource
 
 from .assembler import Assembler, Counters, SpanRecord
 from .eventlog import EventLogReader, create_event_log
-from .exporter import Delivery, Outcome, to_readable_spans
+from .exporter import Delivery, Outcome, hashed_resource, to_readable_spans
 from .protocol import parse_text
 from .spool import Checkpoint, Spool
 
@@ -73,7 +73,7 @@ class Sidecar:
                  stop_timeout: float = 10.0, ship_to: Optional[TextIO] = None) -> None:
         self.spool = spool
         self.delivery = delivery
-        self.resource = resource
+        self.resource = hashed_resource(resource)    # hashed once, not per exported span
         self.destination = delivery.destination
         self.stop_timeout = stop_timeout
         self.ship_to = ship_to
