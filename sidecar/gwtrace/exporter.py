@@ -52,7 +52,7 @@ class HashedResource(Resource):
 
     The OTLP encoder groups a batch's spans by resource in a dict, and
     ``Resource.__hash__`` JSON-encodes every attribute on each call: once per
-    span, 7% of exporting a gwtrace span. Resource attributes are immutable,
+    span, a sixth of encoding a gwtrace span. Resource attributes are immutable,
     so the hash cannot change. Equal to the Resource it copies.
     """
 
