@@ -119,6 +119,7 @@ class OtlpReceiver:
             n = sum(len(ss.spans) for rs in req.resource_spans for ss in rs.scope_spans)
             with self.lock:
                 self.count += n
+                self.lock.notify_all()
             return
         new = []
         for rs in req.resource_spans:
@@ -157,12 +158,25 @@ class OtlpReceiver:
 def _serve_counting(port: int) -> None:
     """``python otlp_receiver.py [PORT]``: a receiver in its own process that
     prints its port and answers ``GET /count`` (benchmarks use it so the
-    receiver does not share a GIL with what is measured)."""
+    receiver does not share a GIL with what is measured), and
+    ``GET /wait?count=N&timeout=S``, which answers the count as soon as it
+    reaches N (or after S seconds): a benchmark waiting for its spans then
+    costs no CPU, where polling /count every 5 ms took a tenth of a core in
+    the benchmark and another in the receiver."""
+    from urllib.parse import parse_qs, urlsplit
+
     r = OtlpReceiver(keep_spans=False, port=port)
     handler = r.server.RequestHandlerClass
 
     def do_GET(self) -> None:
+        url = urlsplit(self.path)
+        query = parse_qs(url.query)
         with r.lock:
+            if url.path == "/wait":
+                target = int(query["count"][0])
+                deadline = time.monotonic() + float(query.get("timeout", ["60"])[0])
+                while r.count < target and time.monotonic() < deadline:
+                    r.lock.wait(max(0.0, deadline - time.monotonic()))
             body = str(r.count).encode()
         self.send_response(200)
         self.send_header("Content-Length", str(len(body)))
