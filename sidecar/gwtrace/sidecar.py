@@ -30,6 +30,13 @@ from .spool import Checkpoint, Spool
 log = logging.getLogger("gwtrace.sidecar")
 
 BATCH_SPANS = 512
+#: Log bytes read per step (~5000 spans of bench/throughput). With a backlog
+#: (a sidecar started late, or behind), the first batches reach the export
+#: thread after one step rather than after the whole backlog, the reader
+#: parses while the exporter waits for the collector, and fewer lines are
+#: held at once: a 20,000-span backlog drained 15% faster (median of 5)
+#: with a 50 MB instead of a 60 MB peak RSS, against 4 MB steps.
+STEP_BYTES = 1 << 20
 #: Ready spans wait up to this long to fill a batch. Every batch and every
 #: checkpoint is a file renamed into place, and on ext4 a rename over a file
 #: flushes it (~1 ms each, measured): fewer of them is what keeps the sidecar
@@ -189,7 +196,7 @@ class Sidecar:
     def step(self, force_flush: bool = False) -> int:
         """Read what is new in the log; return the number of lines handled."""
         assert self.reader is not None
-        lines, oversized = self.reader.read_lines()
+        lines, oversized = self.reader.read_lines(STEP_BYTES)
         ready = self._ready
         was_empty = not ready
         feed = self.assembler.feed
