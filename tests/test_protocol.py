@@ -177,3 +177,15 @@ def test_fast_line_forms_agree_with_the_field_by_field_parser():
         assert got == expected, text
         accepted += expected is not None
     assert accepted > 1000          # the mutations still exercise the accepting paths
+
+
+@pytest.mark.parametrize("key", ["k", "process.executable.name", "x.namespace"])
+def test_attribute_typing_is_typed_value_except_under_names(key):
+    # parse_attributes inlines typed_value; both must say the same.
+    from gwtrace.protocol import parse_attributes
+
+    for text in ["8", "-3", "0", "-0", "00", "08", "9" * 18, "9" * 19, "-" + "9" * 18, "-" + "9" * 19, "1.10",
+                 "1e3", "", "-", "true", "false", "TRUE", "\u00b2", "\u0663", "12\u0663", " 1", "1 ", "+1"]:
+        ((k, got),) = parse_attributes([escape(f"{key}={text}")])
+        want = text if key.endswith(".name") else typed_value(text)
+        assert k == key and got == want and type(got) is type(want), text

@@ -127,11 +127,11 @@ class Assembler:
                 self.counters.add("events_duplicate")
                 return None
             attrs = ev.attributes
+            few = len(attrs) <= MAX_ATTRIBUTES
             span = SpanRecord(ev.trace_id, ev.span_id, ev.parent_id, ev.parent_remote, ev.flags, ev.tracestate,
-                              ev.name, ev.ts_us, ev.pid, 0, "unset", "",
-                              dict(attrs) if len(attrs) <= MAX_ATTRIBUTES else {}, [], 0, 0,
+                              ev.name, ev.ts_us, ev.pid, 0, "unset", "", dict(attrs) if few else {}, [], 0, 0,
                               None if raw is None else [raw])
-            if len(attrs) > MAX_ATTRIBUTES:
+            if not few:
                 _set_attributes(span, attrs)
             self.open[key] = span
             return None
@@ -142,8 +142,14 @@ class Assembler:
                 return None
             if ev.attributes:
                 _set_attributes(span, ev.attributes)
-            span.end_us = ev.ts_us if ev.ts_us > span.start_us else span.start_us
-            _apply_status(span, ev.status)
+            ts_us = ev.ts_us
+            span.end_us = ts_us if ts_us > span.start_us else span.start_us
+            status = ev.status
+            if status == "0":
+                span.attributes["process.exit.code"] = 0
+                span.status = "ok"
+            else:
+                _apply_status(span, status)
             lines = span.lines
             if lines is not None:
                 if raw is None:
@@ -234,10 +240,7 @@ def _set_attributes(span: SpanRecord, attrs: Tuple[Tuple[str, AttrValue], ...]) 
 
 
 def _apply_status(span: SpanRecord, status: str) -> None:
-    if status == "0":                      # the common case first
-        span.attributes["process.exit.code"] = 0
-        span.status = "ok"
-    elif status == "ok":
+    if status == "ok":
         span.status = "ok"
     elif status == "error":
         span.status = "error"

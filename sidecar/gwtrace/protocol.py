@@ -103,13 +103,18 @@ def parse_attributes(fields: List[str]) -> Tuple[Tuple[str, AttrValue], ...]:
             continue
         if "\\" in value:
             value = unescape(value)
-        if key.endswith(".name"):
-            out.append((key, value))         # names stay text: a command named `true`
-        elif value == "true":
-            out.append((key, True))
+        # Only a value that would be typed needs the key's test: names stay
+        # text (`process.executable.name=true` is a command named `true`).
+        if value == "true":
+            out.append((key, True if not key.endswith(".name") else value))
         elif value == "false":
-            out.append((key, False))
-        elif value and (value[0] in _INT_FIRST) and _INT_RE.match(value):
+            out.append((key, False if not key.endswith(".name") else value))
+        elif value.isdigit():
+            # ASCII, no leading zero, int64: the canonical forms (isdigit
+            # alone would take "²" and other Unicode digits).
+            out.append((key, int(value) if value.isascii() and (value[0] != "0" or len(value) == 1)
+                        and len(value) <= 18 and not key.endswith(".name") else value))
+        elif value[:1] == "-" and _INT_RE.match(value) and not key.endswith(".name"):
             out.append((key, int(value)))
         else:
             out.append((key, value))
@@ -146,6 +151,8 @@ _FAST_RE = {
     "A": re.compile(r"gw1\tA\t" + _TS + _IDS + r"(?:\t(.*))?\Z", re.S),
 }
 _new_event = tuple.__new__       # Event(...) without the Python-level __new__ frame
+_FAST_B = _FAST_RE["B"].match
+_FAST_E = _FAST_RE["E"].match
 
 
 def parse_line(raw: bytes) -> Event:
@@ -158,7 +165,39 @@ def parse_line(raw: bytes) -> Event:
 def parse_text(text: str) -> Event:
     """Parse one decoded line whose length was already checked (by the event
     log reader, or when it was first read: outbox replay) or raise ProtocolError."""
-    fast = _FAST_RE.get(text[4:5])
+    kind = text[4:5]
+    if kind == "B":
+        m = _FAST_B(text)
+        if m is None:
+            return _parse_fields(text)
+        sec, frac, plain, pid, trace_id, span_id, parent, remote, flags, state, name, rest = m.groups()
+        if trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN:
+            raise ProtocolError("all-zero trace or span id")
+        if parent == "-":
+            parent = ""
+        elif parent == _ZERO_SPAN:
+            raise ProtocolError("bad parent span id")
+        if state == "-":
+            state = ""
+        elif "\\" in state:
+            state = unescape(state)
+        if "\\" in name:
+            name = unescape(name)
+        # bash 5's $EPOCHREALTIME always has 6 decimals: one int() for the common case
+        ts_us = int(sec + frac) if frac is not None and len(frac) == 6 else _ts_us(sec, frac, plain)
+        return _new_event(Event, ("B", ts_us, int(pid), trace_id, span_id, parent, remote == "1", int(flags, 16),
+                                  state, name, "", parse_attributes(rest.split("\t")) if rest else ()))
+    if kind == "E":
+        m = _FAST_E(text)
+        if m is None:
+            return _parse_fields(text)
+        sec, frac, plain, pid, trace_id, span_id, status, rest = m.groups()
+        if trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN:
+            raise ProtocolError("all-zero trace or span id")
+        ts_us = int(sec + frac) if frac is not None and len(frac) == 6 else _ts_us(sec, frac, plain)
+        return _new_event(Event, ("E", ts_us, int(pid), trace_id, span_id, "", False, 1, "", "", status,
+                                  parse_attributes(rest.split("\t")) if rest else ()))
+    fast = _FAST_RE.get(kind)
     m = fast.match(text) if fast is not None else None
     if m is None:
         return _parse_fields(text)
@@ -166,37 +205,22 @@ def parse_text(text: str) -> Event:
     trace_id, span_id = g[4], g[5]
     if trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN:
         raise ProtocolError("all-zero trace or span id")
-    sec = g[0]
-    if sec is None:
-        ts_us = int(g[2])
-    elif len(g[1]) == 6:
-        ts_us = int(sec + g[1])
-    else:
-        ts_us = int(sec) * 1_000_000 + int(g[1].ljust(6, "0"))
-    kind = text[4]
     rest = g[-1]
     attrs = parse_attributes(rest.split("\t")) if rest else ()
-    if kind == "B":
-        parent = g[6]
-        if parent == "-":
-            parent = ""
-        elif parent == _ZERO_SPAN:
-            raise ProtocolError("bad parent span id")
-        state, name = g[9], g[10]
-        if state == "-":
-            state = ""
-        elif "\\" in state:
-            state = unescape(state)
-        if "\\" in name:
-            name = unescape(name)
-        return _new_event(Event, ("B", ts_us, int(g[3]), trace_id, span_id, parent, g[7] == "1", int(g[8], 16),
-                                  state, name, "", attrs))
-    if kind == "E":
-        return _new_event(Event, ("E", ts_us, int(g[3]), trace_id, span_id, "", False, 1, "", "", g[6], attrs))
     if kind == "V":
-        return _new_event(Event, ("V", ts_us, int(g[3]), trace_id, span_id, "", False, 1, "", unescape(g[6]), "",
-                                  attrs))
-    return _new_event(Event, ("A", ts_us, int(g[3]), trace_id, span_id, "", False, 1, "", "", "", attrs))
+        return _new_event(Event, ("V", _ts_us(g[0], g[1], g[2]), int(g[3]), trace_id, span_id, "", False, 1, "",
+                                  unescape(g[6]), "", attrs))
+    return _new_event(Event, ("A", _ts_us(g[0], g[1], g[2]), int(g[3]), trace_id, span_id, "", False, 1, "", "", "",
+                              attrs))
+
+
+def _ts_us(sec: Optional[str], frac: Optional[str], plain: Optional[str]) -> int:
+    """Microseconds from the timestamp's groups: seconds and fraction, or plain."""
+    if sec is None:
+        return int(plain)                       # type: ignore[arg-type]
+    if len(frac) == 6:                          # type: ignore[arg-type]
+        return int(sec + frac)                  # type: ignore[operator]
+    return int(sec) * 1_000_000 + int(frac.ljust(6, "0"))     # type: ignore[union-attr]
 
 
 def _parse_fields(text: str) -> Event:
