@@ -216,11 +216,9 @@ def parse_text(text: str) -> Event:
 
 def _ts_us(sec: Optional[str], frac: Optional[str], plain: Optional[str]) -> int:
     """Microseconds from the timestamp's groups: seconds and fraction, or plain."""
-    if sec is None:
-        return int(plain)                       # type: ignore[arg-type]
-    if len(frac) == 6:                          # type: ignore[arg-type]
-        return int(sec + frac)                  # type: ignore[operator]
-    return int(sec) * 1_000_000 + int(frac.ljust(6, "0"))     # type: ignore[union-attr]
+    if sec is not None and frac is not None:
+        return int(sec) * 1_000_000 + int(frac.ljust(6, "0"))
+    return int(plain) if plain is not None else 0      # the regex gives one form or the other
 
 
 def _parse_fields(text: str) -> Event:
