@@ -104,9 +104,10 @@ trap() {
 [[ -n ${GWTRACE_AUTO_BASH_ENV-} ]] || return 0
 } 2>&-
 
-# The user's own BASH_ENV, if `gwtrace run` found one (with the script's
-# stderr if it has one).
+# Only with GWTRACE_AUTO_BASH_ENV set (the group above returned otherwise):
+# the user's own BASH_ENV, with the script's stderr if it has one (if it has
+# none, `203>&2` fails and the first line does not run).
 # shellcheck source=gwtrace-auto-benv.sh
-{ [[ -z ${GWTRACE_AUTO_BASH_ENV-} ]] || { _gwtrace_abenvfd=203; builtin source "$_gwtrace_adir/gwtrace-auto-benv.sh"; }; } 203>&2 2>&-
+{ _gwtrace_abenvfd=203; builtin source "$_gwtrace_adir/gwtrace-auto-benv.sh"; } 203>&2 2>&-
 # shellcheck source=gwtrace-auto-benv.sh
-{ [[ -z ${GWTRACE_AUTO_BASH_ENV-} || -n ${_gwtrace_adone-} ]] || { _gwtrace_abenvfd=-; builtin source "$_gwtrace_adir/gwtrace-auto-benv.sh"; }; } 2>&-
+{ [[ -n ${_gwtrace_adone-} ]] || { _gwtrace_abenvfd=-; builtin source "$_gwtrace_adir/gwtrace-auto-benv.sh"; }; } 2>&-

@@ -291,10 +291,7 @@ def _lower_priority() -> None:
     runs at nice 10 (GWTRACE_SIDECAR_NICE, 0 to keep the starter's), so that
     on a busy node it takes what the job leaves and only lags behind
     (it never drops: the event log is its queue)."""
-    try:
-        increment = int(os.environ.get("GWTRACE_SIDECAR_NICE", "") or 10)
-    except ValueError:
-        increment = 10
+    increment = int(_float_env("GWTRACE_SIDECAR_NICE", 10))
     if increment > 0:
         try:
             os.nice(increment)
