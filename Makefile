@@ -1,5 +1,8 @@
 # gwtrace: the two commands a newcomer needs are `make demo` and `make test`.
-# Everything they need (venv, Python packages, bats-core) is installed here.
+# `make demo` needs only python3 (>= 3.9, with venv) and bash: no root, no
+# apt-get, no npm, so it runs on a shared login node. `make test` also installs
+# the test tools (pytest and selenium in the venv, bats-core with npm, Debian's
+# chromium, shellcheck, strace, busybox and dash with apt-get as root).
 
 PYTHON  ?= python3
 VENV    := .venv
@@ -9,14 +12,18 @@ GWTRACE := $(VENV)/bin/gwtrace
 TOOLS   := .tools
 BATS    := $(TOOLS)/node_modules/bats/bin/bats
 STAMP   := $(VENV)/.installed
+TSTAMP  := $(VENV)/.installed-test
 
-.PHONY: install demo test pytest bats bench lint dist clean
+.PHONY: install install-test demo test pytest bats bench lint dist clean
 
 SHELL_SOURCES := bash/gwtrace.sh bash/gwtrace-auto*.sh shim/gwtrace_setup.sh examples/*.sh \
                  examples/glidein/*.sh examples/glidein/*/*.sh bench/overhead
 POSIX_SOURCES := shim/gwtrace-ship-spool shim/gwtrace-job-wrapper
 
-install: $(STAMP) $(BATS) $(TOOLS)/.debian
+# install: what `make demo` needs; install-test: what `make test` needs.
+install: $(STAMP)
+
+install-test: $(TSTAMP) $(BATS) $(TOOLS)/.debian
 
 # Debian packages: headless Chromium for the web UI tests, shellcheck for
 # `make lint`, strace for the zero-fork tests, busybox and dash for the POSIX
@@ -33,6 +40,10 @@ $(TOOLS)/.debian:
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PIP) install --quiet --upgrade pip
+	$(PIP) install --quiet -e .
+	touch $@
+
+$(TSTAMP): $(STAMP)
 	$(PIP) install --quiet -e '.[test]'
 	touch $@
 
@@ -43,15 +54,15 @@ $(BATS):
 demo: install
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
 
-test: install lint pytest bats
+test: install-test lint pytest bats
 
-pytest: $(STAMP) $(TOOLS)/.debian
+pytest: $(TSTAMP) $(TOOLS)/.debian
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q tests
 
 bats: $(STAMP) $(BATS)
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(BATS) bats
 
-bench: install
+bench: install-test
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bench/overhead
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/throughput
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/serve
