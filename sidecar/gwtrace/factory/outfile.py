@@ -73,6 +73,7 @@ class OutFile:
     last_script_start: Optional[int] = None
     condor_started: bool = False
     condor_start: Optional[int] = None
+    condor_start_text: Optional[str] = None  # the marker, for the node's local time offset
     condor_end: Optional[int] = None
     condor_duration: Optional[int] = None
     stats: Optional[SlotStats] = None
@@ -176,6 +177,7 @@ def _read_condor(walk: _Walk, out: OutFile) -> None:
         return
     out.condor_started = True
     out.condor_start = _epoch(start[2])
+    out.condor_start_text = start[2].decode("utf-8", "replace")
     end = walk.take(b"Condor ended")
     if end is None:
         return
