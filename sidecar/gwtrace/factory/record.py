@@ -37,6 +37,8 @@ class GlideinRecord:
     submitted: Optional[int] = None
     started: Optional[int] = None
     ended: Optional[int] = None
+    condor_start: Optional[int] = None
+    condor_end: Optional[int] = None
     status: str = "UNKNOWN"
     failed_script: Optional[str] = None
     incomplete: bool = False
@@ -150,6 +152,8 @@ def _times(rec: GlideinRecord, out: Optional[OutFile], condorg: Optional[CondorG
         rec.holds = [h.__dict__ for h in condorg.holds]
         if condorg.removed is not None and rec.status == "UNKNOWN":
             rec.status = "REMOVED"
+    if out is not None:
+        rec.condor_start, rec.condor_end = out.condor_start, out.condor_end
     rec.started = (out.started if out else None) or (condorg.running if condorg else None)
     rec.ended = (out.glidein_end if out else None) or (out.condor_end if out else None) \
         or (condorg.ended if condorg else None)
@@ -169,7 +173,7 @@ def build_record(cluster: Optional[int], proc: Optional[int], out: Optional[OutF
     _times(rec, out, condorg)
     running = condorg.running if condorg else None
     last = condorg.terminated if condorg else None
-    rec.gwms, notes = completed_stats(extract_log_data(out) if out else None, running, last)
+    rec.gwms, notes = completed_stats(extract_log_data(out), running, last)
     rec.notes.extend(notes)
     rec.jobs, job_notes = jobs_from_files(out, err)
     rec.notes.extend(job_notes)
