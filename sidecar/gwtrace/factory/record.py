@@ -181,22 +181,28 @@ def build_record(cluster: Optional[int], proc: Optional[int], out: Optional[OutF
     return rec
 
 
+def _empty_category(rec: GlideinRecord, out: Optional[OutFile]) -> str:
+    """Where the time of a glidein that ran no known job goes (docs/accounting.md)."""
+    if out is None or out.size < 10:
+        rec.notes.append("no usable .out: the glidein's time is counted as validation fail")
+        return "validation_fail"
+    short = out.condor_duration is not None and out.condor_duration < 5
+    if not out.condor_started or short or rec.status == "ERROR":
+        return "validation_fail"
+    has_counts = bool(out.stats and out.stats.counts)
+    if not has_counts:
+        rec.mark_incomplete("HTCondor ran but no per-job data (no stats lines, no StartdHistoryLog):"
+                            " its time cannot be told apart, counted as overhead")
+        return "overhead"
+    return "decision_problem"
+
+
 def account(rec: GlideinRecord, out: Optional[OutFile]) -> None:
     """Fill ``canonical``/``canonical_gpu`` and the segments behind them."""
     start, end = units.pilot_bounds(rec.started, rec.ended, rec.gwms.get("duration") or 0)
     condor_end = out.condor_end if out and out.condor_end else end
     intervals = classify_jobs(rec.jobs, condor_end)
-    claims = out.activations if out and out.activations else 0
-    if intervals:
-        empty = "overhead"
-    elif claims and not rec.jobs:
-        empty = "overhead"
-        rec.mark_incomplete(f"{claims} activations/claims but no per-job data (no stats lines, no StartdHistoryLog):"
-                            " job time cannot be told from overhead")
-    elif not rec.gwms.get("condor_started") or rec.gwms.get("condor_duration", 0) < 5 or rec.status == "ERROR":
-        empty = "validation_fail"
-    else:
-        empty = "decision_problem"
+    empty = "overhead" if intervals else _empty_category(rec, out)
     rec.segments = units.segments(start, end, rec.cpus or 1, rec.memory_mb or 0, rec.gpus, intervals, empty)
     rec.canonical = units.totals(rec.segments, "cpu")
     rec.canonical_gpu = units.totals(rec.segments, "gpu")
