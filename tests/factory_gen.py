@@ -148,7 +148,8 @@ def history_ad(job: Job, index: int, condor_start: int) -> str:
         f"BadputCausedByPreemption = {'true' if job.preempted else 'false'}", "JobStatus = 4",
         f'GlobalJobId = "submit.example.org#{100 + index}.0#1656036400"',
     ]
-    banner = f'*** Offset = {index * 1000} ClusterId = {100 + index} ProcId = 0 Owner = "cmsuser" CompletionDate = {end}'
+    banner = (f'*** Offset = {index * 1000} ClusterId = {100 + index} ProcId = 0 Owner = "cmsuser" '
+              f'CompletionDate = {end}')
     return "\n".join(lines) + "\n" + banner + "\n"
 
 

@@ -114,7 +114,8 @@ def _identity(rec: GlideinRecord, out: Optional[OutFile], config: Dict[str, str]
 def _result(rec: GlideinRecord, out: Optional[OutFile], err: Optional[ErrFile]) -> Optional[XmlResult]:
     """The long XML from ``.err`` if readable, else the short one from ``.out``."""
     result = None
-    for label, data in (("encoded XML in .err", err.long_xml() if err else None), (".out XML", out.xml if out else None)):
+    candidates = (("encoded XML in .err", err.long_xml() if err else None), (".out XML", out.xml if out else None))
+    for label, data in candidates:
         if data is None:
             continue
         try:
