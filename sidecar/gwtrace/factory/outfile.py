@@ -16,7 +16,10 @@ AFTER = re.compile(rb"after (\d+)$")
 CODE_AFTER = re.compile(rb" with code (\d+) after (\d+)$")
 VALIDATING = re.compile(rb" after validating for (\d+)$")
 ACTIVATIONS = re.compile(rb"Total number of activations/claims: (\d+)")
-HEADER_LINE = re.compile(rb"^([a-z_/]+)\s*= '([^'\n]*)'", re.M)
+#: header lines printed by glidein_startup.sh (``name   = 'value'``) that the record uses
+HEADER_KEYS = (b"condorg_cluster", b"condorg_subcluster", b"condorg_schedd", b"glidein_uuid", b"glidein_factory",
+               b"glidein_name", b"glidein_entry", b"client_name", b"client_group")
+HEADER_VALUE = re.compile(rb"\s*= '([^'\n]*)'")
 START_LINE = re.compile(rb"^Starting glidein_startup\.sh at [^\n]*\((\d+)\)", re.M)
 COUNT = re.compile(rb"Total(.*)jobs (\d+) .*utilization (\d+)")
 JOB_START = re.compile(rb"^(\d\d/\d\d(?:/\d\d)?) (\d\d:\d\d:\d\d) Starting job (\S+) from (\S+)", re.M)
@@ -27,11 +30,13 @@ NORMALIZATION = re.compile(rb"Normalization \[parallelism\] factor (\d+)")
 
 #: glidein_config keys kept from the dumps (values can be long; the rest is unused).
 CONFIG_KEYS = (
-    b"GLIDEIN_UUID|GLIDEIN_Site|GLIDEIN_Entry_Name|GLIDEIN_Factory|GLIDEIN_Name|GLIDEIN_Client|GLIDECLIENT_Name|"
-    b"GLIDECLIENT_Group|GLIDEIN_CPUS|GLIDEIN_ESTIMATED_CPUS|GLIDEIN_MaxMemMBs|GLIDEIN_GPUS|GLIDEIN_Resource_Slots|"
-    b"GLIDEIN_ResourceName|CONDORG_SCHEDD|CONDORG_CLUSTER|CONDORG_SUBCLUSTER|GLIDEIN_Max_Walltime|GLIDEIN_Retire_Time"
+    "GLIDEIN_UUID", "GLIDEIN_Site", "GLIDEIN_Entry_Name", "GLIDEIN_Factory", "GLIDEIN_Name", "GLIDEIN_Client",
+    "GLIDECLIENT_Name", "GLIDECLIENT_Group", "GLIDEIN_CPUS", "GLIDEIN_ESTIMATED_CPUS", "GLIDEIN_MaxMemMBs",
+    "GLIDEIN_GPUS", "GLIDEIN_ResourceName", "CONDORG_SCHEDD", "CONDORG_CLUSTER", "CONDORG_SUBCLUSTER",
+    "GLIDEIN_Max_Walltime", "GLIDEIN_Retire_Time",
 )
-CONFIG_LINE = re.compile(rb"^(" + CONFIG_KEYS + rb") ([^\n]*)$", re.M)
+#: a dump line of one of those keys (a newline, not ``^``+MULTILINE: the regex engine's literal scan stays fast)
+CONFIG_LINE = re.compile(rb"\n(" + "|".join(sorted(CONFIG_KEYS, key=len, reverse=True)).encode() + rb") ([^\n]*)")
 
 
 @dataclass
@@ -215,8 +220,12 @@ def _read_context(data: bytes, out: OutFile, limit: int) -> None:
     """Header (first lines), glidein_config dump (last value wins), XML result."""
     started = START_LINE.search(data, 0, 4096)
     out.started = int(started.group(1)) if started else None
-    for found in HEADER_LINE.finditer(data, 0, min(limit, 8192)):
-        out.header.setdefault(found.group(1).decode(), found.group(2).decode("utf-8", "replace"))
+    head = data[: min(limit, 8192)]
+    for key in HEADER_KEYS:
+        at = head.find(b"\n" + key + b" ")
+        value = HEADER_VALUE.match(head, at + len(key) + 1) if at >= 0 else None
+        if value:
+            out.header[key.decode()] = value.group(1).decode("utf-8", "replace")
     read_config(data[:limit], out.config)
     for marker in (m for m in _first_all(data, b"Last script ended")):
         coded = CODE_AFTER.search(marker)
@@ -238,7 +247,7 @@ def _first_all(data: bytes, prefix: bytes) -> List[bytes]:
 
 
 def read_config(data: bytes, config: Dict[str, str]) -> None:
-    """Add the known glidein_config keys found in a dump (later values win)."""
+    """Add the known glidein_config keys found in a dump (the last value of each wins)."""
     for found in CONFIG_LINE.finditer(data):
         config[found.group(1).decode()] = found.group(2).decode("utf-8", "replace").strip()
 

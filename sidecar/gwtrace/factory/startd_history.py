@@ -6,12 +6,14 @@ values are read as ClassAd literals (numbers, booleans, quoted strings), which
 is all those attributes ever hold, so no ClassAd library is needed here.
 """
 
-import re
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Union
 
-BANNER = re.compile(r"^\*\*\* Offset = ")
-ATTR = re.compile(r"^([A-Za-z_][A-Za-z0-9_.]*)\s*=\s*(.*)$")
+BANNER = "*** Offset = "
+#: the attributes read (lower case: ClassAd names ignore case); others are skipped unparsed
+WANTED = frozenset(("clusterid", "procid", "completiondate", "remotewallclocktime", "jobcurrentstartdate",
+                    "exitbysignal", "exitcode", "exitsignal", "requestcpus", "requestmemory", "requestgpus",
+                    "badputcausedbypreemption", "jobstatus", "traceparent"))
 Value = Union[int, float, bool, str, None]
 
 
@@ -56,17 +58,18 @@ def literal(text: str) -> Value:
 
 
 def iter_ads(text: str) -> Iterator[Dict[str, Value]]:
-    """Each ad of a history file, attribute names lower-cased (ClassAds ignore case)."""
+    """Each ad of a history file: the ``WANTED`` attributes, names lower-cased."""
     ad: Dict[str, Value] = {}
-    for line in text.splitlines():
-        if BANNER.match(line):
+    for line in text.split("\n"):
+        if line.startswith(BANNER):
             if ad:
                 yield ad
             ad = {}
             continue
-        found = ATTR.match(line)
-        if found:
-            ad[found.group(1).lower()] = literal(found.group(2))
+        name, sep, value = line.partition("=")
+        name = name.strip().lower()
+        if sep and name in WANTED:
+            ad[name] = literal(value)
     if ad:
         yield ad
 
