@@ -17,10 +17,12 @@ from typing import Dict, List, Optional
 
 from .outfile import read_config
 
-BLOCK = re.compile(rb"^(\w[\w.]*)\n======== gzip \| uuencode =============\nbegin-base64 644 -\n", re.M)
+# Patterns start with a literal (no ^ + MULTILINE) so the regex engine scans in C.
+BLOCK_HEAD = b"\n======== gzip | uuencode =============\nbegin-base64 644 -\n"
+BLOCK_NAME = re.compile(rb"\w[\w.]*\Z")
 XML_BLOCK = b"=== Encoded XML description of glidein activity ===\nbegin-base64 644 -\n"
-VALIDATION_ERROR = re.compile(rb"^=== Validation error in (\S+) ===", re.M)
-GPU_RESOURCE = re.compile(rb"^MACHINE_RESOURCE_GPUs = (\d+)", re.M)
+VALIDATION_ERROR = re.compile(rb"=== Validation error in (\S+) ===")
+GPU_RESOURCE = re.compile(rb"\nMACHINE_RESOURCE_GPUs = (\d+)")
 GPU_FOUND = re.compile(rb"condor_gpu_discovery found (\d+) GPUs")
 BLOCK_END = b"\n===="
 
@@ -66,12 +68,17 @@ def parse_err(data: bytes) -> ErrFile:
     """Parse the bytes of a ``.err``; never raises on odd content."""
     err = ErrFile(size=len(data))
     first_block = len(data)
-    for found in BLOCK.finditer(data):
-        first_block = min(first_block, found.start())
-        name = found.group(1).decode()
-        body = _block_body(data, found.end(), name, err)
-        if body is not None:
-            err.blocks[name] = body
+    at = data.find(BLOCK_HEAD)
+    while at >= 0:
+        line_start = data.rfind(b"\n", 0, at) + 1
+        name = BLOCK_NAME.match(data, line_start, at)
+        start = at + len(BLOCK_HEAD)
+        if name is not None:
+            first_block = min(first_block, line_start)
+            body = _block_body(data, start, name.group(0).decode(), err)
+            if body is not None:
+                err.blocks[name.group(0).decode()] = body
+        at = data.find(BLOCK_HEAD, start)
     at = data.find(XML_BLOCK)
     if at >= 0:
         first_block = min(first_block, at)

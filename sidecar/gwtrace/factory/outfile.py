@@ -35,8 +35,15 @@ CONFIG_KEYS = (
     "GLIDEIN_GPUS", "GLIDEIN_ResourceName", "CONDORG_SCHEDD", "CONDORG_CLUSTER", "CONDORG_SUBCLUSTER",
     "GLIDEIN_Max_Walltime", "GLIDEIN_Retire_Time",
 )
-#: a dump line of one of those keys (a newline, not ``^``+MULTILINE: the regex engine's literal scan stays fast)
-CONFIG_LINE = re.compile(rb"\n(" + "|".join(sorted(CONFIG_KEYS, key=len, reverse=True)).encode() + rb") ([^\n]*)")
+
+
+def _family(prefix: str) -> "re.Pattern[bytes]":
+    """Dump lines of the keys starting with ``prefix``: a literal ``\\nPREFIX`` lets the engine scan in C."""
+    rests = sorted((k[len(prefix):] for k in CONFIG_KEYS if k.startswith(prefix)), key=len, reverse=True)
+    return re.compile(b"\n(" + re.escape(prefix.encode()) + b"(?:" + "|".join(rests).encode() + b")) ([^\n]*)")
+
+
+CONFIG_LINES = (_family("GLIDE"), _family("CONDORG_"))
 
 
 @dataclass
@@ -143,11 +150,15 @@ def parse_stats(content: bytes, slot: str) -> SlotStats:
 
 
 class _Walk:
-    """The factory's sequential search: each marker is looked for after the previous one."""
+    """The factory's sequential search: each marker is looked for after the previous one.
 
-    def __init__(self, data: bytes) -> None:
+    Markers are collected from the first ``Last script starting`` on (every
+    later search starts there) unless the glidein never got that far.
+    """
+
+    def __init__(self, data: bytes, start: int = 0) -> None:
         self.data = data
-        self.markers = [(m.start(), m.end(), m.group(1)) for m in MARKER.finditer(data)]
+        self.markers = [(m.start(), m.end(), m.group(1)) for m in MARKER.finditer(data, start)]
         self.pos = 0
 
     def take(self, prefix: bytes) -> Optional[Tuple[int, int, bytes]]:
@@ -226,7 +237,7 @@ def _read_context(data: bytes, out: OutFile, limit: int) -> None:
         value = HEADER_VALUE.match(head, at + len(key) + 1) if at >= 0 else None
         if value:
             out.header[key.decode()] = value.group(1).decode("utf-8", "replace")
-    read_config(data[:limit], out.config)
+    read_config(data, out.config, limit)
     for marker in (m for m in _first_all(data, b"Last script ended")):
         coded = CODE_AFTER.search(marker)
         if coded:
@@ -246,10 +257,25 @@ def _first_all(data: bytes, prefix: bytes) -> List[bytes]:
     return [found.group(1)] if found else []
 
 
-def read_config(data: bytes, config: Dict[str, str]) -> None:
-    """Add the known glidein_config keys found in a dump (the last value of each wins)."""
-    for found in CONFIG_LINE.finditer(data):
-        config[found.group(1).decode()] = found.group(2).decode("utf-8", "replace").strip()
+def read_config(data: bytes, config: Dict[str, str], limit: Optional[int] = None) -> None:
+    """Add the known glidein_config keys found in a dump before ``limit`` (the last value wins)."""
+    end = len(data) if limit is None else limit
+    for pattern in CONFIG_LINES:
+        for found in pattern.finditer(data, 0, end):
+            config[found.group(1).decode()] = found.group(2).decode("utf-8", "replace").strip()
+
+
+def _validated(data: bytes) -> Tuple[_Walk, Optional[Tuple[int, int, bytes]], Optional[int]]:
+    """The walk positioned after the validation marker (GlideinWMS's first search)."""
+    at = data.find(b"=== Last script starting ")
+    walk = _Walk(data, max(at, 0))
+    for marker in walk.markers:
+        if marker[2].startswith(b"Last script starting "):
+            secs = VALIDATING.search(marker[2])
+            if secs is not None:
+                walk.pos = marker[1] + 1
+                return walk, marker, int(secs.group(1))
+    return (_Walk(data) if at > 0 else walk), None, None
 
 
 def parse_out(data: bytes) -> OutFile:
@@ -257,15 +283,9 @@ def parse_out(data: bytes) -> OutFile:
     out = OutFile(size=len(data))
     if len(data) < 10:
         return out
-    walk = _Walk(data)
-    validated = walk.take(b"Last script starting ")
+    walk, validated, out.validation_duration = _validated(data)
     if validated is not None:
-        secs = VALIDATING.search(validated[2])
-        if secs is None:
-            walk.pos = 0
-        else:
-            out.validation_duration = int(secs.group(1))
-            out.last_script_start = _epoch(validated[2])
+        out.last_script_start = _epoch(validated[2])
     _read_condor(walk, out)
     _read_tail(walk, out)
     _read_context(data, out, validated[0] if validated else len(data))

@@ -6,14 +6,16 @@ values are read as ClassAd literals (numbers, booleans, quoted strings), which
 is all those attributes ever hold, so no ClassAd library is needed here.
 """
 
+import re
 from dataclasses import dataclass
 from typing import Dict, Iterator, List, Optional, Union
 
-BANNER = "*** Offset = "
-#: the attributes read (lower case: ClassAd names ignore case); others are skipped unparsed
-WANTED = frozenset(("clusterid", "procid", "completiondate", "remotewallclocktime", "jobcurrentstartdate",
-                    "exitbysignal", "exitcode", "exitsignal", "requestcpus", "requestmemory", "requestgpus",
-                    "badputcausedbypreemption", "jobstatus", "traceparent"))
+BANNER = "\n*** Offset = "
+#: the attributes read; others are skipped unparsed (ClassAd names ignore case)
+WANTED = ("ClusterId", "ProcId", "CompletionDate", "RemoteWallClockTime", "JobCurrentStartDate", "ExitBySignal",
+          "ExitCode", "ExitSignal", "RequestCpus", "RequestMemory", "RequestGpus", "BadputCausedByPreemption",
+          "JobStatus", "TraceParent")
+WANTED_LINE = re.compile(r"\n(" + "|".join(WANTED) + r")[ \t]*=[ \t]*([^\n]*)", re.I)
 Value = Union[int, float, bool, str, None]
 
 
@@ -58,20 +60,11 @@ def literal(text: str) -> Value:
 
 
 def iter_ads(text: str) -> Iterator[Dict[str, Value]]:
-    """Each ad of a history file: the ``WANTED`` attributes, names lower-cased."""
-    ad: Dict[str, Value] = {}
-    for line in text.split("\n"):
-        if line.startswith(BANNER):
-            if ad:
-                yield ad
-            ad = {}
-            continue
-        name, sep, value = line.partition("=")
-        name = name.strip().lower()
-        if sep and name in WANTED:
-            ad[name] = literal(value)
-    if ad:
-        yield ad
+    """Each ad of a history file: the ``WANTED`` attributes, names lower-cased (banner lines skipped)."""
+    for chunk in ("\n" + text).split(BANNER):
+        ad = {m.group(1).lower(): literal(m.group(2)) for m in WANTED_LINE.finditer(chunk)}
+        if ad:
+            yield ad
 
 
 def _int(ad: Dict[str, Value], name: str) -> Optional[int]:

@@ -8,6 +8,7 @@ lines (``<cmd>``) are deliberately not kept: they can carry credentials.
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from datetime import datetime
+from functools import lru_cache
 from typing import Dict, List, Optional
 
 
@@ -37,8 +38,12 @@ class XmlResult:
     scripts: List[ScriptResult] = field(default_factory=list)
 
 
+@lru_cache(maxsize=4096)
 def iso_epoch(text: Optional[str]) -> Optional[int]:
-    """Epoch seconds of an ISO-8601 time with offset (None when absent or bad)."""
+    """Epoch seconds of an ISO-8601 time with offset (None when absent or bad).
+
+    Cached: the scripts of one glidein share a handful of distinct seconds.
+    """
     if not text:
         return None
     try:
@@ -51,17 +56,32 @@ def _text(node: Optional[ET.Element]) -> Optional[str]:
     return node.text.strip() if node is not None and node.text is not None else None
 
 
+def _fill(result: ScriptResult, part: ET.Element) -> None:
+    """One child of an OSGTestResult (direct iteration: path lookups cost more than the parse)."""
+    if part.tag == "test":
+        for item in part:
+            if item.tag == "tStart":
+                result.start = iso_epoch(_text(item))
+            elif item.tag == "tEnd":
+                result.end = iso_epoch(_text(item))
+    elif part.tag == "result":
+        for item in part:
+            if item.tag == "status":
+                result.status = _text(item)
+            elif item.tag == "metric":
+                result.metrics[item.get("name", "")] = (item.text or "").strip()
+    elif part.tag == "operatingenvironment":
+        for item in part:
+            result.env[item.get("name", "")] = (item.text or "").strip()
+    elif part.tag == "detail":
+        detail = _text(part)
+        result.detail = " ".join(detail.split()) if detail else None
+
+
 def _script(node: ET.Element) -> ScriptResult:
     result = ScriptResult(id=node.get("id", ""))
-    result.start = iso_epoch(_text(node.find("test/tStart")))
-    result.end = iso_epoch(_text(node.find("test/tEnd")))
-    result.status = _text(node.find("result/status"))
-    for metric in node.findall("result/metric"):
-        result.metrics[metric.get("name", "")] = (metric.text or "").strip()
-    for env in node.findall("operatingenvironment/env"):
-        result.env[env.get("name", "")] = (env.text or "").strip()
-    detail = _text(node.find("detail"))
-    result.detail = " ".join(detail.split()) if detail else None
+    for part in node:
+        _fill(result, part)
     return result
 
 
@@ -75,5 +95,6 @@ def parse_xml_result(data: Optional[bytes]) -> XmlResult:
         raise ValueError(f"malformed XML result ({err})") from None
     if root.tag != "OSGTestResult":
         raise ValueError(f"not an OSGTestResult but <{root.tag}>")
-    scripts = [_script(node) for node in root.findall("subtestlist/OSGTestResults/OSGTestResult")]
+    scripts = [_script(node) for sub in root if sub.tag == "subtestlist" for group in sub
+               if group.tag == "OSGTestResults" for node in group if node.tag == "OSGTestResult"]
     return XmlResult(glidein=_script(root), scripts=scripts)
