@@ -68,6 +68,7 @@ def test_identity_and_resources_from_header_and_glidein_config(records):
                                                            "3ce9dfca-0e7f-4d69-bfc9-5f58cb266ab7")
     assert (rec.cpus, rec.memory_mb, rec.gpus) == (8, 20000, 0)
     assert rec.submitted == 1656036000 and rec.started == 1656036325 and rec.ended == 1656044701
+    assert rec.ce_submitted == 1656036020
 
 
 def test_real_glidein_pair(records):
@@ -187,6 +188,7 @@ def test_spans_cover_queue_scripts_condor_and_jobs(records):
     names = [s.name for s in spans]
     assert names[:2] == ["glidein", "condorg.queued"] and "condor" in names
     assert "main/setup_script.sh" in names and spans[0].status == "error"
+    assert {"factory.queue", "ce.queue"} <= set(names)
     assert [s.name for s in record_to_spans(records[2])].count("job") == 4
 
 

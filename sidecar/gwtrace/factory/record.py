@@ -35,6 +35,7 @@ class GlideinRecord:
     memory_mb: Optional[int] = None
     gpus: int = 0
     submitted: Optional[int] = None
+    ce_submitted: Optional[int] = None  # Condor-G 027: handed to the CE (queued at the site)
     started: Optional[int] = None
     ended: Optional[int] = None
     condor_start: Optional[int] = None
@@ -150,6 +151,7 @@ def _completeness(rec: GlideinRecord, out: Optional[OutFile], err: Optional[ErrF
 def _times(rec: GlideinRecord, out: Optional[OutFile], condorg: Optional[CondorGJob]) -> None:
     if condorg is not None:
         rec.submitted = condorg.submitted
+        rec.ce_submitted = condorg.grid_submitted
         rec.holds = [h.__dict__ for h in condorg.holds]
         if condorg.removed is not None and rec.status == "UNKNOWN":
             rec.status = "REMOVED"

@@ -84,7 +84,10 @@ def record_to_spans(rec: GlideinRecord) -> List[SpanRecord]:
         root.events.append(("held", int(hold["time"]) * 1000000, {"hold.reason": hold["reason"],
                                                                   "hold.code": hold["code"] or 0}))
     parent = root.span_id
-    build.add("queued", "condorg.queued", rec.submitted, rec.started, parent)
+    queued = build.add("queued", "condorg.queued", rec.submitted, rec.started, parent)
+    if queued is not None and rec.ce_submitted is not None:
+        build.add("queued/factory", "factory.queue", rec.submitted, rec.ce_submitted, queued.span_id)
+        build.add("queued/ce", "ce.queue", rec.ce_submitted, rec.started, queued.span_id)
     for index, script in enumerate(rec.scripts):
         build.add(f"script/{index}/{script.id}", script.id, script.start, script.end, parent,
                   _status(script.status), **{"glidein.script": script.id})
