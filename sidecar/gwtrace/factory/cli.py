@@ -1,0 +1,106 @@
+"""``gwtrace glideins``: one line (or JSON object) per glidein, from factory files.
+
+``main(argv)`` is what the real CLI hooks in; records from the store come
+later through the same ``GlideinRecord`` contract.
+"""
+
+import argparse
+import csv
+import json
+import sys
+from datetime import datetime, timezone
+from typing import Any, Dict, Iterable, List, Optional, TextIO
+
+from .canonical import CATEGORIES
+from .collect import collect
+from .record import GlideinRecord
+
+TABLE = ("cluster", "proc", "site", "entry", "status", "failed_script", "cpus", "memory_mb", "gpus", "started",
+         "ended", "incomplete")
+
+
+def parse_time(text: str) -> int:
+    """Epoch seconds from an integer or an ISO-8601 time (UTC when no offset)."""
+    try:
+        return int(text)
+    except ValueError:
+        pass
+    try:
+        moment = datetime.fromisoformat(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a time (epoch seconds or ISO-8601): {text!r}") from None
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=timezone.utc)
+    return int(moment.timestamp())
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The options of ``gwtrace glideins``."""
+    parser = argparse.ArgumentParser(prog="gwtrace glideins", description="One record per glidein.")
+    parser.add_argument("--factory-logs", nargs="+", metavar="DIR", required=True,
+                        help="factory client log directories (job.C.P.out/.err, condor_activity_*.log)")
+    parser.add_argument("--since", type=parse_time, help="glideins ending at or after T")
+    parser.add_argument("--until", type=parse_time, help="glideins starting before T")
+    parser.add_argument("--site", help="GLIDEIN_Site")
+    parser.add_argument("--entry", help="factory entry name")
+    parser.add_argument("--frontend", help="frontend client name, or its part before the first '.'")
+    parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    return parser
+
+
+def select(records: Iterable[GlideinRecord], args: argparse.Namespace) -> List[GlideinRecord]:
+    """The records matching the filters (unknown times never exclude a record)."""
+    out = []
+    for rec in records:
+        if args.since is not None and rec.ended is not None and rec.ended < args.since:
+            continue
+        if args.until is not None and rec.started is not None and rec.started >= args.until:
+            continue
+        if args.site and rec.site != args.site or args.entry and rec.entry != args.entry:
+            continue
+        if args.frontend and args.frontend not in (rec.frontend, (rec.frontend or "").split(".")[0]):
+            continue
+        out.append(rec)
+    return out
+
+
+def _flat(rec: GlideinRecord) -> Dict[str, Any]:
+    row: Dict[str, Any] = {k: getattr(rec, k) for k in TABLE}
+    row.update({k: getattr(rec, k) for k in ("schedd", "factory", "frontend", "glidein_uuid", "submitted")})
+    row["incomplete_reasons"] = "; ".join(rec.incomplete_reasons)
+    row["gwms_duration"] = rec.gwms.get("duration")
+    row["gwms_jobsnr"] = rec.gwms.get("jobsnr")
+    row.update({f"canonical_{c}": round(rec.canonical.get(c, 0.0), 3) for c in CATEGORIES})
+    return row
+
+
+def render(records: List[GlideinRecord], fmt: str, stream: TextIO) -> None:
+    """Write records as a table, JSON (one array) or CSV."""
+    if fmt == "json":
+        json.dump([r.to_dict() for r in records], stream, indent=1)
+        stream.write("\n")
+        return
+    rows = [_flat(r) for r in records]
+    if fmt == "csv":
+        writer = csv.DictWriter(stream, fieldnames=list(rows[0]) if rows else list(TABLE))
+        writer.writeheader()
+        writer.writerows(rows)
+        return
+    cells = [list(TABLE)] + [["" if row[k] is None else str(row[k]) for k in TABLE] for row in rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(TABLE))]
+    for line in cells:
+        stream.write("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() + "\n")
+
+
+def main(argv: Optional[List[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+    """Run ``gwtrace glideins``; 0 if every file was read, 1 if some could not be."""
+    args = build_parser().parse_args(argv)
+    found = collect(args.factory_logs)
+    render(select(found.records, args), args.format, stdout)
+    for line in found.errors:
+        stderr.write(f"gwtrace glideins: {line}\n")
+    return 1 if found.errors else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,105 @@
+"""The glidein's ``StartdHistoryLog``: one long-form job ClassAd per user job.
+
+The startd appends the claim's job ad when a starter exits, followed by a
+``*** Offset = ...`` banner.  Only the attributes accounting needs are kept;
+values are read as ClassAd literals (numbers, booleans, quoted strings), which
+is all those attributes ever hold, so no ClassAd library is needed here.
+"""
+
+import re
+from dataclasses import dataclass
+from typing import Dict, Iterator, List, Optional, Union
+
+BANNER = "\n*** Offset = "
+#: the attributes read; others are skipped unparsed (ClassAd names ignore case)
+WANTED = ("ClusterId", "ProcId", "CompletionDate", "RemoteWallClockTime", "JobCurrentStartDate", "ExitBySignal",
+          "ExitCode", "ExitSignal", "RequestCpus", "RequestMemory", "RequestGpus", "BadputCausedByPreemption",
+          "JobStatus", "TraceParent")
+WANTED_LINE = re.compile(r"\n(" + "|".join(WANTED) + r")[ \t]*=[ \t]*([^\n]*)", re.I)
+Value = Union[int, float, bool, str, None]
+
+
+@dataclass
+class JobRecord:
+    """One user job the glidein ran (field names are part of the record contract)."""
+
+    job_id: Optional[str]
+    start: Optional[int]
+    end: Optional[int]
+    wall: Optional[int]
+    exit_code: Optional[int]
+    exit_signal: Optional[int]
+    cpus: int
+    memory_mb: int
+    gpus: int
+    preempted: bool
+    job_status: Optional[int]
+    traceparent: Optional[str] = None
+
+    def to_dict(self) -> Dict[str, Value]:
+        """The JSON form used in ``GlideinRecord.jobs``."""
+        return dict(self.__dict__)
+
+
+def literal(text: str) -> Value:
+    """A ClassAd literal as a Python value; expressions stay text."""
+    text = text.strip()
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("undefined", "error", ""):
+        return None
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1].replace('\\"', '"')
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
+
+
+def iter_ads(text: str) -> Iterator[Dict[str, Value]]:
+    """Each ad of a history file: the ``WANTED`` attributes, names lower-cased (banner lines skipped)."""
+    for chunk in ("\n" + text).split(BANNER):
+        ad = {m.group(1).lower(): literal(m.group(2)) for m in WANTED_LINE.finditer(chunk)}
+        if ad:
+            yield ad
+
+
+def _int(ad: Dict[str, Value], name: str) -> Optional[int]:
+    value = ad.get(name)
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    return int(value)
+
+
+def job_from_ad(ad: Dict[str, Value]) -> JobRecord:
+    """A ``JobRecord`` from one history ad (start = this activation's start)."""
+    cluster, proc = _int(ad, "clusterid"), _int(ad, "procid")
+    end, wall = _int(ad, "completiondate"), _int(ad, "remotewallclocktime")
+    start = _int(ad, "jobcurrentstartdate")
+    if start is None and end is not None and wall is not None:
+        start = end - wall
+    by_signal = ad.get("exitbysignal") is True
+    badput = _int(ad, "badputcausedbypreemption")
+    traceparent = ad.get("traceparent")
+    return JobRecord(
+        job_id=f"{cluster}.{proc}" if cluster is not None and proc is not None else None,
+        start=start,
+        end=end,
+        wall=wall,
+        exit_code=None if by_signal else _int(ad, "exitcode"),
+        exit_signal=_int(ad, "exitsignal") if by_signal else None,
+        cpus=_int(ad, "requestcpus") or 1,
+        memory_mb=_int(ad, "requestmemory") or 0,
+        gpus=_int(ad, "requestgpus") or 0,
+        preempted=bool(ad.get("badputcausedbypreemption") is True or (badput or 0) > 0),
+        job_status=_int(ad, "jobstatus"),
+        traceparent=traceparent if isinstance(traceparent, str) else None,
+    )
+
+
+def parse_startd_history(text: str) -> List[JobRecord]:
+    """All jobs of a ``StartdHistoryLog``, in file order."""
+    return [job_from_ad(ad) for ad in iter_ads(text)]

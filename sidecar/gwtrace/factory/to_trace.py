@@ -1,0 +1,121 @@
+"""A glidein record as a trace: deterministic ids, spans, event lines.
+
+Ids are derived from what identifies a glidein — factory, schedd and Condor-G
+``cluster.proc`` — so ingesting the same files twice gives the same spans (the
+store deduplicates them) and a glidein that also ran gwtrace can join the
+same trace: its setup computes ``glidein_trace_id`` from the same values
+(docs/accounting.md gives the derivation for other languages).
+"""
+
+import hashlib
+from typing import Any, Dict, List, Optional
+
+from ..assembler import SpanRecord
+from ..protocol import format_event
+from .record import GlideinRecord
+
+ID_DOMAIN = b"gwtrace-glidein-v1"
+
+
+def glidein_trace_id(factory: Optional[str], schedd: Optional[str], cluster: Any, proc: Any) -> str:
+    """32 hex digits: sha256("gwtrace-glidein-v1\\0factory\\0schedd\\0cluster.proc")[:16]."""
+    key = b"\0".join([ID_DOMAIN, (factory or "").encode(), (schedd or "").encode(), f"{cluster}.{proc}".encode()])
+    return hashlib.sha256(key).hexdigest()[:32]
+
+
+def span_id(trace_id: str, name: str) -> str:
+    """16 hex digits, stable per (trace, span key), never all zero."""
+    value = hashlib.sha256(f"{trace_id}/{name}".encode()).hexdigest()[:16]
+    return value if value.strip("0") else "0000000000000001"
+
+
+def resource_attributes(rec: GlideinRecord) -> Dict[str, Any]:
+    """Resource attributes named as ``gwtrace.resource`` names them for live glideins."""
+    pairs = {
+        "service.name": "glidein",
+        "glidein.uuid": rec.glidein_uuid,
+        "glidein.site": rec.site,
+        "glidein.entry": rec.entry,
+        "glidein.factory": rec.factory,
+        "glidein.client": rec.frontend,
+        "glidein.schedd": rec.schedd,
+        "glidein.cluster_id": rec.cluster,
+        "glidein.proc_id": rec.proc,
+        "glidein.cpus": rec.cpus,
+        "glidein.memory_mb": rec.memory_mb,
+        "glidein.gpus": rec.gpus,
+    }
+    return {k: v for k, v in pairs.items() if v is not None}
+
+
+class _Builder:
+    """Collects the spans of one glidein under its root."""
+
+    def __init__(self, rec: GlideinRecord) -> None:
+        self.trace_id = glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc)
+        self.spans: List[SpanRecord] = []
+
+    def add(self, key: str, name: str, start: Optional[int], end: Optional[int], parent: str = "",
+            status: str = "unset", **attributes: Any) -> Optional[SpanRecord]:
+        if start is None or end is None:
+            return None
+        span = SpanRecord(trace_id=self.trace_id, span_id=span_id(self.trace_id, key), parent_id=parent,
+                          parent_remote=False, flags=1, tracestate="", name=name, start_us=int(start) * 1000000,
+                          pid=0, end_us=max(int(end), int(start)) * 1000000, status=status,
+                          attributes={k: v for k, v in attributes.items() if v is not None})
+        span.attributes["gwtrace.source"] = "factory-logs"
+        self.spans.append(span)
+        return span
+
+
+def _status(text: Optional[str]) -> str:
+    return {"OK": "ok", "ERROR": "error"}.get(text or "", "unset")
+
+
+def record_to_spans(rec: GlideinRecord) -> List[SpanRecord]:
+    """The glidein's spans: root, Condor-G queue, per-script timeline, HTCondor, user jobs."""
+    build = _Builder(rec)
+    start = rec.submitted if rec.submitted is not None else rec.started
+    root = build.add("glidein", "glidein", start, rec.ended, status=_status(rec.status),
+                     **{"glidein.failed_script": rec.failed_script, "glidein.incomplete": rec.incomplete})
+    if root is None:
+        return []
+    for hold in rec.holds:
+        root.events.append(("held", int(hold["time"]) * 1000000, {"hold.reason": hold["reason"],
+                                                                  "hold.code": hold["code"] or 0}))
+    parent = root.span_id
+    queued = build.add("queued", "condorg.queued", rec.submitted, rec.started, parent)
+    if queued is not None and rec.ce_submitted is not None:
+        build.add("queued/factory", "factory.queue", rec.submitted, rec.ce_submitted, queued.span_id)
+        build.add("queued/ce", "ce.queue", rec.ce_submitted, rec.started, queued.span_id)
+    for index, script in enumerate(rec.scripts):
+        build.add(f"script/{index}/{script.id}", script.id, script.start, script.end, parent,
+                  _status(script.status), **{"glidein.script": script.id})
+    condor = build.add("condor", "condor", rec.condor_start, rec.condor_end, parent)
+    job_parent = condor.span_id if condor is not None else parent
+    for index, job in enumerate(rec.jobs):
+        failed = job.exit_signal is not None or bool(job.exit_code)
+        build.add(f"job/{index}/{job.job_id}", "job", job.start, job.end, job_parent,
+                  "error" if failed else "unset",
+                  **{"condor.job_id": job.job_id, "process.exit.code": job.exit_code,
+                     "condor.exit_signal": job.exit_signal, "condor.request_cpus": job.cpus,
+                     "condor.preempted": job.preempted})
+    return build.spans
+
+
+def spans_to_lines(spans: List[SpanRecord]) -> List[bytes]:
+    """The spans as gw1 event lines (B then E per span), in time order.
+
+    The line protocol has no "unset" status: such spans end with ``ok``
+    (the OTLP path through ``record_to_spans`` keeps them unset).
+    """
+    lines = []
+    for span in spans:
+        attrs = {k: v for k, v in span.attributes.items() if v is not None}
+        begin = format_event("B", span.start_us, span.pid, span.trace_id, span.span_id, span.parent_id or "-",
+                             "0", f"{span.flags:02x}", "-", span.name, attributes=attrs)
+        end = format_event("E", span.end_us, span.pid, span.trace_id, span.span_id,
+                           "ok" if span.status == "unset" else span.status)
+        lines.append((span.start_us, 0, begin))
+        lines.append((span.end_us, 1, end))
+    return [line for _, _, line in sorted(lines, key=lambda item: (item[0], item[1]))]
