@@ -198,3 +198,14 @@ def test_spans_export_and_serialize_as_event_lines(records):
     assert len(readable) == len(spans) and readable[0].resource.attributes["glidein.site"] == "Hephy-Vienna"
     events = [parse_line(line.rstrip(b"\n")) for line in spans_to_lines(spans)]
     assert [e.kind for e in events].count("B") == len(spans) == [e.kind for e in events].count("E")
+
+
+def test_gwtrace_glideins_is_a_command_of_the_real_cli(factory):
+    """`gwtrace glideins` goes through the installed entry point, not only main()."""
+    import subprocess
+
+    done = subprocess.run(["gwtrace", "glideins", "--factory-logs", str(factory), "--format", "json"],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+    records = json.loads(done.stdout)
+    assert records and {"cluster", "proc", "gwms", "canonical", "incomplete"} <= set(records[0])

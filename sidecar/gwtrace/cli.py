@@ -51,12 +51,15 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("run", help="run a command traced, with no change to its scripts", add_help=False)
     sub.add_parser("span", help="a span around one command, for any shell or language", add_help=False)
     sub.add_parser("ingest", help="recover spans from glidein .out/.err files or a spool", add_help=False)
+    sub.add_parser("glideins", help="one record per glidein, from a factory's client log directories",
+                   add_help=False)
     return p
 
 
 # Commands with their own argument parsing, in their own modules.
 _DELEGATED = {"serve": ("server", "serve_main"), "run": ("run", "run_main"),
-              "span": ("run", "span_main"), "ingest": ("ingest", "ingest_main")}
+              "span": ("run", "span_main"), "ingest": ("ingest", "ingest_main"),
+              "glideins": ("factory.cli", "main")}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
