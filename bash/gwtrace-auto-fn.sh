@@ -44,13 +44,18 @@ _gwtrace_auto_extra                        # the clock and escaping are there
   _gwtrace_aexp=${TRACEPARENT-}            # the TRACEPARENT we exported last
   _gwtrace_ad=$_gwtrace_abd                # BASH_SOURCE depth at the last slow path
   _gwtrace_arc=0 _gwtrace_asub=''          # $? before the command; a subshell with our EXIT trap
+  _gwtrace_aps=0 _gwtrace_acs='' _gwtrace_ast=0  # PIPESTATUS[0] (a returned function's own status), call site, status field
+  _gwtrace_asite=('') _gwtrace_asrcf='' _gwtrace_asrc=() _gwtrace_accs=''  # call site per frame; the source lines read last
+  declare -gA _gwtrace_atested=()          # call site -> 1 tested by its caller, 0 not
+  _gwtrace_atestre='(^|[[:space:](])(if|elif|while|until|!)[[:space:]]'
+  _gwtrace_anegre='(^|[[:space:](])![[:space:]]+$' _gwtrace_acontre='(&&|\|\||\||\\)[[:space:]]*$'
   _gwtrace_acsp='' _gwtrace_acts='' _gwtrace_acotp='' _gwtrace_acotpset='' _gwtrace_acpid=''
   # shellcheck disable=SC2016
-  _gwtrace_adbg_fn='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad))&&[[ $BASH_COMMAND != [sbc][ehuo]* ]]||_gwtrace_auto_dbg "$_"'
+  _gwtrace_adbg_fn='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc][ehuo]* ]]||_gwtrace_auto_dbg "$_"'
   # shellcheck disable=SC2016
-  _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad))||_gwtrace_auto_dbg "$_";} 2>&-'
+  _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_";} 2>&-'
   # shellcheck disable=SC2016
-  _gwtrace_adbg_cmd='{ (( _gwtrace_arc = $?, _gwtrace_abusy )) || _gwtrace_auto_cmd "$_"; } 2>&-'
+  _gwtrace_adbg_cmd='{ (( _gwtrace_arc = $?, _gwtrace_aps = PIPESTATUS[0], _gwtrace_abusy )) || _gwtrace_auto_cmd "$_"; } 2>&-'
 }
 
 # _gwtrace_auto_id: a span id (16 hex digits, never all zero) into _gwtrace_ar.
@@ -106,7 +111,7 @@ _gwtrace_auto_push() {
     _gwtrace_acur=$_gwtrace_ar _gwtrace_aexp=$TRACEPARENT
   fi
   parent=$_gwtrace_acur
-  _gwtrace_apid[i]=$BASHPID _gwtrace_adep[i]=$dep _gwtrace_aname[i]=$name _gwtrace_apar[i]=$_gwtrace_acur \
+  _gwtrace_apid[i]=$BASHPID _gwtrace_adep[i]=$dep _gwtrace_aname[i]=$name _gwtrace_apar[i]=$_gwtrace_acur _gwtrace_asite[i]=$_gwtrace_acs \
     _gwtrace_aotp[i]=${TRACEPARENT-} _gwtrace_aotpset[i]=${TRACEPARENT+1}
   if [[ -n $name ]]; then
     [[ $parent == "$_gwtrace_abase" && -n $parent ]] && remote=1
@@ -197,6 +202,72 @@ _gwtrace_auto_unwind() {
   done
 }
 
+# --- status: a failure, or a status its caller tested --------------------------
+#
+# Bash gives no flag for "this status is tested". What the DEBUG trap sees at
+# the caller's next command: $? (the caller's view: negated by `!`, 0 after an
+# `if` whose condition failed, a `while` that ended) and PIPESTATUS[0] (the
+# function's or command's own status). The span keeps its own status as
+# process.exit.code; it is ERROR only if nothing tested it:
+#  - $? differs from PIPESTATUS[0]: `if f`, `if ! f`, `while f`, `until f`;
+#  - the caller's next command reads $? (`rc=$?`, `[ $? -ne 0 ]`);
+#  - the call site's text (the line of the script, read once per file, the
+#    line before too when it ends with && || | or \) has the call in an
+#    if/elif/while/until condition, after `!`, or before && or ||.
+# Only non-zero statuses pay for this.
+
+# _gwtrace_auto_status SITE: the E status field for the function's or
+# command's own status, into _gwtrace_ast. In an EXIT trap PIPESTATUS is 0
+# whatever the status: $? then, unless the call was negated (`! f`).
+_gwtrace_auto_status() {
+  if (( _gwtrace_aps == 0 && _gwtrace_arc != 0 )); then
+    _gwtrace_auto_site "$1"
+    (( _gwtrace_ar == 2 )) || _gwtrace_aps=$_gwtrace_arc
+  fi
+  if (( _gwtrace_aps == 0 )); then
+    _gwtrace_ast=0
+    return 0
+  fi
+  if (( _gwtrace_arc == _gwtrace_aps )) && [[ $BASH_COMMAND != *'$?'* || $BASH_COMMAND == *_gwtrace_* ]]; then
+    _gwtrace_auto_site "$1"
+    if (( _gwtrace_ar == 0 )); then
+      _gwtrace_ast=$_gwtrace_aps
+      return 0
+    fi
+  fi
+  _gwtrace_ast="ok	process.exit.code=$_gwtrace_aps	gwtrace.status.tested=true"
+}
+
+# _gwtrace_auto_site "LINE NAME FILE": how the caller's text uses the call
+# of NAME at LINE of FILE, into _gwtrace_ar: 0 not tested, 1 tested, 2
+# tested and negated (`! NAME`). Cached per call site.
+_gwtrace_auto_site() {
+  local site=$1 line name file text pre post prev
+  _gwtrace_ar=${_gwtrace_atested[$site]-}
+  [[ -z $_gwtrace_ar ]] || return 0
+  _gwtrace_ar=0
+  line=${site%% *} name=${site#* } file=${name#* } name=${name%% *}
+  [[ -n $site && -n $file && $line == [1-9]* && -r $file ]] || return 0
+  _gwtrace_atested[$site]=0
+  if [[ $file != "$_gwtrace_asrcf" ]]; then
+    builtin mapfile -t _gwtrace_asrc <"$file" || return 0
+    _gwtrace_asrcf=$file
+  fi
+  text=${_gwtrace_asrc[line-1]-} prev=${_gwtrace_asrc[line-2]-}
+  [[ $text == *"$name"* ]] || return 0
+  pre=${text%%"$name"*} post=${text#*"$name"}
+  if [[ $pre != *[![:space:]]* && $line -gt 1 && $prev =~ $_gwtrace_acontre ]]; then
+    pre=$prev
+  fi
+  pre=${pre##*;} post=${post%%;*}
+  if [[ $pre =~ $_gwtrace_anegre ]]; then
+    _gwtrace_ar=2
+  elif [[ $pre =~ $_gwtrace_atestre || $post == *'&&'* || $post == *'||'* ]]; then
+    _gwtrace_ar=1
+  fi
+  _gwtrace_atested[$site]=$_gwtrace_ar
+}
+
 # --- functions and commands (DEBUG trap) ------------------------------------
 
 # _gwtrace_auto_sync DEPTH: make the frames match the shell's call stack
@@ -204,15 +275,21 @@ _gwtrace_auto_unwind() {
 # it have returned (status: the $? the DEBUG trap saw), new ones are entered.
 _gwtrace_auto_sync() {
   local n=$1 k i name top
+  if (( _gwtrace_an > 1 && _gwtrace_adep[_gwtrace_an-1] > n )); then
+    for (( i = _gwtrace_an - 1; i > 1 && _gwtrace_adep[i-1] > n; i-- )); do :; done
+    _gwtrace_auto_status "${_gwtrace_asite[i]-}"    # the outermost that returns now
+  else
+    _gwtrace_ast=$_gwtrace_arc
+  fi
   while (( _gwtrace_an > 1 )); do
     top=${_gwtrace_adep[_gwtrace_an-1]}
     (( top > n )) || [[ ${_gwtrace_aname[_gwtrace_an-1]} != "${FUNCNAME[n-top+2]-}" ]] || break
-    _gwtrace_auto_pop "$_gwtrace_arc"
+    _gwtrace_auto_pop "$_gwtrace_ast"
   done
   top=${_gwtrace_adep[_gwtrace_an-1]:-$_gwtrace_abd}
   for (( k = top + 1; k <= n; k++ )); do
     i=$(( n - k + 2 ))        # FUNCNAME/BASH_SOURCE index of depth k, from here
-    name=${FUNCNAME[i]-}
+    name=${FUNCNAME[i]-} _gwtrace_acs="${BASH_LINENO[i]-} ${FUNCNAME[i]-} ${BASH_SOURCE[i+1]-}"
     case $name in
       source)
         if [[ ${BASH_SOURCE[i]##*/} == gwtrace-auto*.sh || ${BASH_SOURCE[i]##*/} == gwtrace.sh ]]; then
@@ -263,19 +340,28 @@ _gwtrace_auto_dbg() {
       builtin printf '%s\n' "gw1	B	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	$_gwtrace_apfx${_gwtrace_actr:1}	${_gwtrace_acur:--}	0	$_gwtrace_afl	${_gwtrace_ats:--}	${FUNCNAME[1]}" >>"$_gwtrace_alog" || :
       _gwtrace_apar[_gwtrace_an]=$_gwtrace_acur _gwtrace_acur=$_gwtrace_apfx${_gwtrace_actr:1} \
         _gwtrace_asp[_gwtrace_an]=$_gwtrace_acur _gwtrace_adep[_gwtrace_an]=$_gwtrace_dn _gwtrace_apid[_gwtrace_an]=$BASHPID \
-        _gwtrace_aname[_gwtrace_an]=${FUNCNAME[1]} _gwtrace_aotp[_gwtrace_an]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_an]=${TRACEPARENT+1} \
+        _gwtrace_aname[_gwtrace_an]=${FUNCNAME[1]} _gwtrace_asite[_gwtrace_an]="${BASH_LINENO[1]} ${FUNCNAME[1]} ${BASH_SOURCE[2]-}" _gwtrace_aotp[_gwtrace_an]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_an]=${TRACEPARENT+1} \
         _gwtrace_an=$((_gwtrace_an + 1)) _gwtrace_ad=$_gwtrace_dn _gwtrace_aexp=00-$_gwtrace_atr-$_gwtrace_acur-$_gwtrace_afl \
         GWTRACE_AUTO_OPEN+=,$_gwtrace_acur TRACEPARENT=$_gwtrace_aexp || :      # last: the script may have made it readonly
     elif (( _gwtrace_dn < _gwtrace_ad )) && [[ $BASHPID == "$_gwtrace_amain" && -n ${EPOCHREALTIME-} \
           && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
-      # Functions returned: end their spans with the status the trap saw.
+      # Functions returned: end their spans with the status the trap saw (a
+      # function whose last command was a call returns that call's status:
+      # tested or not as the outermost one that returns now).
+      if (( _gwtrace_aps || _gwtrace_arc )); then
+        _gwtrace_dz=$_gwtrace_di
+        while (( _gwtrace_dz > 1 && _gwtrace_adep[_gwtrace_dz-1] > _gwtrace_dn )); do _gwtrace_dz=$((_gwtrace_dz - 1)); done
+        _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_dz]}"
+      else
+        _gwtrace_ast=0
+      fi
       while (( _gwtrace_di > 0 && _gwtrace_adep[_gwtrace_di] > _gwtrace_dn )); do
         if [[ -n ${_gwtrace_asp[_gwtrace_di]} && -n ${_gwtrace_aotpset[_gwtrace_di]} ]]; then
-          builtin printf '%s\n' "gw1	E	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	${_gwtrace_asp[_gwtrace_di]}	$_gwtrace_arc" >>"$_gwtrace_alog" || :
+          builtin printf '%s\n' "gw1	E	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	${_gwtrace_asp[_gwtrace_di]}	$_gwtrace_ast" >>"$_gwtrace_alog" || :
           GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[_gwtrace_di]}"} _gwtrace_aexp=${_gwtrace_aotp[_gwtrace_di]} \
             _gwtrace_acur=${_gwtrace_apar[_gwtrace_di]} _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1)) TRACEPARENT=$_gwtrace_aexp || :
         elif [[ -n ${_gwtrace_asp[_gwtrace_di]} ]]; then
-          _gwtrace_auto_pop "$_gwtrace_arc"; _gwtrace_di=$((_gwtrace_di - 1))
+          _gwtrace_auto_pop "$_gwtrace_ast"; _gwtrace_di=$((_gwtrace_di - 1))
         else
           _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1))
         fi
@@ -308,7 +394,10 @@ _gwtrace_auto_dbgmode() {
 # that execs its last command leaves nothing open.
 _gwtrace_auto_cmd() {
   local n=$(( ${#BASH_SOURCE[@]} - 1 ))
-  [[ -n $_gwtrace_acmd ]] && _gwtrace_auto_cmd_end "$_gwtrace_arc"
+  if [[ -n $_gwtrace_acmd ]]; then
+    _gwtrace_auto_status "$_gwtrace_accs"
+    _gwtrace_auto_cmd_end "$_gwtrace_ast"
+  fi
   (( n == _gwtrace_ad )) || _gwtrace_auto_sync "$n"
   _gwtrace_auto_cmd_begin "$BASH_COMMAND"
   return 0
@@ -364,6 +453,7 @@ _gwtrace_auto_cmd_begin() {
   declare -F -- "$w" >/dev/null && return 0
   _gwtrace_auto_id
   _gwtrace_auto_now
+  _gwtrace_accs="${BASH_LINENO[1]-} $w ${BASH_SOURCE[2]-}"
   _gwtrace_acmd=${w##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
   _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
   _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_acsp-$_gwtrace_afl" 1

@@ -180,3 +180,22 @@ def test_every_corpus_script_declares_its_tree() -> None:
     for script in SCRIPTS:
         tree = expected_tree(script)
         assert tree and tree[0] == tree[0].lstrip() and re.match(r"\S+ (OK|ERROR)$", tree[0]), script
+
+
+def test_tested_status_keeps_the_exit_code(tracing) -> None:
+    """A status the caller tested is OK but keeps process.exit.code; `if ! f`
+    records f's own status (issue 9)."""
+    env, receiver = tracing
+    traced = run_traced("tested_status.sh", "functions", dict(env))
+    assert traced.returncode == 0
+    root, spans = trace_of(receiver, "corpus:tested_status.sh:functions")
+    fails = [s for s in spans if s.name == "no"]
+    assert len(fails) == 11
+    assert all(s.attributes["process.exit.code"] == 3 for s in fails)
+    tested = [s for s in fails if s.attributes.get("gwtrace.status.tested") is True]
+    assert len(tested) == 10 and all(STATUS[s.status_code] == "OK" for s in tested)
+    untested = [s for s in fails if s not in tested]
+    assert [STATUS[s.status_code] for s in untested] == ["ERROR"]
+    yes = [s for s in spans if s.name == "yes"]
+    assert [STATUS[s.status_code] for s in yes] == ["OK", "OK"]
+    assert all(s.attributes.get("process.exit.code", 0) == 0 for s in yes)
