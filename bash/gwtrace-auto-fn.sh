@@ -46,6 +46,7 @@ _gwtrace_auto_extra                        # the clock and escaping are there
   _gwtrace_arc=0 _gwtrace_asub=''          # $? before the command; a subshell with our EXIT trap
   _gwtrace_aps=0 _gwtrace_acs='' _gwtrace_ast=0  # PIPESTATUS[0] (a returned function's own status), call site, status field
   _gwtrace_asite=('') _gwtrace_asrcf='' _gwtrace_asrc=() _gwtrace_accs=''  # call site per frame; the source lines read last
+  _gwtrace_actxt='' _gwtrace_abang='' _gwtrace_abgpid=() _gwtrace_abgsp=()  # commands: text, $! at begin; background jobs
   declare -gA _gwtrace_atested=()          # call site -> 1 tested by its caller, 0 not
   _gwtrace_atestre='(^|[[:space:](])(if|elif|while|until|!)[[:space:]]'
   _gwtrace_anegre='(^|[[:space:](])![[:space:]]+$' _gwtrace_acontre='(&&|\|\||\||\\)[[:space:]]*$'
@@ -191,6 +192,7 @@ _gwtrace_auto_adoptparent() {
 # At exit: the pending command, every frame, and no more DEBUG trap.
 _gwtrace_auto_exit_frames() {
   [[ -z $_gwtrace_acmd ]] || _gwtrace_auto_cmd_end "$1"
+  (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap process.still_running=true
   _gwtrace_auto_unwind "$1"
   [[ -z $_gwtrace_audbg ]] || builtin trap - DEBUG
 }
@@ -392,15 +394,64 @@ _gwtrace_auto_dbgmode() {
 # Commands level: every command comes here. An external command gets a span
 # written when the next command starts (its status is then known): a shell
 # that execs its last command leaves nothing open.
+#
+# In a trap BASH_COMMAND stays the interrupted command while the line number
+# restarts at 1 (or is one of our functions'): that command is not begun
+# again (an identical command on an earlier line just after it would be
+# taken for one; a loop repeats the same line). A pending
+# command after which $! changed was started in the background: its span is
+# begun now and ended when the job is gone (reaped by `wait`, which has a
+# span of its own, or by bash), or at exit (process.still_running).
 _gwtrace_auto_cmd() {
-  local n=$(( ${#BASH_SOURCE[@]} - 1 ))
-  if [[ -n $_gwtrace_acmd ]]; then
-    _gwtrace_auto_status "$_gwtrace_accs"
-    _gwtrace_auto_cmd_end "$_gwtrace_ast"
+  local n=$(( ${#BASH_SOURCE[@]} - 1 )) again=''
+  if [[ $BASH_COMMAND == "$_gwtrace_actxt" ]] && (( BASH_LINENO[0] < ${_gwtrace_accs%% *}+0 )) \
+     || [[ ${FUNCNAME[1]-} == _gwtrace_* ]]; then
+    again=1
   fi
+  if [[ -n $_gwtrace_acmd ]]; then
+    if [[ ${!-} != "$_gwtrace_abang" && $_gwtrace_acpid == "$BASHPID" ]]; then
+      _gwtrace_auto_bg_begin
+    else
+      _gwtrace_auto_status "$_gwtrace_accs"
+      _gwtrace_auto_cmd_end "$_gwtrace_ast"
+    fi
+  fi
+  (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap
   (( n == _gwtrace_ad )) || _gwtrace_auto_sync "$n"
-  _gwtrace_auto_cmd_begin "$BASH_COMMAND"
+  [[ -n $again ]] || _gwtrace_auto_cmd_begin "$BASH_COMMAND"
   return 0
+}
+
+# The pending command runs in the background (as $!): write its begin.
+_gwtrace_auto_bg_begin() {
+  local t=$'\t' name=$_gwtrace_acmd
+  [[ $name == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$name"; name=$_gwtrace_ar; }
+  _gwtrace_auto_emit "gw1${t}B${t}${_gwtrace_acts}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_acsp}${t}${_gwtrace_acur:--}${t}0${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}${t}gwtrace.kind=command${t}process.executable.name=${name}${t}process.pid=$!${t}gwtrace.background=true"
+  _gwtrace_abgpid+=("$!") _gwtrace_abgsp+=("$_gwtrace_acsp")
+  _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
+  _gwtrace_acmd=''
+}
+
+# _gwtrace_auto_bg_reap [KEY=VALUE]: end the spans of background commands
+# that are gone (all of them with an argument: at exit). The job that a
+# `wait PID` just returned has its $? as status (a job that ended before is
+# left for the `wait PID` about to run); one bash reaped on its own: ok.
+_gwtrace_auto_bg_reap() {
+  local i t=$'\t' st pids=() sps=() waited=''
+  [[ $_gwtrace_actxt == wait\ [!-]* && $_gwtrace_actxt != *\ *\ * ]] && waited=1
+  [[ -z ${1-} && -z $waited && $BASH_COMMAND == wait\ [!-]* ]] && return 0   # its status comes with the wait
+  for i in "${!_gwtrace_abgpid[@]}"; do
+    if [[ -z ${1-} ]] && builtin kill -0 "${_gwtrace_abgpid[i]}"; then
+      pids+=("${_gwtrace_abgpid[i]}") sps+=("${_gwtrace_abgsp[i]}")
+      continue
+    fi
+    st=ok
+    [[ -z ${1-} && -n $waited ]] && st=$_gwtrace_arc waited=''    # `wait PID` returned its status
+    [[ -z ${1-} ]] || st="ok$t$1"
+    _gwtrace_auto_now
+    _gwtrace_auto_emit "gw1${t}E${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_abgsp[i]}${t}${st}"
+  done
+  _gwtrace_abgpid=("${pids[@]}") _gwtrace_abgsp=("${sps[@]}")
 }
 
 # _gwtrace_auto_cmd_word COMMAND: the command word of a command line as bash
@@ -412,8 +463,9 @@ _gwtrace_auto_cmd_word() {
     w=${c%%[[:space:]]*}
     name=${w%%=*} name=${name%+} name=${name%%\[*}
     if [[ $w == *=* && $name == [A-Za-z_]* && $name != *[!A-Za-z0-9_]* ]]; then
-      if [[ ${w#*=} == [\"\']* ]]; then
-        _gwtrace_ar=''; return 0              # quoted value: give up, rarely a command
+      if [[ ${w#*=} == [\"\']* || ${w#*=} == *\$\(* || ${w#*=} == *\`* ]]; then
+        _gwtrace_ar=''; return 0              # quoted value or $(...): give up (what runs
+                                              # inside $(...) has spans of its own)
       fi
       c=${c:${#w}}
       continue
@@ -447,13 +499,13 @@ _gwtrace_auto_cmd_begin() {
     '['|'[['|'(('|'.'|':'|alias|bg|bind|break|builtin|caller|cd|command|compgen|complete|compopt|\
     continue|declare|dirs|disown|echo|enable|eval|exec|exit|export|false|fc|fg|getopts|hash|help|\
     history|jobs|kill|let|local|logout|mapfile|popd|printf|pushd|pwd|read|readarray|readonly|return|\
-    set|shift|shopt|source|suspend|test|times|trap|true|type|typeset|ulimit|umask|unalias|unset|wait|\
+    set|shift|shopt|source|suspend|test|times|trap|true|type|typeset|ulimit|umask|unalias|unset|\
     for|case|select|if|while|until|function|'{'|'}'|'!'|*=*) return 0 ;;
   esac
   declare -F -- "$w" >/dev/null && return 0
   _gwtrace_auto_id
   _gwtrace_auto_now
-  _gwtrace_accs="${BASH_LINENO[1]-} $w ${BASH_SOURCE[2]-}"
+  _gwtrace_accs="${BASH_LINENO[1]-} $w ${BASH_SOURCE[2]-}" _gwtrace_actxt=$1 _gwtrace_abang=${!-}
   _gwtrace_acmd=${w##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
   _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
   _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_acsp-$_gwtrace_afl" 1
