@@ -70,12 +70,12 @@ _gwtrace_auto_id() {
 # _gwtrace_auto_seed: a new prefix (splitmix64 over a state seeded from the
 # kernel in every new process, mixed with $BASHPID), counter back to 0.
 _gwtrace_auto_seed() {
-  local u='' z
+  local _gwtrace_lu='' _gwtrace_lz
   if [[ $_gwtrace_arngpid != "$BASHPID" ]]; then
-    IFS= builtin read -r u </proc/sys/kernel/random/uuid || u=''
-    u=${u//-/}
-    if [[ ${#u} -ge 30 && $u != *[!0-9a-f]* ]]; then
-      _gwtrace_arng=$(( (16#${u:0:15} << 4) ^ 16#${u:15:15} ))
+    IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
+    _gwtrace_lu=${_gwtrace_lu//-/}
+    if [[ ${#_gwtrace_lu} -ge 30 && $_gwtrace_lu != *[!0-9a-f]* ]]; then
+      _gwtrace_arng=$(( (16#${_gwtrace_lu:0:15} << 4) ^ 16#${_gwtrace_lu:15:15} ))
     else
       _gwtrace_auto_now
       _gwtrace_arng=$(( ${_gwtrace_at//[!0-9]/} * 2654435761 ^ ${SRANDOM:-0} ))
@@ -83,10 +83,10 @@ _gwtrace_auto_seed() {
     _gwtrace_arng=$(( _gwtrace_arng ^ (BASHPID << 40) ))
     _gwtrace_arngpid=$BASHPID
   fi
-  builtin printf -v _gwtrace_apfx '%010x' $(( z = (_gwtrace_arng += -7046029254386353131),
-      z = (z ^ ((z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
-      z = (z ^ ((z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
-      z = (z ^ ((z >> 31) & 0x1FFFFFFFF)) & 0xFFFFFFFFFF, z ? z : 1 ))
+  builtin printf -v _gwtrace_apfx '%010x' $(( _gwtrace_lz = (_gwtrace_arng += -7046029254386353131),
+      _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
+      _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
+      _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 31) & 0x1FFFFFFFF)) & 0xFFFFFFFFFF, _gwtrace_lz ? _gwtrace_lz : 1 ))
   _gwtrace_actr=1000000
 }
 
@@ -106,52 +106,52 @@ _gwtrace_auto_emit() {
 # innermost frame (or of a span the script opened itself with the library),
 # and export TRACEPARENT for the children. NAME '' keeps a frame without span.
 _gwtrace_auto_push() {
-  local name=$1 dep=$2 i=$_gwtrace_an parent remote=0 span='' a line t=$'\t'
+  local _gwtrace_lname=$1 _gwtrace_ldep=$2 _gwtrace_li=$_gwtrace_an _gwtrace_lparent _gwtrace_lremote=0 _gwtrace_lspan='' _gwtrace_la _gwtrace_lline _gwtrace_lt=$'\t'
   shift 2
-  if [[ -n $name && ${TRACEPARENT-} != "$_gwtrace_aexp" ]] && _gwtrace_auto_adoptparent; then
+  if [[ -n $_gwtrace_lname && ${TRACEPARENT-} != "$_gwtrace_aexp" ]] && _gwtrace_auto_adoptparent; then
     _gwtrace_acur=$_gwtrace_ar _gwtrace_aexp=$TRACEPARENT
   fi
-  parent=$_gwtrace_acur
-  _gwtrace_apid[i]=$BASHPID _gwtrace_adep[i]=$dep _gwtrace_aname[i]=$name _gwtrace_apar[i]=$_gwtrace_acur _gwtrace_asite[i]=$_gwtrace_acs \
-    _gwtrace_aotp[i]=${TRACEPARENT-} _gwtrace_aotpset[i]=${TRACEPARENT+1}
-  if [[ -n $name ]]; then
-    [[ $parent == "$_gwtrace_abase" && -n $parent ]] && remote=1
-    _gwtrace_auto_id; span=$_gwtrace_ar
+  _gwtrace_lparent=$_gwtrace_acur
+  _gwtrace_apid[_gwtrace_li]=$BASHPID _gwtrace_adep[_gwtrace_li]=$_gwtrace_ldep _gwtrace_aname[_gwtrace_li]=$_gwtrace_lname _gwtrace_apar[_gwtrace_li]=$_gwtrace_acur _gwtrace_asite[_gwtrace_li]=$_gwtrace_acs \
+    _gwtrace_aotp[_gwtrace_li]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_li]=${TRACEPARENT+1}
+  if [[ -n $_gwtrace_lname ]]; then
+    [[ $_gwtrace_lparent == "$_gwtrace_abase" && -n $_gwtrace_lparent ]] && _gwtrace_lremote=1
+    _gwtrace_auto_id; _gwtrace_lspan=$_gwtrace_ar
     _gwtrace_auto_now
-    [[ $name == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$name"; name=$_gwtrace_ar; }
-    line="gw1${t}B${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${span}${t}${parent:--}${t}${remote}${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}"
-    for a in "$@"; do
-      [[ $a == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$a"; a=$_gwtrace_ar; }
-      line+=$t${a:0:1000}
+    [[ $_gwtrace_lname == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar; }
+    _gwtrace_lline="gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_lspan}${_gwtrace_lt}${_gwtrace_lparent:--}${_gwtrace_lt}${_gwtrace_lremote}${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}"
+    for _gwtrace_la in "$@"; do
+      [[ $_gwtrace_la == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_la"; _gwtrace_la=$_gwtrace_ar; }
+      _gwtrace_lline+=$_gwtrace_lt${_gwtrace_la:0:1000}
     done
-    builtin printf '%s\n' "$line" >>"$_gwtrace_alog" || :
-    _gwtrace_aexp="00-$_gwtrace_atr-$span-$_gwtrace_afl" _gwtrace_acur=$span
+    builtin printf '%s\n' "$_gwtrace_lline" >>"$_gwtrace_alog" || :
+    _gwtrace_aexp="00-$_gwtrace_atr-$_gwtrace_lspan-$_gwtrace_afl" _gwtrace_acur=$_gwtrace_lspan
     _gwtrace_auto_tp "$_gwtrace_aexp" 1
     [[ ${GWTRACE_AUTO_OPEN-} == "$BASHPID:"* ]] || _gwtrace_auto_own
-    GWTRACE_AUTO_OPEN+=,$span
+    GWTRACE_AUTO_OPEN+=,$_gwtrace_lspan
   fi
-  _gwtrace_asp[i]=$span _gwtrace_an=$((i + 1))
+  _gwtrace_asp[_gwtrace_li]=$_gwtrace_lspan _gwtrace_an=$((_gwtrace_li + 1))
 }
 
 # _gwtrace_auto_pop STATUS [KEY=VALUE...]: end the innermost frame. A frame
 # that another process opened (we are a subshell of it) is dropped silently:
 # its owner ends it.
 _gwtrace_auto_pop() {
-  local i=$((_gwtrace_an - 1)) t=$'\t' line a
-  (( i >= 0 )) || return 0
-  if [[ -n ${_gwtrace_asp[i]} ]]; then
-    if [[ ${_gwtrace_apid[i]} == "$BASHPID" ]]; then
+  local _gwtrace_li=$((_gwtrace_an - 1)) _gwtrace_lt=$'\t' _gwtrace_lline _gwtrace_la
+  (( _gwtrace_li >= 0 )) || return 0
+  if [[ -n ${_gwtrace_asp[_gwtrace_li]} ]]; then
+    if [[ ${_gwtrace_apid[_gwtrace_li]} == "$BASHPID" ]]; then
       _gwtrace_auto_now
-      line="gw1${t}E${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_asp[i]}${t}${1:-0}"
+      _gwtrace_lline="gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp[_gwtrace_li]}${_gwtrace_lt}${1:-0}"
       shift
-      for a in "$@"; do line+=$t$a; done
-      builtin printf '%s\n' "$line" >>"$_gwtrace_alog" || :
-      GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[i]}"}
+      for _gwtrace_la in "$@"; do _gwtrace_lline+=$_gwtrace_lt$_gwtrace_la; done
+      builtin printf '%s\n' "$_gwtrace_lline" >>"$_gwtrace_alog" || :
+      GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[_gwtrace_li]}"}
     fi
-    _gwtrace_auto_tp "${_gwtrace_aotp[i]}" "${_gwtrace_aotpset[i]}"
-    _gwtrace_acur=${_gwtrace_apar[i]}
+    _gwtrace_auto_tp "${_gwtrace_aotp[_gwtrace_li]}" "${_gwtrace_aotpset[_gwtrace_li]}"
+    _gwtrace_acur=${_gwtrace_apar[_gwtrace_li]}
   fi
-  _gwtrace_an=$i
+  _gwtrace_an=$_gwtrace_li
 }
 
 # _gwtrace_auto_tp VALUE SET: export TRACEPARENT=VALUE (SET '': unset it) and
@@ -183,9 +183,9 @@ _gwtrace_auto_own() {
 # The script opened a span of its own with the library (TRACEPARENT is not
 # what we exported): make it the parent, into _gwtrace_ar.
 _gwtrace_auto_adoptparent() {
-  local tp=${TRACEPARENT-}
-  [[ ${#tp} -eq 55 && $tp == 00-"$_gwtrace_atr"-* ]] || return 1
-  _gwtrace_ar=${tp:36:16}
+  local _gwtrace_ltp=${TRACEPARENT-}
+  [[ ${#_gwtrace_ltp} -eq 55 && $_gwtrace_ltp == 00-"$_gwtrace_atr"-* ]] || return 1
+  _gwtrace_ar=${_gwtrace_ltp:36:16}
   [[ $_gwtrace_ar != *[!0-9a-f]* ]]
 }
 
@@ -244,30 +244,30 @@ _gwtrace_auto_status() {
 # of NAME at LINE of FILE, into _gwtrace_ar: 0 not tested, 1 tested, 2
 # tested and negated (`! NAME`). Cached per call site.
 _gwtrace_auto_site() {
-  local site=$1 line name file text pre post prev
-  _gwtrace_ar=${_gwtrace_atested[$site]-}
+  local _gwtrace_lsite=$1 _gwtrace_lline _gwtrace_lname _gwtrace_lfile _gwtrace_ltext _gwtrace_lpre _gwtrace_lpost _gwtrace_lprev
+  _gwtrace_ar=${_gwtrace_atested[$_gwtrace_lsite]-}
   [[ -z $_gwtrace_ar ]] || return 0
   _gwtrace_ar=0
-  line=${site%% *} name=${site#* } file=${name#* } name=${name%% *}
-  [[ -n $site && -n $file && $line == [1-9]* && -r $file ]] || return 0
-  _gwtrace_atested[$site]=0
-  if [[ $file != "$_gwtrace_asrcf" ]]; then
-    builtin mapfile -t _gwtrace_asrc <"$file" || return 0
-    _gwtrace_asrcf=$file
+  _gwtrace_lline=${_gwtrace_lsite%% *} _gwtrace_lname=${_gwtrace_lsite#* } _gwtrace_lfile=${_gwtrace_lname#* } _gwtrace_lname=${_gwtrace_lname%% *}
+  [[ -n $_gwtrace_lsite && -n $_gwtrace_lfile && $_gwtrace_lline == [1-9]* && -r $_gwtrace_lfile ]] || return 0
+  _gwtrace_atested[$_gwtrace_lsite]=0
+  if [[ $_gwtrace_lfile != "$_gwtrace_asrcf" ]]; then
+    builtin mapfile -t _gwtrace_asrc <"$_gwtrace_lfile" || return 0
+    _gwtrace_asrcf=$_gwtrace_lfile
   fi
-  text=${_gwtrace_asrc[line-1]-} prev=${_gwtrace_asrc[line-2]-}
-  [[ $text == *"$name"* ]] || return 0
-  pre=${text%%"$name"*} post=${text#*"$name"}
-  if [[ $pre != *[![:space:]]* && $line -gt 1 && $prev =~ $_gwtrace_acontre ]]; then
-    pre=$prev
+  _gwtrace_ltext=${_gwtrace_asrc[_gwtrace_lline-1]-} _gwtrace_lprev=${_gwtrace_asrc[_gwtrace_lline-2]-}
+  [[ $_gwtrace_ltext == *"$_gwtrace_lname"* ]] || return 0
+  _gwtrace_lpre=${_gwtrace_ltext%%"$_gwtrace_lname"*} _gwtrace_lpost=${_gwtrace_ltext#*"$_gwtrace_lname"}
+  if [[ $_gwtrace_lpre != *[![:space:]]* && $_gwtrace_lline -gt 1 && $_gwtrace_lprev =~ $_gwtrace_acontre ]]; then
+    _gwtrace_lpre=$_gwtrace_lprev
   fi
-  pre=${pre##*;} post=${post%%;*}
-  if [[ $pre =~ $_gwtrace_anegre ]]; then
+  _gwtrace_lpre=${_gwtrace_lpre##*;} _gwtrace_lpost=${_gwtrace_lpost%%;*}
+  if [[ $_gwtrace_lpre =~ $_gwtrace_anegre ]]; then
     _gwtrace_ar=2
-  elif [[ $pre =~ $_gwtrace_atestre || $post == *'&&'* || $post == *'||'* ]]; then
+  elif [[ $_gwtrace_lpre =~ $_gwtrace_atestre || $_gwtrace_lpost == *'&&'* || $_gwtrace_lpost == *'||'* ]]; then
     _gwtrace_ar=1
   fi
-  _gwtrace_atested[$site]=$_gwtrace_ar
+  _gwtrace_atested[$_gwtrace_lsite]=$_gwtrace_ar
 }
 
 # --- functions and commands (DEBUG trap) ------------------------------------
@@ -276,38 +276,38 @@ _gwtrace_auto_site() {
 # (BASH_SOURCE/FUNCNAME seen from our caller, DEPTH frames deep): frames below
 # it have returned (status: the $? the DEBUG trap saw), new ones are entered.
 _gwtrace_auto_sync() {
-  local n=$1 k i name top
-  if (( _gwtrace_an > 1 && _gwtrace_adep[_gwtrace_an-1] > n )); then
-    for (( i = _gwtrace_an - 1; i > 1 && _gwtrace_adep[i-1] > n; i-- )); do :; done
-    _gwtrace_auto_status "${_gwtrace_asite[i]-}"    # the outermost that returns now
+  local _gwtrace_ln=$1 _gwtrace_lk _gwtrace_li _gwtrace_lname _gwtrace_ltop
+  if (( _gwtrace_an > 1 && _gwtrace_adep[_gwtrace_an-1] > _gwtrace_ln )); then
+    for (( _gwtrace_li = _gwtrace_an - 1; _gwtrace_li > 1 && _gwtrace_adep[_gwtrace_li-1] > _gwtrace_ln; _gwtrace_li-- )); do :; done
+    _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_li]-}"    # the outermost that returns now
   else
     _gwtrace_ast=$_gwtrace_arc
   fi
   while (( _gwtrace_an > 1 )); do
-    top=${_gwtrace_adep[_gwtrace_an-1]}
-    (( top > n )) || [[ ${_gwtrace_aname[_gwtrace_an-1]} != "${FUNCNAME[n-top+2]-}" ]] || break
+    _gwtrace_ltop=${_gwtrace_adep[_gwtrace_an-1]}
+    (( _gwtrace_ltop > _gwtrace_ln )) || [[ ${_gwtrace_aname[_gwtrace_an-1]} != "${FUNCNAME[_gwtrace_ln-_gwtrace_ltop+2]-}" ]] || break
     _gwtrace_auto_pop "$_gwtrace_ast"
   done
-  top=${_gwtrace_adep[_gwtrace_an-1]:-$_gwtrace_abd}
-  for (( k = top + 1; k <= n; k++ )); do
-    i=$(( n - k + 2 ))        # FUNCNAME/BASH_SOURCE index of depth k, from here
-    name=${FUNCNAME[i]-} _gwtrace_acs="${BASH_LINENO[i]-} ${FUNCNAME[i]-} ${BASH_SOURCE[i+1]-}"
-    case $name in
+  _gwtrace_ltop=${_gwtrace_adep[_gwtrace_an-1]:-$_gwtrace_abd}
+  for (( _gwtrace_lk = _gwtrace_ltop + 1; _gwtrace_lk <= _gwtrace_ln; _gwtrace_lk++ )); do
+    _gwtrace_li=$(( _gwtrace_ln - _gwtrace_lk + 2 ))        # FUNCNAME/BASH_SOURCE index of depth _gwtrace_lk, from here
+    _gwtrace_lname=${FUNCNAME[_gwtrace_li]-} _gwtrace_acs="${BASH_LINENO[_gwtrace_li]-} ${FUNCNAME[_gwtrace_li]-} ${BASH_SOURCE[_gwtrace_li+1]-}"
+    case $_gwtrace_lname in
       source)
-        if [[ ${BASH_SOURCE[i]##*/} == gwtrace-auto*.sh || ${BASH_SOURCE[i]##*/} == gwtrace.sh ]]; then
-          _gwtrace_auto_push '' "$k"            # ours (BASH_ENV), or the library: it
+        if [[ ${BASH_SOURCE[_gwtrace_li]##*/} == gwtrace-auto*.sh || ${BASH_SOURCE[_gwtrace_li]##*/} == gwtrace.sh ]]; then
+          _gwtrace_auto_push '' "$_gwtrace_lk"            # ours (BASH_ENV), or the library: it
                                                 # reads TRACEPARENT while it is sourced
         else
-          _gwtrace_auto_push "source ${BASH_SOURCE[i]##*/}" "$k" gwtrace.kind=source "code.file.path=${BASH_SOURCE[i]}"
+          _gwtrace_auto_push "source ${BASH_SOURCE[_gwtrace_li]##*/}" "$_gwtrace_lk" gwtrace.kind=source "code.file.path=${BASH_SOURCE[_gwtrace_li]}"
         fi ;;
       _gwtrace_*|trace_*|trap|exit|'')
-        _gwtrace_auto_push '' "$k" ;;
+        _gwtrace_auto_push '' "$_gwtrace_lk" ;;
       *)
-        _gwtrace_auto_push "$name" "$k" ;;
+        _gwtrace_auto_push "$_gwtrace_lname" "$_gwtrace_lk" ;;
     esac
-    _gwtrace_aname[_gwtrace_an-1]=$name
+    _gwtrace_aname[_gwtrace_an-1]=$_gwtrace_lname
   done
-  _gwtrace_ad=$n
+  _gwtrace_ad=$_gwtrace_ln
   # A subshell that opened spans ends them on its own EXIT.
   if [[ $BASHPID != "$_gwtrace_amain" && $_gwtrace_asub != "$BASHPID" ]] && (( _gwtrace_an > 0 )) \
      && [[ ${_gwtrace_apid[_gwtrace_an-1]} == "$BASHPID" ]]; then
@@ -403,10 +403,10 @@ _gwtrace_auto_dbgmode() {
 # begun now and ended when the job is gone (reaped by `wait`, which has a
 # span of its own, or by bash), or at exit (process.still_running).
 _gwtrace_auto_cmd() {
-  local n=$(( ${#BASH_SOURCE[@]} - 1 )) again=''
+  local _gwtrace_ln=$(( ${#BASH_SOURCE[@]} - 1 )) _gwtrace_lagain=''
   if [[ $BASH_COMMAND == "$_gwtrace_actxt" ]] && (( BASH_LINENO[0] < ${_gwtrace_accs%% *}+0 )) \
      || [[ ${FUNCNAME[1]-} == _gwtrace_* ]]; then
-    again=1
+    _gwtrace_lagain=1
   fi
   if [[ -n $_gwtrace_acmd ]]; then
     if [[ ${!-} != "$_gwtrace_abang" && $_gwtrace_acpid == "$BASHPID" ]]; then
@@ -417,16 +417,16 @@ _gwtrace_auto_cmd() {
     fi
   fi
   (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap
-  (( n == _gwtrace_ad )) || _gwtrace_auto_sync "$n"
-  [[ -n $again ]] || _gwtrace_auto_cmd_begin "$BASH_COMMAND"
+  (( _gwtrace_ln == _gwtrace_ad )) || _gwtrace_auto_sync "$_gwtrace_ln"
+  [[ -n $_gwtrace_lagain ]] || _gwtrace_auto_cmd_begin "$BASH_COMMAND"
   return 0
 }
 
 # The pending command runs in the background (as $!): write its begin.
 _gwtrace_auto_bg_begin() {
-  local t=$'\t' name=$_gwtrace_acmd
-  [[ $name == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$name"; name=$_gwtrace_ar; }
-  _gwtrace_auto_emit "gw1${t}B${t}${_gwtrace_acts}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_acsp}${t}${_gwtrace_acur:--}${t}0${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}${t}gwtrace.kind=command${t}process.executable.name=${name}${t}process.pid=$!${t}gwtrace.background=true"
+  local _gwtrace_lt=$'\t' _gwtrace_lname=$_gwtrace_acmd
+  [[ $_gwtrace_lname == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar; }
+  _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_acts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_acsp}${_gwtrace_lt}${_gwtrace_acur:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=command${_gwtrace_lt}process.executable.name=${_gwtrace_lname}${_gwtrace_lt}process.pid=$!${_gwtrace_lt}gwtrace.background=true"
   _gwtrace_abgpid+=("$!") _gwtrace_abgsp+=("$_gwtrace_acsp")
   _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
   _gwtrace_acmd=''
@@ -437,89 +437,89 @@ _gwtrace_auto_bg_begin() {
 # `wait PID` just returned has its $? as status (a job that ended before is
 # left for the `wait PID` about to run); one bash reaped on its own: ok.
 _gwtrace_auto_bg_reap() {
-  local i t=$'\t' st pids=() sps=() waited=''
-  [[ $_gwtrace_actxt == wait\ [!-]* && $_gwtrace_actxt != *\ *\ * ]] && waited=1
-  [[ -z ${1-} && -z $waited && $BASH_COMMAND == wait\ [!-]* ]] && return 0   # its status comes with the wait
-  for i in "${!_gwtrace_abgpid[@]}"; do
-    if [[ -z ${1-} ]] && builtin kill -0 "${_gwtrace_abgpid[i]}"; then
-      pids+=("${_gwtrace_abgpid[i]}") sps+=("${_gwtrace_abgsp[i]}")
+  local _gwtrace_li _gwtrace_lt=$'\t' _gwtrace_lst _gwtrace_lpids=() _gwtrace_lsps=() _gwtrace_lwaited=''
+  [[ $_gwtrace_actxt == wait\ [!-]* && $_gwtrace_actxt != *\ *\ * ]] && _gwtrace_lwaited=1
+  [[ -z ${1-} && -z $_gwtrace_lwaited && $BASH_COMMAND == wait\ [!-]* ]] && return 0   # its status comes with the wait
+  for _gwtrace_li in "${!_gwtrace_abgpid[@]}"; do
+    if [[ -z ${1-} ]] && builtin kill -0 "${_gwtrace_abgpid[_gwtrace_li]}"; then
+      _gwtrace_lpids+=("${_gwtrace_abgpid[_gwtrace_li]}") _gwtrace_lsps+=("${_gwtrace_abgsp[_gwtrace_li]}")
       continue
     fi
-    st=ok
-    [[ -z ${1-} && -n $waited ]] && st=$_gwtrace_arc waited=''    # `wait PID` returned its status
-    [[ -z ${1-} ]] || st="ok$t$1"
+    _gwtrace_lst=ok
+    [[ -z ${1-} && -n $_gwtrace_lwaited ]] && _gwtrace_lst=$_gwtrace_arc _gwtrace_lwaited=''    # `wait PID` returned its status
+    [[ -z ${1-} ]] || _gwtrace_lst="ok$_gwtrace_lt$1"
     _gwtrace_auto_now
-    _gwtrace_auto_emit "gw1${t}E${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_abgsp[i]}${t}${st}"
+    _gwtrace_auto_emit "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_abgsp[_gwtrace_li]}${_gwtrace_lt}${_gwtrace_lst}"
   done
-  _gwtrace_abgpid=("${pids[@]}") _gwtrace_abgsp=("${sps[@]}")
+  _gwtrace_abgpid=("${_gwtrace_lpids[@]}") _gwtrace_abgsp=("${_gwtrace_lsps[@]}")
 }
 
 # _gwtrace_auto_cmd_word COMMAND: the command word of a command line as bash
 # shows it (BASH_COMMAND, unexpanded) into _gwtrace_ar, '' if not knowable.
 _gwtrace_auto_cmd_word() {
-  local c=$1 w name
+  local _gwtrace_lc=$1 _gwtrace_lw _gwtrace_lname
   while :; do
-    c=${c#"${c%%[![:space:]]*}"}
-    w=${c%%[[:space:]]*}
-    name=${w%%=*} name=${name%+} name=${name%%\[*}
-    if [[ $w == *=* && $name == [A-Za-z_]* && $name != *[!A-Za-z0-9_]* ]]; then
-      if [[ ${w#*=} == [\"\']* || ${w#*=} == *\$\(* || ${w#*=} == *\`* ]]; then
+    _gwtrace_lc=${_gwtrace_lc#"${_gwtrace_lc%%[![:space:]]*}"}
+    _gwtrace_lw=${_gwtrace_lc%%[[:space:]]*}
+    _gwtrace_lname=${_gwtrace_lw%%=*} _gwtrace_lname=${_gwtrace_lname%+} _gwtrace_lname=${_gwtrace_lname%%\[*}
+    if [[ $_gwtrace_lw == *=* && $_gwtrace_lname == [A-Za-z_]* && $_gwtrace_lname != *[!A-Za-z0-9_]* ]]; then
+      if [[ ${_gwtrace_lw#*=} == [\"\']* || ${_gwtrace_lw#*=} == *\$\(* || ${_gwtrace_lw#*=} == *\`* ]]; then
         _gwtrace_ar=''; return 0              # quoted value or $(...): give up (what runs
                                               # inside $(...) has spans of its own)
       fi
-      c=${c:${#w}}
+      _gwtrace_lc=${_gwtrace_lc:${#_gwtrace_lw}}
       continue
     fi
-    case $w in
+    case $_gwtrace_lw in
       exec) _gwtrace_ar=''; return 0 ;;     # the process goes on as CMD: see _gwtrace_auto_adopt
-      command|nohup|time|builtin) c=${c:${#w}}; c=${c#"${c%%[![:space:]]*}"}
-        [[ $c == -* ]] && { _gwtrace_ar=''; return 0; }
-        [[ $w == builtin ]] && { _gwtrace_ar=''; return 0; }
+      command|nohup|time|builtin) _gwtrace_lc=${_gwtrace_lc:${#_gwtrace_lw}}; _gwtrace_lc=${_gwtrace_lc#"${_gwtrace_lc%%[![:space:]]*}"}
+        [[ $_gwtrace_lc == -* ]] && { _gwtrace_ar=''; return 0; }
+        [[ $_gwtrace_lw == builtin ]] && { _gwtrace_ar=''; return 0; }
         continue ;;
     esac
     break
   done
-  if [[ $w == \$[A-Za-z_]* && ${w:1} != *[!A-Za-z0-9_]* ]]; then
-    w=${w:1}; w=${!w-}
-  elif [[ $w == \$\{[A-Za-z_]*\} && ${w:2:${#w}-3} != *[!A-Za-z0-9_]* ]]; then
-    w=${w:2:${#w}-3}; w=${!w-}
-  elif [[ $w == \"*\" ]]; then
-    w=${w:1:${#w}-2}
+  if [[ $_gwtrace_lw == \$[A-Za-z_]* && ${_gwtrace_lw:1} != *[!A-Za-z0-9_]* ]]; then
+    _gwtrace_lw=${_gwtrace_lw:1}; _gwtrace_lw=${!_gwtrace_lw-}
+  elif [[ $_gwtrace_lw == \$\{[A-Za-z_]*\} && ${_gwtrace_lw:2:${#_gwtrace_lw}-3} != *[!A-Za-z0-9_]* ]]; then
+    _gwtrace_lw=${_gwtrace_lw:2:${#_gwtrace_lw}-3}; _gwtrace_lw=${!_gwtrace_lw-}
+  elif [[ $_gwtrace_lw == \"*\" ]]; then
+    _gwtrace_lw=${_gwtrace_lw:1:${#_gwtrace_lw}-2}
   fi
-  [[ $w == *[\$\`\"\'\\\(\)\<\>\|\&\;]* ]] && w=''
-  _gwtrace_ar=$w
+  [[ $_gwtrace_lw == *[\$\`\"\'\\\(\)\<\>\|\&\;]* ]] && _gwtrace_lw=''
+  _gwtrace_ar=$_gwtrace_lw
 }
 
 _gwtrace_auto_cmd_begin() {
-  local w
+  local _gwtrace_lw
   _gwtrace_auto_cmd_word "$1"
-  w=$_gwtrace_ar
-  [[ -n $w ]] || return 0
-  case $w in
+  _gwtrace_lw=$_gwtrace_ar
+  [[ -n $_gwtrace_lw ]] || return 0
+  case $_gwtrace_lw in
     '['|'[['|'(('|'.'|':'|alias|bg|bind|break|builtin|caller|cd|command|compgen|complete|compopt|\
     continue|declare|dirs|disown|echo|enable|eval|exec|exit|export|false|fc|fg|getopts|hash|help|\
     history|jobs|kill|let|local|logout|mapfile|popd|printf|pushd|pwd|read|readarray|readonly|return|\
     set|shift|shopt|source|suspend|test|times|trap|true|type|typeset|ulimit|umask|unalias|unset|\
     for|case|select|if|while|until|function|'{'|'}'|'!'|*=*) return 0 ;;
   esac
-  declare -F -- "$w" >/dev/null && return 0
+  declare -F -- "$_gwtrace_lw" >/dev/null && return 0
   _gwtrace_auto_id
   _gwtrace_auto_now
-  _gwtrace_accs="${BASH_LINENO[1]-} $w ${BASH_SOURCE[2]-}" _gwtrace_actxt=$1 _gwtrace_abang=${!-}
-  _gwtrace_acmd=${w##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
+  _gwtrace_accs="${BASH_LINENO[1]-} $_gwtrace_lw ${BASH_SOURCE[2]-}" _gwtrace_actxt=$1 _gwtrace_abang=${!-}
+  _gwtrace_acmd=${_gwtrace_lw##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
   _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
   _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_acsp-$_gwtrace_afl" 1
 }
 
 # _gwtrace_auto_cmd_end STATUS: write the pending command's span, after the fact.
 _gwtrace_auto_cmd_end() {
-  local t=$'\t' parent=$_gwtrace_acur name
+  local _gwtrace_lt=$'\t' _gwtrace_lparent=$_gwtrace_acur _gwtrace_lname
   if [[ $_gwtrace_acpid == "$BASHPID" ]]; then
     _gwtrace_auto_now
-    name=$_gwtrace_acmd
-    [[ $name == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$name"; name=$_gwtrace_ar; }
-    _gwtrace_auto_emit "gw1${t}B${t}${_gwtrace_acts}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_acsp}${t}${parent:--}${t}0${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}${t}gwtrace.kind=command${t}process.executable.name=${name}"
-    _gwtrace_auto_emit "gw1${t}E${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_acsp}${t}${1:-0}"
+    _gwtrace_lname=$_gwtrace_acmd
+    [[ $_gwtrace_lname == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar; }
+    _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_acts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_acsp}${_gwtrace_lt}${_gwtrace_lparent:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=command${_gwtrace_lt}process.executable.name=${_gwtrace_lname}"
+    _gwtrace_auto_emit "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_acsp}${_gwtrace_lt}${1:-0}"
   fi
   _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
   _gwtrace_acmd=''
