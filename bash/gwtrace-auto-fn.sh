@@ -46,13 +46,14 @@ _gwtrace_auto_extra                        # the clock and escaping are there
   _gwtrace_arc=0 _gwtrace_asub=''          # $? before the command; a subshell with our EXIT trap
   _gwtrace_aps=0 _gwtrace_acs='' _gwtrace_ast=0  # PIPESTATUS[0] (a returned function's own status), call site, status field
   _gwtrace_asite=('') _gwtrace_asrcf='' _gwtrace_asrc=() _gwtrace_accs=''  # call site per frame; the source lines read last
+  _gwtrace_aspend=''                       # a `source` just ran: "depth _gwtrace_ad time"
   _gwtrace_actxt='' _gwtrace_abang='' _gwtrace_abgpid=() _gwtrace_abgsp=()  # commands: text, $! at begin; background jobs
   declare -gA _gwtrace_atested=()          # call site -> 1 tested by its caller, 0 not
   _gwtrace_atestre='(^|[[:space:](])(if|elif|while|until|!)[[:space:]]'
   _gwtrace_anegre='(^|[[:space:](])![[:space:]]+$' _gwtrace_acontre='(&&|\|\||\||\\)[[:space:]]*$'
   _gwtrace_acsp='' _gwtrace_acts='' _gwtrace_acotp='' _gwtrace_acotpset='' _gwtrace_acpid=''
   # shellcheck disable=SC2016
-  _gwtrace_adbg_fn='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc][ehuo]* ]]||_gwtrace_auto_dbg "$_"'
+  _gwtrace_adbg_fn='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc.][ehuo\ ]* ]]||_gwtrace_auto_dbg "$_"'
   # shellcheck disable=SC2016
   _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_";} 2>&-'
   # shellcheck disable=SC2016
@@ -316,6 +317,34 @@ _gwtrace_auto_sync() {
   fi
 }
 
+# A sourced file that runs no command (it only defines functions) gives the
+# DEBUG trap nothing to see inside it: before `source`/`.` the depth and time
+# are kept and the next command takes the slow path (_gwtrace_ad = -1); if
+# the depth is then the same, the file ran nothing: its span is written there,
+# named after $_ (the file, as expanded, the last argument of `source`).
+_gwtrace_auto_src_begin() {
+  local _gwtrace_la=${BASH_COMMAND#* }
+  _gwtrace_auto_now
+  [[ $_gwtrace_la == *[[:space:]]* ]] || _gwtrace_la=''      # one argument: $_ will be the file
+  _gwtrace_aspend="$(( ${#BASH_SOURCE[@]} - 3 )) $_gwtrace_ad $BASHPID $_gwtrace_at ${_gwtrace_la%%[[:space:]]*}"
+  _gwtrace_ad=-1
+}
+
+# _gwtrace_auto_src_done FILE: after the command that followed a `source`.
+_gwtrace_auto_src_done() {
+  local _gwtrace_lt=$'\t' _gwtrace_lp=$_gwtrace_aspend _gwtrace_lf=$1 _gwtrace_ldep _gwtrace_lpid _gwtrace_lts
+  _gwtrace_ldep=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* } _gwtrace_ad=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* }
+  _gwtrace_lpid=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* } _gwtrace_lts=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* }
+  _gwtrace_aspend=''
+  [[ -z $_gwtrace_lp ]] || { _gwtrace_lf=${_gwtrace_lp//[\"\']/}; [[ $_gwtrace_lf != *[\$\`]* ]] || _gwtrace_lf=${_gwtrace_lf##*/}; }
+  (( ${#BASH_SOURCE[@]} - 3 == _gwtrace_ldep )) && [[ -n $_gwtrace_lf && $_gwtrace_lpid == "$BASHPID" ]] || return 0
+  _gwtrace_auto_id
+  _gwtrace_auto_now
+  [[ $_gwtrace_lf == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lf"; _gwtrace_lf=$_gwtrace_ar; _gwtrace_auto_id; }
+  _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_lts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_ar}${_gwtrace_lt}${_gwtrace_acur:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}source ${_gwtrace_lf##*/}${_gwtrace_lt}gwtrace.kind=source${_gwtrace_lt}code.file.path=${_gwtrace_lf:0:1000}"
+  _gwtrace_auto_emit "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_ar}${_gwtrace_lt}${_gwtrace_arc}"
+}
+
 # The DEBUG trap (functions level). Past the fast path: the depth changed,
 # or the command may turn xtrace on. $1 is the script's $_, given back when
 # this call returns. The two common cases, one function entered and functions returned,
@@ -331,7 +360,11 @@ _gwtrace_auto_dbg() {
     elif (( _gwtrace_axg )); then
       _gwtrace_auto_dbgmode 0
     fi
-    (( _gwtrace_dn = ${#BASH_SOURCE[@]} - 1, _gwtrace_di = _gwtrace_an - 1, _gwtrace_dn != _gwtrace_ad )) || return 0
+    [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
+    if (( _gwtrace_dn = ${#BASH_SOURCE[@]} - 1, _gwtrace_di = _gwtrace_an - 1, _gwtrace_dn == _gwtrace_ad )); then
+      [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
+      return 0
+    fi
     case ${FUNCNAME[1]-} in
       source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) _gwtrace_dz=0 ;;   # the general path knows these
       *) _gwtrace_dz=1 ;;
@@ -373,6 +406,7 @@ _gwtrace_auto_dbg() {
     else
       _gwtrace_auto_sync "$_gwtrace_dn"
     fi
+    [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
   } 2>&-
   return 0
 }
@@ -417,7 +451,9 @@ _gwtrace_auto_cmd() {
     fi
   fi
   (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap
+  [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
   (( _gwtrace_ln == _gwtrace_ad )) || _gwtrace_auto_sync "$_gwtrace_ln"
+  [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
   [[ -n $_gwtrace_lagain ]] || _gwtrace_auto_cmd_begin "$BASH_COMMAND"
   return 0
 }
