@@ -3,7 +3,7 @@
 #
 # gwtrace-auto-extra.sh - what only some shells need, read by gwtrace-auto.sh
 # when one does: the script's `trap` (its first call), the end of the spans of
-# a bash that `exec`ed into this one, the bash 4 clock, protocol escaping.
+# a bash that `exec`ed into this one, a subshell's EXIT trap.
 #
 # `trap` is a function here, and bash scopes DEBUG, RETURN and ERR traps to
 # functions: inside one, `trap -p DEBUG` shows nothing, `trap - ERR` is undone
@@ -18,33 +18,16 @@
 # (functrace goes back off; open function spans end with the script).
 
 _gwtrace_aextra=1
+# shellcheck source=gwtrace-auto-util.sh
+[[ -n ${_gwtrace_autil-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"
 _gwtrace_aux='' _gwtrace_auxpid='' _gwtrace_atrc=0 _gwtrace_aoneshot=''
 # shellcheck disable=SC2016
 _gwtrace_aexit_pre='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); _gwtrace_auto_exit_pre "$_" && : "$_"; } 2>&-'
 # shellcheck disable=SC2016
-_gwtrace_aexit_post='{ (( ++_gwtrace_abusy )); _gwtrace_auto_exit_post; } 2>&-'
+_gwtrace_aexit_post='{ (( ++_gwtrace_abusy )); builtin trap - DEBUG; _gwtrace_auto_exit_post; } 2>&-'
 _gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset=''
 _gwtrace_asigs=()
 _gwtrace_ar='' _gwtrace_at=''
-[[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0-9]* ]] && _gwtrace_aboot=$GWTRACE_BOOT_US || _gwtrace_aboot=0
-
-# _gwtrace_auto_now: the time as seconds.microseconds into _gwtrace_at; bash 4
-# has no EPOCHREALTIME: /proc/uptime (10 ms) plus the boot time.
-_gwtrace_auto_now() {
-  local _gwtrace_lup='' _gwtrace_lus
-  if [[ -n ${EPOCHREALTIME-} ]]; then
-    _gwtrace_at=$EPOCHREALTIME
-    return 0
-  fi
-  IFS= builtin read -r _gwtrace_lup </proc/uptime || _gwtrace_lup=''
-  _gwtrace_lup=${_gwtrace_lup%% *}
-  if [[ $_gwtrace_lup == [0-9]*.[0-9][0-9] && $_gwtrace_lup != *[!0-9.]* ]]; then
-    _gwtrace_lus=$(( _gwtrace_aboot + 10#${_gwtrace_lup/./} * 10000 ))
-    builtin printf -v _gwtrace_at '%d.%06d' $((_gwtrace_lus / 1000000)) $((_gwtrace_lus % 1000000))
-  else
-    builtin printf -v _gwtrace_at '%(%s)T.000000' -1
-  fi
-}
 
 # _gwtrace_auto_hex: 32 random hex digits into _gwtrace_ar (a kernel uuid,
 # read without forking; the clock, pid and SRANDOM if there is none).
@@ -58,18 +41,6 @@ _gwtrace_auto_hex() {
       $(( (${SRANDOM:-7} << 20 ^ BASHPID) | 1 ))
   fi
   _gwtrace_ar=$_gwtrace_lu
-}
-
-# _gwtrace_auto_esc TEXT: protocol escaping into _gwtrace_ar.
-_gwtrace_auto_esc() {
-  _gwtrace_ar=$1
-  if [[ $_gwtrace_ar == *[$'\\\t\n\r']* ]]; then
-    local _gwtrace_lbs=\\
-    _gwtrace_ar=${_gwtrace_ar//"$_gwtrace_lbs"/"$_gwtrace_lbs$_gwtrace_lbs"}
-    _gwtrace_ar=${_gwtrace_ar//$'\t'/"${_gwtrace_lbs}t"}
-    _gwtrace_ar=${_gwtrace_ar//$'\n'/"${_gwtrace_lbs}n"}
-    _gwtrace_ar=${_gwtrace_ar//$'\r'/"${_gwtrace_lbs}r"}
-  fi
 }
 
 # A bash started by `exec` from a traced bash has its pid: end the spans it

@@ -28,7 +28,8 @@
 # Event lines are written with literal TAB characters between the fields
 # (a ${tab} expansion costs a microsecond each): keep them tabs.
 
-_gwtrace_auto_extra                        # the clock and escaping are there
+# shellcheck source=gwtrace-auto-util.sh
+builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock and escaping
 {
   # Span ids: a random 40-bit prefix (10 hex digits) drawn per process, then a
   # counter kept in decimal digits (6 of them, valid hex): no printf, no long
@@ -313,6 +314,7 @@ _gwtrace_auto_sync() {
   if [[ $BASHPID != "$_gwtrace_amain" && $_gwtrace_asub != "$BASHPID" ]] && (( _gwtrace_an > 0 )) \
      && [[ ${_gwtrace_apid[_gwtrace_an-1]} == "$BASHPID" ]]; then
     _gwtrace_asub=$BASHPID
+    _gwtrace_auto_extra
     _gwtrace_auto_exit_install
   fi
 }

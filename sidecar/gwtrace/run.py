@@ -29,7 +29,7 @@ LEVELS = ("scripts", "functions", "commands")
 DEFAULT_LEVEL = "functions"
 AUTO_LIB = "gwtrace-auto.sh"
 #: gwtrace-auto.sh loads the others from its own directory when needed.
-AUTO_LIBS = (AUTO_LIB, "gwtrace-auto-fn.sh", "gwtrace-auto-extra.sh", "gwtrace-auto-benv.sh")
+AUTO_LIBS = (AUTO_LIB, "gwtrace-auto-fn.sh", "gwtrace-auto-util.sh", "gwtrace-auto-extra.sh", "gwtrace-auto-benv.sh")
 
 #: Signals passed on to CMD. Keyboard signals (INT, QUIT) and HUP reach CMD
 #: directly when we share a terminal's foreground process group; sending them
