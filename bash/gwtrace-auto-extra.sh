@@ -43,19 +43,28 @@ _gwtrace_auto_hex() {
   _gwtrace_ar=$_gwtrace_lu
 }
 
-# A bash started by `exec` from a traced bash has its pid: end the spans it
-# left open (GWTRACE_AUTO_OPEN is "pid:trace,span,span...").
+# A bash started by `exec` from a traced bash has its pid: it takes over the
+# spans that bash left open (GWTRACE_AUTO_OPEN is "pid:trace,span,span..."),
+# ends them when it exits, with its own exit status (the process's), after
+# its own spans, which are their children (process.exec=true).
 _gwtrace_auto_adopt() {
-  local _gwtrace_lopen=${GWTRACE_AUTO_OPEN-} _gwtrace_lids _gwtrace_ltr _gwtrace_lspan _gwtrace_lt=$'\t'
+  local _gwtrace_lopen=${GWTRACE_AUTO_OPEN-} _gwtrace_lids _gwtrace_ltr
   [[ ${_gwtrace_lopen%%:*} == "$$" ]] || return 0
   _gwtrace_lopen=${_gwtrace_lopen#*:} _gwtrace_ltr=${_gwtrace_lopen%%,*} _gwtrace_lids=${_gwtrace_lopen#*,}
   [[ ${#_gwtrace_ltr} -eq 32 && $_gwtrace_ltr != *[!0-9a-f]* && $_gwtrace_lopen == *,* ]] || return 0
+  [[ $_gwtrace_lids != *[!0-9a-f,]* ]] && _gwtrace_aadopt="$_gwtrace_ltr,$_gwtrace_lids"
+}
+
+# _gwtrace_auto_adopt_end STATUS: end the spans taken over, innermost first.
+_gwtrace_auto_adopt_end() {
+  local _gwtrace_lids=${_gwtrace_aadopt#*,} _gwtrace_ltr=${_gwtrace_aadopt%%,*} _gwtrace_lspan _gwtrace_lt=$'\t'
+  _gwtrace_aadopt=''
   _gwtrace_auto_now
   while [[ -n $_gwtrace_lids ]]; do
     _gwtrace_lspan=${_gwtrace_lids##*,}
     if [[ $_gwtrace_lids == *,* ]]; then _gwtrace_lids=${_gwtrace_lids%,*}; else _gwtrace_lids=''; fi
-    [[ ${#_gwtrace_lspan} -eq 16 && $_gwtrace_lspan != *[!0-9a-f]* ]] || continue
-    builtin printf '%s\n' "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}$$${_gwtrace_lt}${_gwtrace_ltr}${_gwtrace_lt}${_gwtrace_lspan}${_gwtrace_lt}0${_gwtrace_lt}process.exec=true" >>"$_gwtrace_alog" || :
+    [[ ${#_gwtrace_lspan} -eq 16 ]] || continue
+    builtin printf '%s\n' "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}$$${_gwtrace_lt}${_gwtrace_ltr}${_gwtrace_lt}${_gwtrace_lspan}${_gwtrace_lt}$1${_gwtrace_lt}process.exec=true" >>"$_gwtrace_alog" || :
   done
 }
 

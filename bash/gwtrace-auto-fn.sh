@@ -38,7 +38,7 @@ builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock and escaping
   # Frames: span id ('' = a frame only kept to track depth: ours, the library's),
   # BASH_SOURCE depth inside it, owner $BASHPID, name, parent span, TRACEPARENT
   # before it (+ whether it was set). Frame 0 is the script span.
-  _gwtrace_an=1 _gwtrace_asp=("$_gwtrace_asp0") _gwtrace_adep=("$_gwtrace_abd") _gwtrace_apid=("$_gwtrace_amain")
+  _gwtrace_an=1 _gwtrace_asp=("$_gwtrace_asp0") _gwtrace_adep=("$_gwtrace_abd") _gwtrace_apid=("${_gwtrace_aroot:-$_gwtrace_amain}")
   _gwtrace_aname=('') _gwtrace_apar=("$_gwtrace_abase")
   _gwtrace_aotp=("$_gwtrace_aotp0") _gwtrace_aotpset=("$_gwtrace_aotpset0")
   _gwtrace_acur=$_gwtrace_asp0             # span id of the innermost frame with a span

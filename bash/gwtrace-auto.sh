@@ -13,7 +13,7 @@
 {
 [[ -z ${_gwtrace_auto_loaded-} ]] || return 0
 _gwtrace_auto_loaded=1 _gwtrace_adir=${BASH_SOURCE[0]%/*} _gwtrace_alevel=0 _gwtrace_amain=$BASHPID
-_gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
+_gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
 # The EXIT trap: record the status, end the spans (the halves that go around
 # a handler of the script's own are in gwtrace-auto-extra.sh).
 # shellcheck disable=SC2016
@@ -59,8 +59,16 @@ _gwtrace_auto_init() {
     && _gwtrace_auto_extra && _gwtrace_auto_slow_start
   [[ -z $_gwtrace_lpath ]] || _gwtrace_lpath="${_gwtrace_lt}code.file.path=${_gwtrace_lpath:0:1000}"
   _gwtrace_asp0=${_gwtrace_lu:0:16} _gwtrace_aotp0=${TRACEPARENT-} _gwtrace_aotpset0=${TRACEPARENT+1}
-  builtin printf '%s\n' "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_at:-$EPOCHREALTIME}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp0}${_gwtrace_lt}${_gwtrace_abase:--}${_gwtrace_lt}${_gwtrace_lremote}${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=script${_gwtrace_lt}process.pid=$$${_gwtrace_lpath}" >>"$_gwtrace_alog" || :
-  builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr,$_gwtrace_asp0" TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_asp0-$_gwtrace_afl" || :
+  if [[ ${GWTRACE_AUTO_ROOT-} == "$PPID:$_gwtrace_abase" && -n $_gwtrace_abase ]]; then
+    # `gwtrace run` ran this script: its root span is the script's span (it
+    # ends it with the exit status); this adds what only bash knows.
+    _gwtrace_asp0=$_gwtrace_abase _gwtrace_aroot=$PPID
+    builtin printf '%s\n' "gw1${_gwtrace_lt}A${_gwtrace_lt}${_gwtrace_at:-$EPOCHREALTIME}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp0}${_gwtrace_lt}process.pid=$$${_gwtrace_lpath}" >>"$_gwtrace_alog" || :
+    builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr" || :
+  else
+    builtin printf '%s\n' "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_at:-$EPOCHREALTIME}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp0}${_gwtrace_lt}${_gwtrace_abase:--}${_gwtrace_lt}${_gwtrace_lremote}${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=script${_gwtrace_lt}process.pid=$$${_gwtrace_lpath}" >>"$_gwtrace_alog" || :
+    builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr,$_gwtrace_asp0" TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_asp0-$_gwtrace_afl" || :
+  fi
   builtin trap -- "$_gwtrace_aexit0" EXIT
   if (( _gwtrace_alevel >= 2 )); then
     # shellcheck source=gwtrace-auto-fn.sh
@@ -74,11 +82,12 @@ _gwtrace_auto_exit_post() {
   [[ -n $_gwtrace_aexit ]] || return 0
   if (( _gwtrace_alevel >= 2 )); then
     _gwtrace_auto_exit_frames "$_gwtrace_aexit"
-  elif [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_asp0 ]]; then
+  elif [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_asp0 && -z $_gwtrace_aroot ]]; then
     [[ -n ${EPOCHREALTIME-} ]] || { _gwtrace_auto_extra; _gwtrace_auto_now; }
     builtin printf '%s\n' "gw1${_gwtrace_lt}E${_gwtrace_lt}${EPOCHREALTIME:-$_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp0}${_gwtrace_lt}${_gwtrace_aexit}" >>"$_gwtrace_alog" || :
     _gwtrace_asp0=''
   fi
+  [[ -z $_gwtrace_aadopt || $BASHPID != "$_gwtrace_amain" ]] || _gwtrace_auto_adopt_end "$_gwtrace_aexit"
   _gwtrace_aexit=''
 }
 
