@@ -314,8 +314,11 @@ _gwtrace_auto_sync() {
   if [[ $BASHPID != "$_gwtrace_amain" && $_gwtrace_asub != "$BASHPID" ]] && (( _gwtrace_an > 0 )) \
      && [[ ${_gwtrace_apid[_gwtrace_an-1]} == "$BASHPID" ]]; then
     _gwtrace_asub=$BASHPID
-    _gwtrace_auto_extra
-    _gwtrace_auto_exit_install
+    if [[ -n $_gwtrace_auxset && $_gwtrace_auxpid == "$BASHPID" ]]; then
+      _gwtrace_auto_exit_install             # the subshell set an EXIT handler of its own
+    else
+      builtin trap -- "$_gwtrace_aexit0" EXIT  # no need to read gwtrace-auto-extra.sh
+    fi
   fi
 }
 
