@@ -89,13 +89,20 @@ _gwtrace_auto_exit_install() {
 }
 
 # exit, while the script's EXIT handler runs: record the status it gives.
+# `exit` without a status in a trap handler exits (bash 5) with the status
+# the shell had when the trap began, which bash keeps in one place that
+# running our DEBUG trap overwrites: that status is given explicitly.
 _gwtrace_auto_exit_now() {
-  local _gwtrace_lrc=$1
+  local _gwtrace_lrc=$1 _gwtrace_lsaved=$_gwtrace_aexit
   (( ++_gwtrace_abusy ))
   shift
   [[ -n ${1-} && $1 != *[!0-9]* ]] && _gwtrace_aexit=$(( 10#${1: -9} & 255 ))
   [[ ${1-} == -- && -n ${2-} && $2 != *[!0-9]* ]] && _gwtrace_aexit=$(( 10#${2: -9} & 255 ))
   _gwtrace_auto_exit_post
+  if [[ $# -eq 0 || ( $# -eq 1 && $1 == -- ) ]] && (( BASH_VERSINFO[0] >= 5 )) && [[ -n $_gwtrace_lsaved ]]; then
+    _gwtrace_auto_rc "$_gwtrace_lrc"
+    builtin exit "$_gwtrace_lsaved"
+  fi
   _gwtrace_auto_rc "$_gwtrace_lrc"
   builtin exit "$@"
 }
