@@ -3,7 +3,7 @@
 #
 # gwtrace-auto-extra.sh - what only some shells need, read by gwtrace-auto.sh
 # when one does: the script's `trap` (its first call), the end of the spans of
-# a bash that `exec`ed into this one, the bash 4 clock, protocol escaping.
+# a bash that `exec`ed into this one, a subshell's EXIT trap.
 #
 # `trap` is a function here, and bash scopes DEBUG, RETURN and ERR traps to
 # functions: inside one, `trap -p DEBUG` shows nothing, `trap - ERR` is undone
@@ -18,73 +18,53 @@
 # (functrace goes back off; open function spans end with the script).
 
 _gwtrace_aextra=1
+# shellcheck source=gwtrace-auto-util.sh
+[[ -n ${_gwtrace_autil-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"
 _gwtrace_aux='' _gwtrace_auxpid='' _gwtrace_atrc=0 _gwtrace_aoneshot=''
 # shellcheck disable=SC2016
 _gwtrace_aexit_pre='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); _gwtrace_auto_exit_pre "$_" && : "$_"; } 2>&-'
 # shellcheck disable=SC2016
-_gwtrace_aexit_post='{ (( ++_gwtrace_abusy )); _gwtrace_auto_exit_post; } 2>&-'
+_gwtrace_aexit_post='{ (( ++_gwtrace_abusy )); builtin trap - DEBUG; _gwtrace_auto_exit_post; } 2>&-'
 _gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset=''
 _gwtrace_asigs=()
 _gwtrace_ar='' _gwtrace_at=''
-[[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0-9]* ]] && _gwtrace_aboot=$GWTRACE_BOOT_US || _gwtrace_aboot=0
-
-# _gwtrace_auto_now: the time as seconds.microseconds into _gwtrace_at; bash 4
-# has no EPOCHREALTIME: /proc/uptime (10 ms) plus the boot time.
-_gwtrace_auto_now() {
-  local up='' us
-  if [[ -n ${EPOCHREALTIME-} ]]; then
-    _gwtrace_at=$EPOCHREALTIME
-    return 0
-  fi
-  IFS= builtin read -r up </proc/uptime || up=''
-  up=${up%% *}
-  if [[ $up == [0-9]*.[0-9][0-9] && $up != *[!0-9.]* ]]; then
-    us=$(( _gwtrace_aboot + 10#${up/./} * 10000 ))
-    builtin printf -v _gwtrace_at '%d.%06d' $((us / 1000000)) $((us % 1000000))
-  else
-    builtin printf -v _gwtrace_at '%(%s)T.000000' -1
-  fi
-}
 
 # _gwtrace_auto_hex: 32 random hex digits into _gwtrace_ar (a kernel uuid,
 # read without forking; the clock, pid and SRANDOM if there is none).
 _gwtrace_auto_hex() {
-  local u=''
-  IFS= builtin read -r u </proc/sys/kernel/random/uuid || u=''
-  u=${u//-/}
-  if [[ ${#u} -ne 32 || $u == *[!0-9a-f]* ]]; then
+  local _gwtrace_lu=''
+  IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
+  _gwtrace_lu=${_gwtrace_lu//-/}
+  if [[ ${#_gwtrace_lu} -ne 32 || $_gwtrace_lu == *[!0-9a-f]* ]]; then
     _gwtrace_auto_now
-    builtin printf -v u '%016x%016x' $(( ${_gwtrace_at//[!0-9]/} * 2654435761 ^ BASHPID << 32 )) \
+    builtin printf -v _gwtrace_lu '%016x%016x' $(( ${_gwtrace_at//[!0-9]/} * 2654435761 ^ BASHPID << 32 )) \
       $(( (${SRANDOM:-7} << 20 ^ BASHPID) | 1 ))
   fi
-  _gwtrace_ar=$u
+  _gwtrace_ar=$_gwtrace_lu
 }
 
-# _gwtrace_auto_esc TEXT: protocol escaping into _gwtrace_ar.
-_gwtrace_auto_esc() {
-  _gwtrace_ar=$1
-  if [[ $_gwtrace_ar == *[$'\\\t\n\r']* ]]; then
-    local bs=\\
-    _gwtrace_ar=${_gwtrace_ar//"$bs"/"$bs$bs"}
-    _gwtrace_ar=${_gwtrace_ar//$'\t'/"${bs}t"}
-    _gwtrace_ar=${_gwtrace_ar//$'\n'/"${bs}n"}
-    _gwtrace_ar=${_gwtrace_ar//$'\r'/"${bs}r"}
-  fi
-}
-
-# A bash started by `exec` from a traced bash has its pid: end the spans it
-# left open (GWTRACE_AUTO_OPEN is "pid:trace,span,span...").
+# A bash started by `exec` from a traced bash has its pid: it takes over the
+# spans that bash left open (GWTRACE_AUTO_OPEN is "pid:trace,span,span..."),
+# ends them when it exits, with its own exit status (the process's), after
+# its own spans, which are their children (process.exec=true).
 _gwtrace_auto_adopt() {
-  local open=${GWTRACE_AUTO_OPEN-} ids tr span t=$'\t'
-  [[ ${open%%:*} == "$$" ]] || return 0
-  open=${open#*:} tr=${open%%,*} ids=${open#*,}
-  [[ ${#tr} -eq 32 && $tr != *[!0-9a-f]* && $open == *,* ]] || return 0
+  local _gwtrace_lopen=${GWTRACE_AUTO_OPEN-} _gwtrace_lids _gwtrace_ltr
+  [[ ${_gwtrace_lopen%%:*} == "$$" ]] || return 0
+  _gwtrace_lopen=${_gwtrace_lopen#*:} _gwtrace_ltr=${_gwtrace_lopen%%,*} _gwtrace_lids=${_gwtrace_lopen#*,}
+  [[ ${#_gwtrace_ltr} -eq 32 && $_gwtrace_ltr != *[!0-9a-f]* && $_gwtrace_lopen == *,* ]] || return 0
+  [[ $_gwtrace_lids != *[!0-9a-f,]* ]] && _gwtrace_aadopt="$_gwtrace_ltr,$_gwtrace_lids"
+}
+
+# _gwtrace_auto_adopt_end STATUS: end the spans taken over, innermost first.
+_gwtrace_auto_adopt_end() {
+  local _gwtrace_lids=${_gwtrace_aadopt#*,} _gwtrace_ltr=${_gwtrace_aadopt%%,*} _gwtrace_lspan _gwtrace_lt=$'\t'
+  _gwtrace_aadopt=''
   _gwtrace_auto_now
-  while [[ -n $ids ]]; do
-    span=${ids##*,}
-    if [[ $ids == *,* ]]; then ids=${ids%,*}; else ids=''; fi
-    [[ ${#span} -eq 16 && $span != *[!0-9a-f]* ]] || continue
-    builtin printf '%s\n' "gw1${t}E${t}${_gwtrace_at}${t}$$${t}${tr}${t}${span}${t}0${t}process.exec=true" >>"$_gwtrace_alog" || :
+  while [[ -n $_gwtrace_lids ]]; do
+    _gwtrace_lspan=${_gwtrace_lids##*,}
+    if [[ $_gwtrace_lids == *,* ]]; then _gwtrace_lids=${_gwtrace_lids%,*}; else _gwtrace_lids=''; fi
+    [[ ${#_gwtrace_lspan} -eq 16 ]] || continue
+    builtin printf '%s\n' "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}$$${_gwtrace_lt}${_gwtrace_ltr}${_gwtrace_lt}${_gwtrace_lspan}${_gwtrace_lt}$1${_gwtrace_lt}process.exec=true" >>"$_gwtrace_alog" || :
   done
 }
 
@@ -109,14 +89,21 @@ _gwtrace_auto_exit_install() {
 }
 
 # exit, while the script's EXIT handler runs: record the status it gives.
+# `exit` without a status in a trap handler exits (bash 5) with the status
+# the shell had when the trap began, which bash keeps in one place that
+# running our DEBUG trap overwrites: that status is given explicitly.
 _gwtrace_auto_exit_now() {
-  local rc=$1
+  local _gwtrace_lrc=$1 _gwtrace_lsaved=$_gwtrace_aexit
   (( ++_gwtrace_abusy ))
   shift
   [[ -n ${1-} && $1 != *[!0-9]* ]] && _gwtrace_aexit=$(( 10#${1: -9} & 255 ))
   [[ ${1-} == -- && -n ${2-} && $2 != *[!0-9]* ]] && _gwtrace_aexit=$(( 10#${2: -9} & 255 ))
   _gwtrace_auto_exit_post
-  _gwtrace_auto_rc "$rc"
+  if [[ $# -eq 0 || ( $# -eq 1 && $1 == -- ) ]] && (( BASH_VERSINFO[0] >= 5 )) && [[ -n $_gwtrace_lsaved ]]; then
+    _gwtrace_auto_rc "$_gwtrace_lrc"
+    builtin exit "$_gwtrace_lsaved"
+  fi
+  _gwtrace_auto_rc "$_gwtrace_lrc"
   builtin exit "$@"
 }
 
@@ -127,8 +114,8 @@ _gwtrace_auto_rc() {
 # _gwtrace_auto_slow_start: what _gwtrace_auto_init leaves to us (it reads
 # its locals `name` and `path`): escaping, the bash 4 clock, exec.
 _gwtrace_auto_slow_start() {
-  _gwtrace_auto_esc "$name"; name=$_gwtrace_ar
-  _gwtrace_auto_esc "$path"; path=$_gwtrace_ar
+  _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar
+  _gwtrace_auto_esc "$_gwtrace_lpath"; _gwtrace_lpath=$_gwtrace_ar
   _gwtrace_auto_esc "$_gwtrace_ats"; _gwtrace_ats=$_gwtrace_ar
   _gwtrace_auto_adopt
   _gwtrace_auto_now
@@ -143,72 +130,72 @@ _gwtrace_auto_exit_shim() {
 }
 
 _gwtrace_auto_sigs() {
-  local i
-  for (( i = 1; i < 65; i++ )); do _gwtrace_asigs+=("$i"); done
+  local _gwtrace_li
+  for (( _gwtrace_li = 1; _gwtrace_li < 65; _gwtrace_li++ )); do _gwtrace_asigs+=("$_gwtrace_li"); done
 }
 
 # _gwtrace_auto_trap EFD ARGS...: the `trap` builtin as the script sees it.
 # EFD is the script's stderr (or - if it has none); sets _gwtrace_atrc.
 _gwtrace_auto_trap() {
-  local efd=$1 print='' arg op s u
-  local -a orig other=()
+  local _gwtrace_lefd=$1 _gwtrace_lprint='' _gwtrace_larg _gwtrace_lop _gwtrace_ls _gwtrace_lu
+  local -a _gwtrace_lorig _gwtrace_lother=()
   shift
-  orig=("$@") _gwtrace_atrc=0
+  _gwtrace_lorig=("$@") _gwtrace_atrc=0
   while [[ ${1-} == -?* ]]; do
     case $1 in
       --) shift; break ;;
-      -p) print=1 ;;
-      *) _gwtrace_auto_trap_builtin "$efd" "${orig[@]}"; return 0 ;;   # -l, or bash's usage error
+      -p) _gwtrace_lprint=1 ;;
+      *) _gwtrace_auto_trap_builtin "$_gwtrace_lefd" "${_gwtrace_lorig[@]}"; return 0 ;;   # -l, or bash's usage error
     esac
     shift
   done
-  if [[ -n $print || $# -eq 0 ]]; then
-    _gwtrace_auto_trap_print "$efd" "$@"
+  if [[ -n $_gwtrace_lprint || $# -eq 0 ]]; then
+    _gwtrace_auto_trap_print "$_gwtrace_lefd" "$@"
     return 0
   fi
   if [[ -n $1 && $1 != *[!0-9]* ]] && builtin trap -p "$1" >/dev/null; then
-    op=revert
+    _gwtrace_lop=revert
   elif [[ $# -eq 1 && $1 != - && :$SHELLOPTS: != *:posix:* ]] && builtin trap -p "$1" >/dev/null; then
-    op=revert
+    _gwtrace_lop=revert
   else
-    arg=$1
+    _gwtrace_larg=$1
     shift
     if (( $# == 0 )); then
-      _gwtrace_auto_trap_builtin "$efd" "${orig[@]}"; return 0
+      _gwtrace_auto_trap_builtin "$_gwtrace_lefd" "${_gwtrace_lorig[@]}"; return 0
     fi
-    case $arg in
-      '') op=ignore ;;
-      -) op=revert ;;
-      *) op='set' ;;
+    case $_gwtrace_larg in
+      '') _gwtrace_lop=ignore ;;
+      -) _gwtrace_lop=revert ;;
+      *) _gwtrace_lop='set' ;;
     esac
   fi
-  for s in "$@"; do
-    _gwtrace_auto_trap_kind "$s"
+  for _gwtrace_ls in "$@"; do
+    _gwtrace_auto_trap_kind "$_gwtrace_ls"
     case $_gwtrace_ar in
       x|d|e|r)
-        u=$_gwtrace_ar
-        case $op in
-          set) builtin printf -v "_gwtrace_au$u" '%s' "$arg"; builtin printf -v "_gwtrace_au${u}set" 1 ;;
-          ignore) builtin printf -v "_gwtrace_au$u" ''; builtin printf -v "_gwtrace_au${u}set" 1 ;;
-          revert) builtin printf -v "_gwtrace_au$u" ''; builtin printf -v "_gwtrace_au${u}set" '' ;;
+        _gwtrace_lu=$_gwtrace_ar
+        case $_gwtrace_lop in
+          set) builtin printf -v "_gwtrace_au$_gwtrace_lu" '%s' "$_gwtrace_larg"; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
+          ignore) builtin printf -v "_gwtrace_au$_gwtrace_lu" ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
+          revert) builtin printf -v "_gwtrace_au$_gwtrace_lu" ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" '' ;;
         esac
-        if [[ $u == x ]]; then
+        if [[ $_gwtrace_lu == x ]]; then
           _gwtrace_auxpid=$BASHPID
           _gwtrace_auto_exit_install
-        elif [[ $u == e && ( $op != revert || $- == *E* ) ]]; then
-          other+=("$s")        # an ERR trap set in the one-shot would miss the next command
+        elif [[ $_gwtrace_lu == e && ( $_gwtrace_lop != revert || $- == *E* ) ]]; then
+          _gwtrace_lother+=("$_gwtrace_ls")        # an ERR trap set in the one-shot would miss the next command
         else
           _gwtrace_apend=1
         fi ;;
-      '') other+=("$s") ;;
-      *) _gwtrace_auto_trap_error "$efd" "$s" ;;
+      '') _gwtrace_lother+=("$_gwtrace_ls") ;;
+      *) _gwtrace_auto_trap_error "$_gwtrace_lefd" "$_gwtrace_ls" ;;
     esac
   done
-  if (( ${#other[@]} )); then
-    case $op in
-      set) builtin trap -- "$arg" "${other[@]}" ;;
-      ignore) builtin trap -- '' "${other[@]}" ;;
-      revert) builtin trap - "${other[@]}" ;;
+  if (( ${#_gwtrace_lother[@]} )); then
+    case $_gwtrace_lop in
+      set) builtin trap -- "$_gwtrace_larg" "${_gwtrace_lother[@]}" ;;
+      ignore) builtin trap -- '' "${_gwtrace_lother[@]}" ;;
+      revert) builtin trap - "${_gwtrace_lother[@]}" ;;
     esac
   fi
   return 0
@@ -235,7 +222,7 @@ _gwtrace_auto_trap_kind() {
 # Print traps as `trap -p` would: the script's EXIT, DEBUG, ERR and RETURN
 # traps from our records, the others from bash.
 _gwtrace_auto_trap_print() {
-  local efd=$1 s
+  local _gwtrace_lefd=$1 _gwtrace_ls
   shift
   if (( $# == 0 )); then
     [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_trap_line "$_gwtrace_aux" EXIT
@@ -246,15 +233,15 @@ _gwtrace_auto_trap_print() {
     [[ -z $_gwtrace_aurset ]] || _gwtrace_auto_trap_line "$_gwtrace_aur" RETURN
     return 0
   fi
-  for s in "$@"; do
-    _gwtrace_auto_trap_kind "$s"
+  for _gwtrace_ls in "$@"; do
+    _gwtrace_auto_trap_kind "$_gwtrace_ls"
     case $_gwtrace_ar in
       x) [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_trap_line "$_gwtrace_aux" EXIT ;;
       d) [[ -z $_gwtrace_audset ]] || _gwtrace_auto_trap_line "$_gwtrace_aud" DEBUG ;;
       e) [[ -z $_gwtrace_aueset ]] || _gwtrace_auto_trap_line "$_gwtrace_aue" ERR ;;
       r) [[ -z $_gwtrace_aurset ]] || _gwtrace_auto_trap_line "$_gwtrace_aur" RETURN ;;
-      '') builtin trap -p "$s" ;;
-      *) _gwtrace_auto_trap_error "$efd" "$s" ;;
+      '') builtin trap -p "$_gwtrace_ls" ;;
+      *) _gwtrace_auto_trap_error "$_gwtrace_lefd" "$_gwtrace_ls" ;;
     esac
   done
 }
@@ -266,8 +253,8 @@ _gwtrace_auto_trap_line() {
 
 # _gwtrace_auto_quote TEXT: TEXT in single quotes (as bash prints traps).
 _gwtrace_auto_quote() {
-  local q=\'
-  _gwtrace_ar="$q${1//$q/$q\\$q$q}$q"
+  local _gwtrace_lq=\'
+  _gwtrace_ar="$_gwtrace_lq${1//$_gwtrace_lq/$_gwtrace_lq\\$_gwtrace_lq$_gwtrace_lq}$_gwtrace_lq"
 }
 
 # The one-shot DEBUG trap that applies the script's DEBUG, ERR and RETURN
@@ -276,31 +263,31 @@ _gwtrace_auto_quote() {
 # with the script.
 _gwtrace_auto_oneshot() {
   # shellcheck disable=SC2016
-  local c='{ (( _gwtrace_arc = $?, 1 )); ' yield=''
-  [[ -n $_gwtrace_audbg && -n $_gwtrace_audset$_gwtrace_aurset ]] && yield=1
-  if [[ -n $yield ]]; then
-    c+='set +T; _gwtrace_audbg=; '
+  local _gwtrace_lc='{ (( _gwtrace_arc = $?, 1 )); ' _gwtrace_lyield=''
+  [[ -n $_gwtrace_audbg && -n $_gwtrace_audset$_gwtrace_aurset ]] && _gwtrace_lyield=1
+  if [[ -n $_gwtrace_lyield ]]; then
+    _gwtrace_lc+='set +T; _gwtrace_audbg=; '
     [[ -z $_gwtrace_acmd ]] || _gwtrace_auto_cmd_end "$_gwtrace_arc"
   fi
-  [[ -n $_gwtrace_aueset ]] || c+='builtin trap - ERR; '
+  [[ -n $_gwtrace_aueset ]] || _gwtrace_lc+='builtin trap - ERR; '
   _gwtrace_auto_quote "$_gwtrace_aur"
-  if [[ -n $_gwtrace_aurset ]]; then c+="builtin trap -- $_gwtrace_ar RETURN; "; else c+='builtin trap - RETURN; '; fi
-  if [[ -n $_gwtrace_audbg && -z $yield ]]; then
+  if [[ -n $_gwtrace_aurset ]]; then _gwtrace_lc+="builtin trap -- $_gwtrace_ar RETURN; "; else _gwtrace_lc+='builtin trap - RETURN; '; fi
+  if [[ -n $_gwtrace_audbg && -z $_gwtrace_lyield ]]; then
     # shellcheck disable=SC2016
-    c+='builtin trap -- "$_gwtrace_audbg" DEBUG; '
+    _gwtrace_lc+='builtin trap -- "$_gwtrace_audbg" DEBUG; '
   elif [[ -n $_gwtrace_audset ]]; then
     _gwtrace_auto_quote "$_gwtrace_aud"
-    c+="builtin trap -- $_gwtrace_ar DEBUG; "
+    _gwtrace_lc+="builtin trap -- $_gwtrace_ar DEBUG; "
   else
-    c+='builtin trap - DEBUG; '
+    _gwtrace_lc+='builtin trap - DEBUG; '
   fi
   # shellcheck disable=SC2016
-  c+='_gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-'
+  _gwtrace_lc+='_gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-'
   # The script's DEBUG trap, now in force, runs for this command too.
-  if [[ -n $_gwtrace_audset && -n $_gwtrace_aud && ( -n $yield || -z $_gwtrace_audbg ) ]]; then
-    c+="; $_gwtrace_aud"
+  if [[ -n $_gwtrace_audset && -n $_gwtrace_aud && ( -n $_gwtrace_lyield || -z $_gwtrace_audbg ) ]]; then
+    _gwtrace_lc+="; $_gwtrace_aud"
   fi
-  _gwtrace_aoneshot=$c _gwtrace_apend=''
+  _gwtrace_aoneshot=$_gwtrace_lc _gwtrace_apend=''
 }
 
 # The message bash gives for a bad signal, at the script's line.
@@ -316,12 +303,12 @@ _gwtrace_auto_trap_error() {
 
 # shellcheck disable=SC2064  # the script's own arguments, passed on as they are
 _gwtrace_auto_trap_builtin() {
-  local efd=$1
+  local _gwtrace_lefd=$1
   shift
-  if [[ $efd == - ]]; then
+  if [[ $_gwtrace_lefd == - ]]; then
     builtin trap "$@"
   else
-    builtin trap "$@" 2>&"$efd"
+    builtin trap "$@" 2>&"$_gwtrace_lefd"
   fi
   _gwtrace_atrc=$?
 }

@@ -28,7 +28,8 @@
 # Event lines are written with literal TAB characters between the fields
 # (a ${tab} expansion costs a microsecond each): keep them tabs.
 
-_gwtrace_auto_extra                        # the clock and escaping are there
+# shellcheck source=gwtrace-auto-util.sh
+builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock and escaping
 {
   # Span ids: a random 40-bit prefix (10 hex digits) drawn per process, then a
   # counter kept in decimal digits (6 of them, valid hex): no printf, no long
@@ -37,20 +38,27 @@ _gwtrace_auto_extra                        # the clock and escaping are there
   # Frames: span id ('' = a frame only kept to track depth: ours, the library's),
   # BASH_SOURCE depth inside it, owner $BASHPID, name, parent span, TRACEPARENT
   # before it (+ whether it was set). Frame 0 is the script span.
-  _gwtrace_an=1 _gwtrace_asp=("$_gwtrace_asp0") _gwtrace_adep=("$_gwtrace_abd") _gwtrace_apid=("$_gwtrace_amain")
+  _gwtrace_an=1 _gwtrace_asp=("$_gwtrace_asp0") _gwtrace_adep=("$_gwtrace_abd") _gwtrace_apid=("${_gwtrace_aroot:-$_gwtrace_amain}")
   _gwtrace_aname=('') _gwtrace_apar=("$_gwtrace_abase")
   _gwtrace_aotp=("$_gwtrace_aotp0") _gwtrace_aotpset=("$_gwtrace_aotpset0")
   _gwtrace_acur=$_gwtrace_asp0             # span id of the innermost frame with a span
   _gwtrace_aexp=${TRACEPARENT-}            # the TRACEPARENT we exported last
   _gwtrace_ad=$_gwtrace_abd                # BASH_SOURCE depth at the last slow path
   _gwtrace_arc=0 _gwtrace_asub=''          # $? before the command; a subshell with our EXIT trap
+  _gwtrace_aps=0 _gwtrace_acs='' _gwtrace_ast=0  # PIPESTATUS[0] (a returned function's own status), call site, status field
+  _gwtrace_asite=('') _gwtrace_asrcf='' _gwtrace_asrc=() _gwtrace_accs=''  # call site per frame; the source lines read last
+  _gwtrace_aspend=''                       # a `source` just ran: "depth _gwtrace_ad time"
+  _gwtrace_actxt='' _gwtrace_abang='' _gwtrace_abgpid=() _gwtrace_abgsp=()  # commands: text, $! at begin; background jobs
+  declare -gA _gwtrace_atested=()          # call site -> 1 tested by its caller, 0 not
+  _gwtrace_atestre='(^|[[:space:](])(if|elif|while|until|!)[[:space:]]'
+  _gwtrace_anegre='(^|[[:space:](])![[:space:]]+$' _gwtrace_acontre='(&&|\|\||\||\\)[[:space:]]*$'
   _gwtrace_acsp='' _gwtrace_acts='' _gwtrace_acotp='' _gwtrace_acotpset='' _gwtrace_acpid=''
   # shellcheck disable=SC2016
-  _gwtrace_adbg_fn='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad))&&[[ $BASH_COMMAND != [sbc][ehuo]* ]]||_gwtrace_auto_dbg "$_"'
+  _gwtrace_adbg_fn='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc.][ehuo\ ]* ]]||_gwtrace_auto_dbg "$_"'
   # shellcheck disable=SC2016
-  _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad))||_gwtrace_auto_dbg "$_";} 2>&-'
+  _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_";} 2>&-'
   # shellcheck disable=SC2016
-  _gwtrace_adbg_cmd='{ (( _gwtrace_arc = $?, _gwtrace_abusy )) || _gwtrace_auto_cmd "$_"; } 2>&-'
+  _gwtrace_adbg_cmd='{ (( _gwtrace_arc = $?, _gwtrace_aps = PIPESTATUS[0], _gwtrace_abusy )) || _gwtrace_auto_cmd "$_"; } 2>&-'
 }
 
 # _gwtrace_auto_id: a span id (16 hex digits, never all zero) into _gwtrace_ar.
@@ -64,12 +72,12 @@ _gwtrace_auto_id() {
 # _gwtrace_auto_seed: a new prefix (splitmix64 over a state seeded from the
 # kernel in every new process, mixed with $BASHPID), counter back to 0.
 _gwtrace_auto_seed() {
-  local u='' z
+  local _gwtrace_lu='' _gwtrace_lz
   if [[ $_gwtrace_arngpid != "$BASHPID" ]]; then
-    IFS= builtin read -r u </proc/sys/kernel/random/uuid || u=''
-    u=${u//-/}
-    if [[ ${#u} -ge 30 && $u != *[!0-9a-f]* ]]; then
-      _gwtrace_arng=$(( (16#${u:0:15} << 4) ^ 16#${u:15:15} ))
+    IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
+    _gwtrace_lu=${_gwtrace_lu//-/}
+    if [[ ${#_gwtrace_lu} -ge 30 && $_gwtrace_lu != *[!0-9a-f]* ]]; then
+      _gwtrace_arng=$(( (16#${_gwtrace_lu:0:15} << 4) ^ 16#${_gwtrace_lu:15:15} ))
     else
       _gwtrace_auto_now
       _gwtrace_arng=$(( ${_gwtrace_at//[!0-9]/} * 2654435761 ^ ${SRANDOM:-0} ))
@@ -77,10 +85,10 @@ _gwtrace_auto_seed() {
     _gwtrace_arng=$(( _gwtrace_arng ^ (BASHPID << 40) ))
     _gwtrace_arngpid=$BASHPID
   fi
-  builtin printf -v _gwtrace_apfx '%010x' $(( z = (_gwtrace_arng += -7046029254386353131),
-      z = (z ^ ((z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
-      z = (z ^ ((z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
-      z = (z ^ ((z >> 31) & 0x1FFFFFFFF)) & 0xFFFFFFFFFF, z ? z : 1 ))
+  builtin printf -v _gwtrace_apfx '%010x' $(( _gwtrace_lz = (_gwtrace_arng += -7046029254386353131),
+      _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
+      _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
+      _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 31) & 0x1FFFFFFFF)) & 0xFFFFFFFFFF, _gwtrace_lz ? _gwtrace_lz : 1 ))
   _gwtrace_actr=1000000
 }
 
@@ -100,52 +108,52 @@ _gwtrace_auto_emit() {
 # innermost frame (or of a span the script opened itself with the library),
 # and export TRACEPARENT for the children. NAME '' keeps a frame without span.
 _gwtrace_auto_push() {
-  local name=$1 dep=$2 i=$_gwtrace_an parent remote=0 span='' a line t=$'\t'
+  local _gwtrace_lname=$1 _gwtrace_ldep=$2 _gwtrace_li=$_gwtrace_an _gwtrace_lparent _gwtrace_lremote=0 _gwtrace_lspan='' _gwtrace_la _gwtrace_lline _gwtrace_lt=$'\t'
   shift 2
-  if [[ -n $name && ${TRACEPARENT-} != "$_gwtrace_aexp" ]] && _gwtrace_auto_adoptparent; then
+  if [[ -n $_gwtrace_lname && ${TRACEPARENT-} != "$_gwtrace_aexp" ]] && _gwtrace_auto_adoptparent; then
     _gwtrace_acur=$_gwtrace_ar _gwtrace_aexp=$TRACEPARENT
   fi
-  parent=$_gwtrace_acur
-  _gwtrace_apid[i]=$BASHPID _gwtrace_adep[i]=$dep _gwtrace_aname[i]=$name _gwtrace_apar[i]=$_gwtrace_acur \
-    _gwtrace_aotp[i]=${TRACEPARENT-} _gwtrace_aotpset[i]=${TRACEPARENT+1}
-  if [[ -n $name ]]; then
-    [[ $parent == "$_gwtrace_abase" && -n $parent ]] && remote=1
-    _gwtrace_auto_id; span=$_gwtrace_ar
+  _gwtrace_lparent=$_gwtrace_acur
+  _gwtrace_apid[_gwtrace_li]=$BASHPID _gwtrace_adep[_gwtrace_li]=$_gwtrace_ldep _gwtrace_aname[_gwtrace_li]=$_gwtrace_lname _gwtrace_apar[_gwtrace_li]=$_gwtrace_acur _gwtrace_asite[_gwtrace_li]=$_gwtrace_acs \
+    _gwtrace_aotp[_gwtrace_li]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_li]=${TRACEPARENT+1}
+  if [[ -n $_gwtrace_lname ]]; then
+    [[ $_gwtrace_lparent == "$_gwtrace_abase" && -n $_gwtrace_lparent ]] && _gwtrace_lremote=1
+    _gwtrace_auto_id; _gwtrace_lspan=$_gwtrace_ar
     _gwtrace_auto_now
-    [[ $name == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$name"; name=$_gwtrace_ar; }
-    line="gw1${t}B${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${span}${t}${parent:--}${t}${remote}${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}"
-    for a in "$@"; do
-      [[ $a == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$a"; a=$_gwtrace_ar; }
-      line+=$t${a:0:1000}
+    [[ $_gwtrace_lname == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar; }
+    _gwtrace_lline="gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_lspan}${_gwtrace_lt}${_gwtrace_lparent:--}${_gwtrace_lt}${_gwtrace_lremote}${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}"
+    for _gwtrace_la in "$@"; do
+      [[ $_gwtrace_la == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_la"; _gwtrace_la=$_gwtrace_ar; }
+      _gwtrace_lline+=$_gwtrace_lt${_gwtrace_la:0:1000}
     done
-    builtin printf '%s\n' "$line" >>"$_gwtrace_alog" || :
-    _gwtrace_aexp="00-$_gwtrace_atr-$span-$_gwtrace_afl" _gwtrace_acur=$span
+    builtin printf '%s\n' "$_gwtrace_lline" >>"$_gwtrace_alog" || :
+    _gwtrace_aexp="00-$_gwtrace_atr-$_gwtrace_lspan-$_gwtrace_afl" _gwtrace_acur=$_gwtrace_lspan
     _gwtrace_auto_tp "$_gwtrace_aexp" 1
     [[ ${GWTRACE_AUTO_OPEN-} == "$BASHPID:"* ]] || _gwtrace_auto_own
-    GWTRACE_AUTO_OPEN+=,$span
+    GWTRACE_AUTO_OPEN+=,$_gwtrace_lspan
   fi
-  _gwtrace_asp[i]=$span _gwtrace_an=$((i + 1))
+  _gwtrace_asp[_gwtrace_li]=$_gwtrace_lspan _gwtrace_an=$((_gwtrace_li + 1))
 }
 
 # _gwtrace_auto_pop STATUS [KEY=VALUE...]: end the innermost frame. A frame
 # that another process opened (we are a subshell of it) is dropped silently:
 # its owner ends it.
 _gwtrace_auto_pop() {
-  local i=$((_gwtrace_an - 1)) t=$'\t' line a
-  (( i >= 0 )) || return 0
-  if [[ -n ${_gwtrace_asp[i]} ]]; then
-    if [[ ${_gwtrace_apid[i]} == "$BASHPID" ]]; then
+  local _gwtrace_li=$((_gwtrace_an - 1)) _gwtrace_lt=$'\t' _gwtrace_lline _gwtrace_la
+  (( _gwtrace_li >= 0 )) || return 0
+  if [[ -n ${_gwtrace_asp[_gwtrace_li]} ]]; then
+    if [[ ${_gwtrace_apid[_gwtrace_li]} == "$BASHPID" ]]; then
       _gwtrace_auto_now
-      line="gw1${t}E${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_asp[i]}${t}${1:-0}"
+      _gwtrace_lline="gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp[_gwtrace_li]}${_gwtrace_lt}${1:-0}"
       shift
-      for a in "$@"; do line+=$t$a; done
-      builtin printf '%s\n' "$line" >>"$_gwtrace_alog" || :
-      GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[i]}"}
+      for _gwtrace_la in "$@"; do _gwtrace_lline+=$_gwtrace_lt$_gwtrace_la; done
+      builtin printf '%s\n' "$_gwtrace_lline" >>"$_gwtrace_alog" || :
+      GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[_gwtrace_li]}"}
     fi
-    _gwtrace_auto_tp "${_gwtrace_aotp[i]}" "${_gwtrace_aotpset[i]}"
-    _gwtrace_acur=${_gwtrace_apar[i]}
+    _gwtrace_auto_tp "${_gwtrace_aotp[_gwtrace_li]}" "${_gwtrace_aotpset[_gwtrace_li]}"
+    _gwtrace_acur=${_gwtrace_apar[_gwtrace_li]}
   fi
-  _gwtrace_an=$i
+  _gwtrace_an=$_gwtrace_li
 }
 
 # _gwtrace_auto_tp VALUE SET: export TRACEPARENT=VALUE (SET '': unset it) and
@@ -177,15 +185,16 @@ _gwtrace_auto_own() {
 # The script opened a span of its own with the library (TRACEPARENT is not
 # what we exported): make it the parent, into _gwtrace_ar.
 _gwtrace_auto_adoptparent() {
-  local tp=${TRACEPARENT-}
-  [[ ${#tp} -eq 55 && $tp == 00-"$_gwtrace_atr"-* ]] || return 1
-  _gwtrace_ar=${tp:36:16}
+  local _gwtrace_ltp=${TRACEPARENT-}
+  [[ ${#_gwtrace_ltp} -eq 55 && $_gwtrace_ltp == 00-"$_gwtrace_atr"-* ]] || return 1
+  _gwtrace_ar=${_gwtrace_ltp:36:16}
   [[ $_gwtrace_ar != *[!0-9a-f]* ]]
 }
 
 # At exit: the pending command, every frame, and no more DEBUG trap.
 _gwtrace_auto_exit_frames() {
   [[ -z $_gwtrace_acmd ]] || _gwtrace_auto_cmd_end "$1"
+  (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap process.still_running=true
   _gwtrace_auto_unwind "$1"
   [[ -z $_gwtrace_audbg ]] || builtin trap - DEBUG
 }
@@ -197,44 +206,148 @@ _gwtrace_auto_unwind() {
   done
 }
 
+# --- status: a failure, or a status its caller tested --------------------------
+#
+# Bash gives no flag for "this status is tested". What the DEBUG trap sees at
+# the caller's next command: $? (the caller's view: negated by `!`, 0 after an
+# `if` whose condition failed, a `while` that ended) and PIPESTATUS[0] (the
+# function's or command's own status). The span keeps its own status as
+# process.exit.code; it is ERROR only if nothing tested it:
+#  - $? differs from PIPESTATUS[0]: `if f`, `if ! f`, `while f`, `until f`;
+#  - the caller's next command reads $? (`rc=$?`, `[ $? -ne 0 ]`);
+#  - the call site's text (the line of the script, read once per file, the
+#    line before too when it ends with && || | or \) has the call in an
+#    if/elif/while/until condition, after `!`, or before && or ||.
+# Only non-zero statuses pay for this.
+
+# _gwtrace_auto_status SITE: the E status field for the function's or
+# command's own status, into _gwtrace_ast. In an EXIT trap PIPESTATUS is 0
+# whatever the status: $? then, unless the call was negated (`! f`).
+_gwtrace_auto_status() {
+  if (( _gwtrace_aps == 0 && _gwtrace_arc != 0 )); then
+    _gwtrace_auto_site "$1"
+    (( _gwtrace_ar == 2 )) || _gwtrace_aps=$_gwtrace_arc
+  fi
+  if (( _gwtrace_aps == 0 )); then
+    _gwtrace_ast=0
+    return 0
+  fi
+  if (( _gwtrace_arc == _gwtrace_aps )) && [[ $BASH_COMMAND != *'$?'* || $BASH_COMMAND == *_gwtrace_* ]]; then
+    _gwtrace_auto_site "$1"
+    if (( _gwtrace_ar == 0 )); then
+      _gwtrace_ast=$_gwtrace_aps
+      return 0
+    fi
+  fi
+  _gwtrace_ast="ok	process.exit.code=$_gwtrace_aps	gwtrace.status.tested=true"
+}
+
+# _gwtrace_auto_site "LINE NAME FILE": how the caller's text uses the call
+# of NAME at LINE of FILE, into _gwtrace_ar: 0 not tested, 1 tested, 2
+# tested and negated (`! NAME`). Cached per call site.
+_gwtrace_auto_site() {
+  local _gwtrace_lsite=$1 _gwtrace_lline _gwtrace_lname _gwtrace_lfile _gwtrace_ltext _gwtrace_lpre _gwtrace_lpost _gwtrace_lprev
+  _gwtrace_ar=${_gwtrace_atested[$_gwtrace_lsite]-}
+  [[ -z $_gwtrace_ar ]] || return 0
+  _gwtrace_ar=0
+  _gwtrace_lline=${_gwtrace_lsite%% *} _gwtrace_lname=${_gwtrace_lsite#* } _gwtrace_lfile=${_gwtrace_lname#* } _gwtrace_lname=${_gwtrace_lname%% *}
+  [[ -n $_gwtrace_lsite && -n $_gwtrace_lfile && $_gwtrace_lline == [1-9]* && -r $_gwtrace_lfile ]] || return 0
+  _gwtrace_atested[$_gwtrace_lsite]=0
+  if [[ $_gwtrace_lfile != "$_gwtrace_asrcf" ]]; then
+    builtin mapfile -t _gwtrace_asrc <"$_gwtrace_lfile" || return 0
+    _gwtrace_asrcf=$_gwtrace_lfile
+  fi
+  _gwtrace_ltext=${_gwtrace_asrc[_gwtrace_lline-1]-} _gwtrace_lprev=${_gwtrace_asrc[_gwtrace_lline-2]-}
+  [[ $_gwtrace_ltext == *"$_gwtrace_lname"* ]] || return 0
+  _gwtrace_lpre=${_gwtrace_ltext%%"$_gwtrace_lname"*} _gwtrace_lpost=${_gwtrace_ltext#*"$_gwtrace_lname"}
+  if [[ $_gwtrace_lpre != *[![:space:]]* && $_gwtrace_lline -gt 1 && $_gwtrace_lprev =~ $_gwtrace_acontre ]]; then
+    _gwtrace_lpre=$_gwtrace_lprev
+  fi
+  _gwtrace_lpre=${_gwtrace_lpre##*;} _gwtrace_lpost=${_gwtrace_lpost%%;*}
+  if [[ $_gwtrace_lpre =~ $_gwtrace_anegre ]]; then
+    _gwtrace_ar=2
+  elif [[ $_gwtrace_lpre =~ $_gwtrace_atestre || $_gwtrace_lpost == *'&&'* || $_gwtrace_lpost == *'||'* ]]; then
+    _gwtrace_ar=1
+  fi
+  _gwtrace_atested[$_gwtrace_lsite]=$_gwtrace_ar
+}
+
 # --- functions and commands (DEBUG trap) ------------------------------------
 
 # _gwtrace_auto_sync DEPTH: make the frames match the shell's call stack
 # (BASH_SOURCE/FUNCNAME seen from our caller, DEPTH frames deep): frames below
 # it have returned (status: the $? the DEBUG trap saw), new ones are entered.
 _gwtrace_auto_sync() {
-  local n=$1 k i name top
+  local _gwtrace_ln=$1 _gwtrace_lk _gwtrace_li _gwtrace_lname _gwtrace_ltop
+  if (( _gwtrace_an > 1 && _gwtrace_adep[_gwtrace_an-1] > _gwtrace_ln )); then
+    for (( _gwtrace_li = _gwtrace_an - 1; _gwtrace_li > 1 && _gwtrace_adep[_gwtrace_li-1] > _gwtrace_ln; _gwtrace_li-- )); do :; done
+    _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_li]-}"    # the outermost that returns now
+  else
+    _gwtrace_ast=$_gwtrace_arc
+  fi
   while (( _gwtrace_an > 1 )); do
-    top=${_gwtrace_adep[_gwtrace_an-1]}
-    (( top > n )) || [[ ${_gwtrace_aname[_gwtrace_an-1]} != "${FUNCNAME[n-top+2]-}" ]] || break
-    _gwtrace_auto_pop "$_gwtrace_arc"
+    _gwtrace_ltop=${_gwtrace_adep[_gwtrace_an-1]}
+    (( _gwtrace_ltop > _gwtrace_ln )) || [[ ${_gwtrace_aname[_gwtrace_an-1]} != "${FUNCNAME[_gwtrace_ln-_gwtrace_ltop+2]-}" ]] || break
+    _gwtrace_auto_pop "$_gwtrace_ast"
   done
-  top=${_gwtrace_adep[_gwtrace_an-1]:-$_gwtrace_abd}
-  for (( k = top + 1; k <= n; k++ )); do
-    i=$(( n - k + 2 ))        # FUNCNAME/BASH_SOURCE index of depth k, from here
-    name=${FUNCNAME[i]-}
-    case $name in
+  _gwtrace_ltop=${_gwtrace_adep[_gwtrace_an-1]:-$_gwtrace_abd}
+  for (( _gwtrace_lk = _gwtrace_ltop + 1; _gwtrace_lk <= _gwtrace_ln; _gwtrace_lk++ )); do
+    _gwtrace_li=$(( _gwtrace_ln - _gwtrace_lk + 2 ))        # FUNCNAME/BASH_SOURCE index of depth _gwtrace_lk, from here
+    _gwtrace_lname=${FUNCNAME[_gwtrace_li]-} _gwtrace_acs="${BASH_LINENO[_gwtrace_li]-} ${FUNCNAME[_gwtrace_li]-} ${BASH_SOURCE[_gwtrace_li+1]-}"
+    case $_gwtrace_lname in
       source)
-        if [[ ${BASH_SOURCE[i]##*/} == gwtrace-auto*.sh || ${BASH_SOURCE[i]##*/} == gwtrace.sh ]]; then
-          _gwtrace_auto_push '' "$k"            # ours (BASH_ENV), or the library: it
+        if [[ ${BASH_SOURCE[_gwtrace_li]##*/} == gwtrace-auto*.sh || ${BASH_SOURCE[_gwtrace_li]##*/} == gwtrace.sh ]]; then
+          _gwtrace_auto_push '' "$_gwtrace_lk"            # ours (BASH_ENV), or the library: it
                                                 # reads TRACEPARENT while it is sourced
         else
-          _gwtrace_auto_push "source ${BASH_SOURCE[i]##*/}" "$k" gwtrace.kind=source "code.file.path=${BASH_SOURCE[i]}"
+          _gwtrace_auto_push "source ${BASH_SOURCE[_gwtrace_li]##*/}" "$_gwtrace_lk" gwtrace.kind=source "code.file.path=${BASH_SOURCE[_gwtrace_li]}"
         fi ;;
       _gwtrace_*|trace_*|trap|exit|'')
-        _gwtrace_auto_push '' "$k" ;;
+        _gwtrace_auto_push '' "$_gwtrace_lk" ;;
       *)
-        _gwtrace_auto_push "$name" "$k" ;;
+        _gwtrace_auto_push "$_gwtrace_lname" "$_gwtrace_lk" ;;
     esac
-    _gwtrace_aname[_gwtrace_an-1]=$name
+    _gwtrace_aname[_gwtrace_an-1]=$_gwtrace_lname
   done
-  _gwtrace_ad=$n
+  _gwtrace_ad=$_gwtrace_ln
   # A subshell that opened spans ends them on its own EXIT.
   if [[ $BASHPID != "$_gwtrace_amain" && $_gwtrace_asub != "$BASHPID" ]] && (( _gwtrace_an > 0 )) \
      && [[ ${_gwtrace_apid[_gwtrace_an-1]} == "$BASHPID" ]]; then
     _gwtrace_asub=$BASHPID
-    _gwtrace_auto_exit_install
+    if [[ -n $_gwtrace_auxset && $_gwtrace_auxpid == "$BASHPID" ]]; then
+      _gwtrace_auto_exit_install             # the subshell set an EXIT handler of its own
+    else
+      builtin trap -- "$_gwtrace_aexit0" EXIT  # no need to read gwtrace-auto-extra.sh
+    fi
   fi
+}
+
+# A sourced file that runs no command (it only defines functions) gives the
+# DEBUG trap nothing to see inside it: before `source`/`.` the depth and time
+# are kept and the next command takes the slow path (_gwtrace_ad = -1); if
+# the depth is then the same, the file ran nothing: its span is written there,
+# named after $_ (the file, as expanded, the last argument of `source`).
+_gwtrace_auto_src_begin() {
+  local _gwtrace_la=${BASH_COMMAND#* }
+  _gwtrace_auto_now
+  [[ $_gwtrace_la == *[[:space:]]* ]] || _gwtrace_la=''      # one argument: $_ will be the file
+  _gwtrace_aspend="$(( ${#BASH_SOURCE[@]} - 3 )) $_gwtrace_ad $BASHPID $_gwtrace_at ${_gwtrace_la%%[[:space:]]*}"
+  _gwtrace_ad=-1
+}
+
+# _gwtrace_auto_src_done FILE: after the command that followed a `source`.
+_gwtrace_auto_src_done() {
+  local _gwtrace_lt=$'\t' _gwtrace_lp=$_gwtrace_aspend _gwtrace_lf=$1 _gwtrace_ldep _gwtrace_lpid _gwtrace_lts
+  _gwtrace_ldep=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* } _gwtrace_ad=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* }
+  _gwtrace_lpid=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* } _gwtrace_lts=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* }
+  _gwtrace_aspend=''
+  [[ -z $_gwtrace_lp ]] || { _gwtrace_lf=${_gwtrace_lp//[\"\']/}; [[ $_gwtrace_lf != *[\$\`]* ]] || _gwtrace_lf=${_gwtrace_lf##*/}; }
+  (( ${#BASH_SOURCE[@]} - 3 == _gwtrace_ldep )) && [[ -n $_gwtrace_lf && $_gwtrace_lpid == "$BASHPID" ]] || return 0
+  _gwtrace_auto_id
+  _gwtrace_auto_now
+  [[ $_gwtrace_lf == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lf"; _gwtrace_lf=$_gwtrace_ar; _gwtrace_auto_id; }
+  _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_lts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_ar}${_gwtrace_lt}${_gwtrace_acur:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}source ${_gwtrace_lf##*/}${_gwtrace_lt}gwtrace.kind=source${_gwtrace_lt}code.file.path=${_gwtrace_lf:0:1000}"
+  _gwtrace_auto_emit "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_ar}${_gwtrace_lt}${_gwtrace_arc}"
 }
 
 # The DEBUG trap (functions level). Past the fast path: the depth changed,
@@ -252,7 +365,11 @@ _gwtrace_auto_dbg() {
     elif (( _gwtrace_axg )); then
       _gwtrace_auto_dbgmode 0
     fi
-    (( _gwtrace_dn = ${#BASH_SOURCE[@]} - 1, _gwtrace_di = _gwtrace_an - 1, _gwtrace_dn != _gwtrace_ad )) || return 0
+    [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
+    if (( _gwtrace_dn = ${#BASH_SOURCE[@]} - 1, _gwtrace_di = _gwtrace_an - 1, _gwtrace_dn == _gwtrace_ad )); then
+      [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
+      return 0
+    fi
     case ${FUNCNAME[1]-} in
       source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) _gwtrace_dz=0 ;;   # the general path knows these
       *) _gwtrace_dz=1 ;;
@@ -263,19 +380,28 @@ _gwtrace_auto_dbg() {
       builtin printf '%s\n' "gw1	B	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	$_gwtrace_apfx${_gwtrace_actr:1}	${_gwtrace_acur:--}	0	$_gwtrace_afl	${_gwtrace_ats:--}	${FUNCNAME[1]}" >>"$_gwtrace_alog" || :
       _gwtrace_apar[_gwtrace_an]=$_gwtrace_acur _gwtrace_acur=$_gwtrace_apfx${_gwtrace_actr:1} \
         _gwtrace_asp[_gwtrace_an]=$_gwtrace_acur _gwtrace_adep[_gwtrace_an]=$_gwtrace_dn _gwtrace_apid[_gwtrace_an]=$BASHPID \
-        _gwtrace_aname[_gwtrace_an]=${FUNCNAME[1]} _gwtrace_aotp[_gwtrace_an]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_an]=${TRACEPARENT+1} \
+        _gwtrace_aname[_gwtrace_an]=${FUNCNAME[1]} _gwtrace_asite[_gwtrace_an]="${BASH_LINENO[1]} ${FUNCNAME[1]} ${BASH_SOURCE[2]-}" _gwtrace_aotp[_gwtrace_an]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_an]=${TRACEPARENT+1} \
         _gwtrace_an=$((_gwtrace_an + 1)) _gwtrace_ad=$_gwtrace_dn _gwtrace_aexp=00-$_gwtrace_atr-$_gwtrace_acur-$_gwtrace_afl \
         GWTRACE_AUTO_OPEN+=,$_gwtrace_acur TRACEPARENT=$_gwtrace_aexp || :      # last: the script may have made it readonly
     elif (( _gwtrace_dn < _gwtrace_ad )) && [[ $BASHPID == "$_gwtrace_amain" && -n ${EPOCHREALTIME-} \
           && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
-      # Functions returned: end their spans with the status the trap saw.
+      # Functions returned: end their spans with the status the trap saw (a
+      # function whose last command was a call returns that call's status:
+      # tested or not as the outermost one that returns now).
+      if (( _gwtrace_aps || _gwtrace_arc )); then
+        _gwtrace_dz=$_gwtrace_di
+        while (( _gwtrace_dz > 1 && _gwtrace_adep[_gwtrace_dz-1] > _gwtrace_dn )); do _gwtrace_dz=$((_gwtrace_dz - 1)); done
+        _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_dz]}"
+      else
+        _gwtrace_ast=0
+      fi
       while (( _gwtrace_di > 0 && _gwtrace_adep[_gwtrace_di] > _gwtrace_dn )); do
         if [[ -n ${_gwtrace_asp[_gwtrace_di]} && -n ${_gwtrace_aotpset[_gwtrace_di]} ]]; then
-          builtin printf '%s\n' "gw1	E	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	${_gwtrace_asp[_gwtrace_di]}	$_gwtrace_arc" >>"$_gwtrace_alog" || :
+          builtin printf '%s\n' "gw1	E	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	${_gwtrace_asp[_gwtrace_di]}	$_gwtrace_ast" >>"$_gwtrace_alog" || :
           GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[_gwtrace_di]}"} _gwtrace_aexp=${_gwtrace_aotp[_gwtrace_di]} \
             _gwtrace_acur=${_gwtrace_apar[_gwtrace_di]} _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1)) TRACEPARENT=$_gwtrace_aexp || :
         elif [[ -n ${_gwtrace_asp[_gwtrace_di]} ]]; then
-          _gwtrace_auto_pop "$_gwtrace_arc"; _gwtrace_di=$((_gwtrace_di - 1))
+          _gwtrace_auto_pop "$_gwtrace_ast"; _gwtrace_di=$((_gwtrace_di - 1))
         else
           _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1))
         fi
@@ -285,6 +411,7 @@ _gwtrace_auto_dbg() {
     else
       _gwtrace_auto_sync "$_gwtrace_dn"
     fi
+    [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
   } 2>&-
   return 0
 }
@@ -306,78 +433,134 @@ _gwtrace_auto_dbgmode() {
 # Commands level: every command comes here. An external command gets a span
 # written when the next command starts (its status is then known): a shell
 # that execs its last command leaves nothing open.
+#
+# In a trap BASH_COMMAND stays the interrupted command while the line number
+# restarts at 1 (or is one of our functions'): that command is not begun
+# again (an identical command on an earlier line just after it would be
+# taken for one; a loop repeats the same line). A pending
+# command after which $! changed was started in the background: its span is
+# begun now and ended when the job is gone (reaped by `wait`, which has a
+# span of its own, or by bash), or at exit (process.still_running).
 _gwtrace_auto_cmd() {
-  local n=$(( ${#BASH_SOURCE[@]} - 1 ))
-  [[ -n $_gwtrace_acmd ]] && _gwtrace_auto_cmd_end "$_gwtrace_arc"
-  (( n == _gwtrace_ad )) || _gwtrace_auto_sync "$n"
-  _gwtrace_auto_cmd_begin "$BASH_COMMAND"
+  local _gwtrace_ln=$(( ${#BASH_SOURCE[@]} - 1 )) _gwtrace_lagain=''
+  if [[ $BASH_COMMAND == "$_gwtrace_actxt" ]] && (( BASH_LINENO[0] < ${_gwtrace_accs%% *}+0 )) \
+     || [[ ${FUNCNAME[1]-} == _gwtrace_* ]]; then
+    _gwtrace_lagain=1
+  fi
+  if [[ -n $_gwtrace_acmd ]]; then
+    if [[ ${!-} != "$_gwtrace_abang" && $_gwtrace_acpid == "$BASHPID" ]]; then
+      _gwtrace_auto_bg_begin
+    else
+      _gwtrace_auto_status "$_gwtrace_accs"
+      _gwtrace_auto_cmd_end "$_gwtrace_ast"
+    fi
+  fi
+  (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap
+  [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
+  (( _gwtrace_ln == _gwtrace_ad )) || _gwtrace_auto_sync "$_gwtrace_ln"
+  [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
+  [[ -n $_gwtrace_lagain ]] || _gwtrace_auto_cmd_begin "$BASH_COMMAND"
   return 0
+}
+
+# The pending command runs in the background (as $!): write its begin.
+_gwtrace_auto_bg_begin() {
+  local _gwtrace_lt=$'\t' _gwtrace_lname=$_gwtrace_acmd
+  [[ $_gwtrace_lname == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar; }
+  _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_acts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_acsp}${_gwtrace_lt}${_gwtrace_acur:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=command${_gwtrace_lt}process.executable.name=${_gwtrace_lname}${_gwtrace_lt}process.pid=$!${_gwtrace_lt}gwtrace.background=true"
+  _gwtrace_abgpid+=("$!") _gwtrace_abgsp+=("$_gwtrace_acsp")
+  _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
+  _gwtrace_acmd=''
+}
+
+# _gwtrace_auto_bg_reap [KEY=VALUE]: end the spans of background commands
+# that are gone (all of them with an argument: at exit). The job that a
+# `wait PID` just returned has its $? as status (a job that ended before is
+# left for the `wait PID` about to run); one bash reaped on its own: ok.
+_gwtrace_auto_bg_reap() {
+  local _gwtrace_li _gwtrace_lt=$'\t' _gwtrace_lst _gwtrace_lpids=() _gwtrace_lsps=() _gwtrace_lwaited=''
+  [[ $_gwtrace_actxt == wait\ [!-]* && $_gwtrace_actxt != *\ *\ * ]] && _gwtrace_lwaited=1
+  [[ -z ${1-} && -z $_gwtrace_lwaited && $BASH_COMMAND == wait\ [!-]* ]] && return 0   # its status comes with the wait
+  for _gwtrace_li in "${!_gwtrace_abgpid[@]}"; do
+    if [[ -z ${1-} ]] && builtin kill -0 "${_gwtrace_abgpid[_gwtrace_li]}"; then
+      _gwtrace_lpids+=("${_gwtrace_abgpid[_gwtrace_li]}") _gwtrace_lsps+=("${_gwtrace_abgsp[_gwtrace_li]}")
+      continue
+    fi
+    _gwtrace_lst=ok
+    [[ -z ${1-} && -n $_gwtrace_lwaited ]] && _gwtrace_lst=$_gwtrace_arc _gwtrace_lwaited=''    # `wait PID` returned its status
+    [[ -z ${1-} ]] || _gwtrace_lst="ok$_gwtrace_lt$1"
+    _gwtrace_auto_now
+    _gwtrace_auto_emit "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_abgsp[_gwtrace_li]}${_gwtrace_lt}${_gwtrace_lst}"
+  done
+  _gwtrace_abgpid=("${_gwtrace_lpids[@]}") _gwtrace_abgsp=("${_gwtrace_lsps[@]}")
 }
 
 # _gwtrace_auto_cmd_word COMMAND: the command word of a command line as bash
 # shows it (BASH_COMMAND, unexpanded) into _gwtrace_ar, '' if not knowable.
 _gwtrace_auto_cmd_word() {
-  local c=$1 w name
+  local _gwtrace_lc=$1 _gwtrace_lw _gwtrace_lname
   while :; do
-    c=${c#"${c%%[![:space:]]*}"}
-    w=${c%%[[:space:]]*}
-    name=${w%%=*} name=${name%+} name=${name%%\[*}
-    if [[ $w == *=* && $name == [A-Za-z_]* && $name != *[!A-Za-z0-9_]* ]]; then
-      if [[ ${w#*=} == [\"\']* ]]; then
-        _gwtrace_ar=''; return 0              # quoted value: give up, rarely a command
+    _gwtrace_lc=${_gwtrace_lc#"${_gwtrace_lc%%[![:space:]]*}"}
+    _gwtrace_lw=${_gwtrace_lc%%[[:space:]]*}
+    _gwtrace_lname=${_gwtrace_lw%%=*} _gwtrace_lname=${_gwtrace_lname%+} _gwtrace_lname=${_gwtrace_lname%%\[*}
+    if [[ $_gwtrace_lw == *=* && $_gwtrace_lname == [A-Za-z_]* && $_gwtrace_lname != *[!A-Za-z0-9_]* ]]; then
+      if [[ ${_gwtrace_lw#*=} == [\"\']* || ${_gwtrace_lw#*=} == *\$\(* || ${_gwtrace_lw#*=} == *\`* ]]; then
+        _gwtrace_ar=''; return 0              # quoted value or $(...): give up (what runs
+                                              # inside $(...) has spans of its own)
       fi
-      c=${c:${#w}}
+      _gwtrace_lc=${_gwtrace_lc:${#_gwtrace_lw}}
       continue
     fi
-    case $w in
+    case $_gwtrace_lw in
       exec) _gwtrace_ar=''; return 0 ;;     # the process goes on as CMD: see _gwtrace_auto_adopt
-      command|nohup|time|builtin) c=${c:${#w}}; c=${c#"${c%%[![:space:]]*}"}
-        [[ $c == -* ]] && { _gwtrace_ar=''; return 0; }
-        [[ $w == builtin ]] && { _gwtrace_ar=''; return 0; }
+      command|nohup|time|builtin) _gwtrace_lc=${_gwtrace_lc:${#_gwtrace_lw}}; _gwtrace_lc=${_gwtrace_lc#"${_gwtrace_lc%%[![:space:]]*}"}
+        [[ $_gwtrace_lc == -* ]] && { _gwtrace_ar=''; return 0; }
+        [[ $_gwtrace_lw == builtin ]] && { _gwtrace_ar=''; return 0; }
         continue ;;
     esac
     break
   done
-  if [[ $w == \$[A-Za-z_]* && ${w:1} != *[!A-Za-z0-9_]* ]]; then
-    w=${w:1}; w=${!w-}
-  elif [[ $w == \$\{[A-Za-z_]*\} && ${w:2:${#w}-3} != *[!A-Za-z0-9_]* ]]; then
-    w=${w:2:${#w}-3}; w=${!w-}
-  elif [[ $w == \"*\" ]]; then
-    w=${w:1:${#w}-2}
+  if [[ $_gwtrace_lw == \$[A-Za-z_]* && ${_gwtrace_lw:1} != *[!A-Za-z0-9_]* ]]; then
+    _gwtrace_lw=${_gwtrace_lw:1}; _gwtrace_lw=${!_gwtrace_lw-}
+  elif [[ $_gwtrace_lw == \$\{[A-Za-z_]*\} && ${_gwtrace_lw:2:${#_gwtrace_lw}-3} != *[!A-Za-z0-9_]* ]]; then
+    _gwtrace_lw=${_gwtrace_lw:2:${#_gwtrace_lw}-3}; _gwtrace_lw=${!_gwtrace_lw-}
+  elif [[ $_gwtrace_lw == \"*\" ]]; then
+    _gwtrace_lw=${_gwtrace_lw:1:${#_gwtrace_lw}-2}
   fi
-  [[ $w == *[\$\`\"\'\\\(\)\<\>\|\&\;]* ]] && w=''
-  _gwtrace_ar=$w
+  [[ $_gwtrace_lw == *[\$\`\"\'\\\(\)\<\>\|\&\;]* ]] && _gwtrace_lw=''
+  _gwtrace_ar=$_gwtrace_lw
 }
 
 _gwtrace_auto_cmd_begin() {
-  local w
+  local _gwtrace_lw
   _gwtrace_auto_cmd_word "$1"
-  w=$_gwtrace_ar
-  [[ -n $w ]] || return 0
-  case $w in
+  _gwtrace_lw=$_gwtrace_ar
+  [[ -n $_gwtrace_lw ]] || return 0
+  case $_gwtrace_lw in
     '['|'[['|'(('|'.'|':'|alias|bg|bind|break|builtin|caller|cd|command|compgen|complete|compopt|\
     continue|declare|dirs|disown|echo|enable|eval|exec|exit|export|false|fc|fg|getopts|hash|help|\
     history|jobs|kill|let|local|logout|mapfile|popd|printf|pushd|pwd|read|readarray|readonly|return|\
-    set|shift|shopt|source|suspend|test|times|trap|true|type|typeset|ulimit|umask|unalias|unset|wait|\
+    set|shift|shopt|source|suspend|test|times|trap|true|type|typeset|ulimit|umask|unalias|unset|\
     for|case|select|if|while|until|function|'{'|'}'|'!'|*=*) return 0 ;;
   esac
-  declare -F -- "$w" >/dev/null && return 0
+  declare -F -- "$_gwtrace_lw" >/dev/null && return 0
   _gwtrace_auto_id
   _gwtrace_auto_now
-  _gwtrace_acmd=${w##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
+  _gwtrace_accs="${BASH_LINENO[1]-} $_gwtrace_lw ${BASH_SOURCE[2]-}" _gwtrace_actxt=$1 _gwtrace_abang=${!-}
+  _gwtrace_acmd=${_gwtrace_lw##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
   _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
   _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_acsp-$_gwtrace_afl" 1
 }
 
 # _gwtrace_auto_cmd_end STATUS: write the pending command's span, after the fact.
 _gwtrace_auto_cmd_end() {
-  local t=$'\t' parent=$_gwtrace_acur name
+  local _gwtrace_lt=$'\t' _gwtrace_lparent=$_gwtrace_acur _gwtrace_lname
   if [[ $_gwtrace_acpid == "$BASHPID" ]]; then
     _gwtrace_auto_now
-    name=$_gwtrace_acmd
-    [[ $name == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$name"; name=$_gwtrace_ar; }
-    _gwtrace_auto_emit "gw1${t}B${t}${_gwtrace_acts}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_acsp}${t}${parent:--}${t}0${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}${t}gwtrace.kind=command${t}process.executable.name=${name}"
-    _gwtrace_auto_emit "gw1${t}E${t}${_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_acsp}${t}${1:-0}"
+    _gwtrace_lname=$_gwtrace_acmd
+    [[ $_gwtrace_lname == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar; }
+    _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_acts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_acsp}${_gwtrace_lt}${_gwtrace_lparent:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=command${_gwtrace_lt}process.executable.name=${_gwtrace_lname}"
+    _gwtrace_auto_emit "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_acsp}${_gwtrace_lt}${1:-0}"
   fi
   _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
   _gwtrace_acmd=''

@@ -13,11 +13,11 @@
 {
 [[ -z ${_gwtrace_auto_loaded-} ]] || return 0
 _gwtrace_auto_loaded=1 _gwtrace_adir=${BASH_SOURCE[0]%/*} _gwtrace_alevel=0 _gwtrace_amain=$BASHPID
-_gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
+_gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
 # The EXIT trap: record the status, end the spans (the halves that go around
 # a handler of the script's own are in gwtrace-auto-extra.sh).
 # shellcheck disable=SC2016
-_gwtrace_aexit0='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); _gwtrace_auto_exit_post; } 2>&-'
+_gwtrace_aexit0='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); builtin trap - DEBUG; _gwtrace_auto_exit_post; } 2>&-'
 
 _gwtrace_auto_extra() {
   [[ -n ${_gwtrace_aextra-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-extra.sh"
@@ -27,7 +27,7 @@ _gwtrace_auto_extra() {
 # span (the script's basename or "bash -c"; its path, never its arguments),
 # TRACEPARENT for the children, the EXIT trap.
 _gwtrace_auto_init() {
-  local tp=${TRACEPARENT-} u name=${0##*/} path='' remote=1 t=$'\t'
+  local _gwtrace_ltp=${TRACEPARENT-} _gwtrace_lu _gwtrace_lname=${0##*/} _gwtrace_lpath='' _gwtrace_lremote=1 _gwtrace_lt=$'\t'
   [[ ${GWTRACE_DISABLED-} != 1 && ${OTEL_SDK_DISABLED-} != [Tt][Rr][Uu][Ee] ]] || return 0
   case ${GWTRACE_AUTO_LEVEL:-functions} in
     scripts) _gwtrace_alevel=1 ;; functions) _gwtrace_alevel=2 ;; commands) _gwtrace_alevel=3 ;; *) return 0 ;;
@@ -35,32 +35,40 @@ _gwtrace_auto_init() {
   _gwtrace_alog=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
   [[ $_gwtrace_alog == file://?* ]] || { _gwtrace_alevel=0; return 0; }
   _gwtrace_alog=${_gwtrace_alog#file://}
-  IFS= builtin read -r u </proc/sys/kernel/random/uuid || u=''
-  u=${u//-/}
-  [[ ${#u} -eq 32 && $u != *[!0-9a-f]* ]] || { _gwtrace_auto_extra; _gwtrace_auto_hex; u=$_gwtrace_ar; }
-  if [[ ${#tp} -eq 55 && $tp == 00-* && ${tp:2:1}${tp:35:1}${tp:52:1} == --- \
-        && ${tp:3:32}${tp:36:16}${tp:53:2} != *[!0-9a-f]* && ${tp:3:32} == *[1-9a-f]* && ${tp:36:16} == *[1-9a-f]* ]]; then
-    [[ $tp == *[13579bdf] ]] || { _gwtrace_alevel=0; return 0; }   # not sampled: nothing to record
-    _gwtrace_atr=${tp:3:32} _gwtrace_abase=${tp:36:16} _gwtrace_afl=0$(( 16#${tp:54:1} & 3 )) _gwtrace_ats=${TRACESTATE-}
+  IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
+  _gwtrace_lu=${_gwtrace_lu//-/}
+  [[ ${#_gwtrace_lu} -eq 32 && $_gwtrace_lu != *[!0-9a-f]* ]] || { _gwtrace_auto_extra; _gwtrace_auto_hex; _gwtrace_lu=$_gwtrace_ar; }
+  if [[ ${#_gwtrace_ltp} -eq 55 && $_gwtrace_ltp == 00-* && ${_gwtrace_ltp:2:1}${_gwtrace_ltp:35:1}${_gwtrace_ltp:52:1} == --- \
+        && ${_gwtrace_ltp:3:32}${_gwtrace_ltp:36:16}${_gwtrace_ltp:53:2} != *[!0-9a-f]* && ${_gwtrace_ltp:3:32} == *[1-9a-f]* && ${_gwtrace_ltp:36:16} == *[1-9a-f]* ]]; then
+    [[ $_gwtrace_ltp == *[13579bdf] ]] || { _gwtrace_alevel=0; return 0; }   # not sampled: nothing to record
+    _gwtrace_atr=${_gwtrace_ltp:3:32} _gwtrace_abase=${_gwtrace_ltp:36:16} _gwtrace_afl=0$(( 16#${_gwtrace_ltp:54:1} & 3 )) _gwtrace_ats=${TRACESTATE-}
   else
-    _gwtrace_atr=$u _gwtrace_abase='' _gwtrace_afl=01 _gwtrace_ats='' remote=0
-    IFS= builtin read -r u </proc/sys/kernel/random/uuid || u=''
-    u=${u//-/}
+    _gwtrace_atr=$_gwtrace_lu _gwtrace_abase='' _gwtrace_afl=01 _gwtrace_ats='' _gwtrace_lremote=0
+    IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
+    _gwtrace_lu=${_gwtrace_lu//-/}
   fi
   if [[ -n ${BASH_EXECUTION_STRING+x} ]]; then
-    name+=" -c" _gwtrace_abd=0
+    _gwtrace_lname+=" -c" _gwtrace_abd=0
   elif [[ -f $0 ]]; then
-    path=$0 _gwtrace_abd=1
-    [[ $path == /* ]] || path=$PWD/${path#./}
+    _gwtrace_lpath=$0 _gwtrace_abd=1
+    [[ $_gwtrace_lpath == /* ]] || _gwtrace_lpath=$PWD/${_gwtrace_lpath#./}
   else
-    name+=" -s" _gwtrace_abd=0
+    _gwtrace_lname+=" -s" _gwtrace_abd=0
   fi
-  [[ $name$path$_gwtrace_ats$u == *[$'\\\t\n\r']* || -z ${EPOCHREALTIME-} || ${GWTRACE_AUTO_OPEN%%:*} == "$$" ]] \
+  [[ $_gwtrace_lname$_gwtrace_lpath$_gwtrace_ats$_gwtrace_lu == *[$'\\\t\n\r']* || -z ${EPOCHREALTIME-} || ${GWTRACE_AUTO_OPEN%%:*} == "$$" ]] \
     && _gwtrace_auto_extra && _gwtrace_auto_slow_start
-  [[ -z $path ]] || path="${t}code.file.path=${path:0:1000}"
-  _gwtrace_asp0=${u:0:16} _gwtrace_aotp0=${TRACEPARENT-} _gwtrace_aotpset0=${TRACEPARENT+1}
-  builtin printf '%s\n' "gw1${t}B${t}${_gwtrace_at:-$EPOCHREALTIME}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_asp0}${t}${_gwtrace_abase:--}${t}${remote}${t}${_gwtrace_afl}${t}${_gwtrace_ats:--}${t}${name}${t}gwtrace.kind=script${t}process.pid=$$${path}" >>"$_gwtrace_alog" || :
-  builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr,$_gwtrace_asp0" TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_asp0-$_gwtrace_afl" || :
+  [[ -z $_gwtrace_lpath ]] || _gwtrace_lpath="${_gwtrace_lt}code.file.path=${_gwtrace_lpath:0:1000}"
+  _gwtrace_asp0=${_gwtrace_lu:0:16} _gwtrace_aotp0=${TRACEPARENT-} _gwtrace_aotpset0=${TRACEPARENT+1}
+  if [[ ${GWTRACE_AUTO_ROOT-} == "$PPID:$_gwtrace_abase" && -n $_gwtrace_abase ]]; then
+    # `gwtrace run` ran this script: its root span is the script's span (it
+    # ends it with the exit status); this adds what only bash knows.
+    _gwtrace_asp0=$_gwtrace_abase _gwtrace_aroot=$PPID
+    builtin printf '%s\n' "gw1${_gwtrace_lt}A${_gwtrace_lt}${_gwtrace_at:-$EPOCHREALTIME}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp0}${_gwtrace_lt}process.pid=$$${_gwtrace_lpath}" >>"$_gwtrace_alog" || :
+    builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr" || :
+  else
+    builtin printf '%s\n' "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_at:-$EPOCHREALTIME}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp0}${_gwtrace_lt}${_gwtrace_abase:--}${_gwtrace_lt}${_gwtrace_lremote}${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=script${_gwtrace_lt}process.pid=$$${_gwtrace_lpath}" >>"$_gwtrace_alog" || :
+    builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr,$_gwtrace_asp0" TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_asp0-$_gwtrace_afl" || :
+  fi
   builtin trap -- "$_gwtrace_aexit0" EXIT
   if (( _gwtrace_alevel >= 2 )); then
     # shellcheck source=gwtrace-auto-fn.sh
@@ -70,15 +78,16 @@ _gwtrace_auto_init() {
 
 # The end of the EXIT trap: end the spans this process opened.
 _gwtrace_auto_exit_post() {
-  local t=$'\t'
+  local _gwtrace_lt=$'\t'
   [[ -n $_gwtrace_aexit ]] || return 0
   if (( _gwtrace_alevel >= 2 )); then
     _gwtrace_auto_exit_frames "$_gwtrace_aexit"
-  elif [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_asp0 ]]; then
+  elif [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_asp0 && -z $_gwtrace_aroot ]]; then
     [[ -n ${EPOCHREALTIME-} ]] || { _gwtrace_auto_extra; _gwtrace_auto_now; }
-    builtin printf '%s\n' "gw1${t}E${t}${EPOCHREALTIME:-$_gwtrace_at}${t}${BASHPID}${t}${_gwtrace_atr}${t}${_gwtrace_asp0}${t}${_gwtrace_aexit}" >>"$_gwtrace_alog" || :
+    builtin printf '%s\n' "gw1${_gwtrace_lt}E${_gwtrace_lt}${EPOCHREALTIME:-$_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp0}${_gwtrace_lt}${_gwtrace_aexit}" >>"$_gwtrace_alog" || :
     _gwtrace_asp0=''
   fi
+  [[ -z $_gwtrace_aadopt || $BASHPID != "$_gwtrace_amain" ]] || _gwtrace_auto_adopt_end "$_gwtrace_aexit"
   _gwtrace_aexit=''
 }
 

@@ -96,6 +96,15 @@ def render(spans: List[ReceivedSpan], root: ReceivedSpan, keep=lambda s: True) -
     return out
 
 
+def render_run(spans: List[ReceivedSpan], root: ReceivedSpan, script: str, keep=lambda s: True) -> List[str]:
+    """The tree under ``gwtrace run -- bash SCRIPT``: the root span is the
+    script's own (bash adds its attributes, no second span of the same
+    script), so it is shown as the script."""
+    assert root.attributes.get("code.file.path", "").endswith("/" + script)
+    assert not [s for s in spans if s.parent_id == root.span_id and s.name == script]
+    return [f"{script} {STATUS[root.status_code]}"] + ["  " + line for line in render(spans, root, keep)]
+
+
 @pytest.fixture(scope="module")
 def tracing(tmp_path_factory) -> Iterator[Tuple[Dict[str, str], OtlpReceiver]]:
     """One sidecar for the module (``gwtrace run`` finds it through
@@ -163,12 +172,12 @@ def test_corpus_script_is_unchanged_and_traced(script: str, level: str, tracing)
         assert root.attributes["process.exit.code"] == plain.returncode
     expected = expected_tree(script)
     if level == "functions":
-        assert render(spans, root) == expected
+        assert render_run(spans, root, script) == expected
     elif level == "scripts":
-        assert render(spans, root) == scripts_only(expected)
+        assert render_run(spans, root, script) == scripts_only(expected)
     else:
         commands = [s for s in spans if s.attributes.get("gwtrace.kind") == "command"]
-        assert render(spans, root, keep=lambda s: s.attributes.get("gwtrace.kind") != "command") == expected
+        assert render_run(spans, root, script, keep=lambda s: s.attributes.get("gwtrace.kind") != "command") == expected
         for span in commands:
             assert span.parent_id in {s.span_id for s in spans}
             assert span.attributes["process.executable.name"] == span.name
@@ -180,3 +189,22 @@ def test_every_corpus_script_declares_its_tree() -> None:
     for script in SCRIPTS:
         tree = expected_tree(script)
         assert tree and tree[0] == tree[0].lstrip() and re.match(r"\S+ (OK|ERROR)$", tree[0]), script
+
+
+def test_tested_status_keeps_the_exit_code(tracing) -> None:
+    """A status the caller tested is OK but keeps process.exit.code; `if ! f`
+    records f's own status (issue 9)."""
+    env, receiver = tracing
+    traced = run_traced("tested_status.sh", "functions", dict(env))
+    assert traced.returncode == 0
+    root, spans = trace_of(receiver, "corpus:tested_status.sh:functions")
+    fails = [s for s in spans if s.name == "no"]
+    assert len(fails) == 11
+    assert all(s.attributes["process.exit.code"] == 3 for s in fails)
+    tested = [s for s in fails if s.attributes.get("gwtrace.status.tested") is True]
+    assert len(tested) == 10 and all(STATUS[s.status_code] == "OK" for s in tested)
+    untested = [s for s in fails if s not in tested]
+    assert [STATUS[s.status_code] for s in untested] == ["ERROR"]
+    yes = [s for s in spans if s.name == "yes"]
+    assert [STATUS[s.status_code] for s in yes] == ["OK", "OK"]
+    assert all(s.attributes.get("process.exit.code", 0) == 0 for s in yes)

@@ -29,7 +29,7 @@ LEVELS = ("scripts", "functions", "commands")
 DEFAULT_LEVEL = "functions"
 AUTO_LIB = "gwtrace-auto.sh"
 #: gwtrace-auto.sh loads the others from its own directory when needed.
-AUTO_LIBS = (AUTO_LIB, "gwtrace-auto-fn.sh", "gwtrace-auto-extra.sh", "gwtrace-auto-benv.sh")
+AUTO_LIBS = (AUTO_LIB, "gwtrace-auto-fn.sh", "gwtrace-auto-util.sh", "gwtrace-auto-extra.sh", "gwtrace-auto-benv.sh")
 
 #: Signals passed on to CMD. Keyboard signals (INT, QUIT) and HUP reach CMD
 #: directly when we share a terminal's foreground process group; sending them
@@ -475,7 +475,11 @@ def child_environment(environ: Dict[str, str], sink_env: Dict[str, str], span: S
             env["GWTRACE_AUTO_BASH_ENV"] = user_bash_env
         env["BASH_ENV"] = auto_lib
         env["GWTRACE_AUTO_LEVEL"] = level
+        if span.sampled:      # CMD, if it is bash, is the root span: no script span of its own
+            env["GWTRACE_AUTO_ROOT"] = f"{os.getpid()}:{span.span_id}"
     env.pop("GWTRACE_AUTO_OPEN", None)
+    if not (auto_lib and span.sampled):
+        env.pop("GWTRACE_AUTO_ROOT", None)
     return env
 
 

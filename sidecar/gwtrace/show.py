@@ -58,13 +58,41 @@ def render_tree(spans: List[Dict[str, Any]], out: TextIO) -> None:
         line(root, 0)
 
 
+def is_finished(spans: List[Dict[str, Any]]) -> bool:
+    """Whether a trace is whole: one root (a span whose parent is not in the
+    trace: none, or remote) that started first and ended last. A run still
+    going has only the spans that ended: several orphans (their parents are
+    still open), or one that does not cover the others."""
+    ids = {s["span_id"] for s in spans}
+    roots = [s for s in spans if (s.get("parent_span_id") or "") not in ids]
+    if len(roots) != 1:
+        return False
+    root = roots[0]
+    return all(root["start_ns"] <= s["start_ns"] and s["end_ns"] <= root["end_ns"] for s in spans)
+
+
+#: How many of the most recent traces ``--last`` looks through for a whole one.
+LAST_CANDIDATES = 20
+
+
+def last_finished(store: Any) -> Optional[str]:
+    """The most recent whole trace (see is_finished): a concurrent run's
+    unfinished trace is newer, but not what ``--last`` means. Falls back to
+    the most recent trace if none of the last LAST_CANDIDATES is whole."""
+    for summary in store.find_traces(limit=LAST_CANDIDATES):
+        trace_id = summary["trace_id"]
+        if is_finished(store.get_trace(trace_id)):
+            return trace_id
+    return store.last_trace_id()
+
+
 def show(trace_id: Optional[str], last: bool, db: Optional[str], out: TextIO) -> int:
     from .store import TraceStore
 
     store = TraceStore(db)
     try:
         if last or not trace_id:
-            trace_id = store.last_trace_id()
+            trace_id = last_finished(store)
             if trace_id is None:
                 raise LookupError(f"no traces in {store.path}")
         spans = store.get_trace(trace_id)

@@ -1,10 +1,10 @@
 #!/bin/bash
-# exec replaces the shell: the script's spans end there (a bash started by
-# exec ends them); exec with redirections only keeps the shell.
+# exec replaces the shell: a bash started by exec takes over its spans and
+# ends them with its status (run by `gwtrace run`, the root is the script);
+# exec with redirections only keeps the shell.
 # expect:
-#   exec_tail.sh OK
+#   exec_tail.sh ERROR
 #     setup OK
-#     bash -c ERROR
 setup() { exec 3>&1; echo "fd 3 open" >&3; }
 setup
 exec 4>/dev/null

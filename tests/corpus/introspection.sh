@@ -5,7 +5,7 @@
 #   introspection.sh OK
 #     report OK
 #       where OK
-#     status ERROR
+#     status OK
 #     report OK
 #       where OK
 where() {

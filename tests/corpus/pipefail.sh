@@ -6,7 +6,7 @@
 #     produce OK
 #     consume OK
 #     produce OK
-#     fail_in_pipe ERROR
+#     fail_in_pipe OK
 set -o pipefail
 produce() { printf '%s\n' a b c; }
 consume() { while read -r line; do echo "got $line"; done; }

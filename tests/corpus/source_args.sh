@@ -6,7 +6,7 @@
 #     from_lib OK
 #     source lib.source OK
 #       from_lib OK
-#     source early_return.source ERROR
+#     source early_return.source OK
 here=$(cd "$(dirname "$0")" && pwd)
 set -- outer1 outer2
 source "$here/data/lib.source" first second

@@ -1,0 +1,95 @@
+#!/usr/bin/env bats
+# The auto layer (BASH_ENV=gwtrace-auto.sh) tells the truth (issue 9): command
+# spans named after the command, background commands and `wait` timed, no
+# span recorded twice. Events are read from $LOG, no sidecar.
+
+load test_helper
+
+# auto_run LEVEL: run $SCRIPT traced at LEVEL.
+auto_run() {
+  run --separate-stderr env BASH_ENV="$GW_ROOT/bash/gwtrace-auto.sh" GWTRACE_AUTO_LEVEL="$1" bash "$SCRIPT"
+}
+
+# begins KIND: the names of the spans begun with gwtrace.kind=KIND, in order.
+begins() {
+  awk -F'\t' -v k="gwtrace.kind=$1" '$2 == "B" { for (i = 12; i <= NF; i++) if ($i == k) print $11 }' "$LOG"
+}
+
+# span_end NAME: the E fields 7.. (status and attributes) of the span NAME.
+span_end() {
+  local id
+  id=$(awk -F'\t' -v n="$1" '$2 == "B" && $11 == n { print $6; exit }' "$LOG")
+  awk -F'\t' -v id="$id" '$2 == "E" && $6 == id { s = $7; for (i = 8; i <= NF; i++) s = s " " $i; print s }' "$LOG"
+}
+
+@test "commands: spans are named after the command, not an argument of \$(...) or an assignment" {
+  cat >"$SCRIPT" <<'EOS'
+v=$(wget --version 2>&1 | head -1)
+x="$(echo hi | tr a-z A-Z)"
+y=`uname -s`
+LC_ALL=C grep -c nothing /dev/null || :
+cfg=$(cat /dev/null)
+EOS
+  auto_run commands
+  assert_success
+  run begins command
+  refute_output --partial -- "--version"
+  refute_output --partial -- "-s"
+  assert_output --partial "grep"
+  assert_output --partial "wget"
+  run grep -c $'\tE\t' "$LOG"
+  (( output == $(grep -c $'\tB\t' "$LOG") ))
+}
+
+@test "commands: the last command of a script and a command before a trap are recorded once" {
+  cat >"$SCRIPT" <<'EOS'
+trap 'echo bye' EXIT
+cat /dev/null
+grep -q x /dev/null
+EOS
+  auto_run commands
+  assert_failure 1
+  assert_output "bye"
+  run begins command
+  assert_output $'cat\ngrep'
+  run span_end grep
+  assert_output "1"
+}
+
+@test "commands: a background command and wait are timed, with the job's status" {
+  cat >"$SCRIPT" <<'EOS'
+sleep 0.3 &
+pid=$!
+sh -c 'exit 4' &
+wait "$!"
+wait "$pid"
+sleep 5 &
+EOS
+  auto_run commands
+  assert_success
+  run begins command
+  assert_output $'sleep\nsh\nwait\nwait\nsleep'
+  # the first sleep lasted its 0.3 s: begin and end are 0.3 s apart
+  run awk -F'\t' '$2 == "B" && $11 == "sleep" && !b { b = $3; id = $6 } $2 == "E" && $6 == id { print ($3 - b >= 0.25) ? "long" : "short" }' "$LOG"
+  assert_output "long"
+  run span_end sh
+  assert_output "4"
+  run bash -c "grep -c 'process.still_running=true' '$LOG'"
+  assert_output "1"
+}
+
+@test "functions: a tested status is OK with process.exit.code, an untested one is the error" {
+  cat >"$SCRIPT" <<'EOS'
+no() { return 3; }
+if ! no; then :; fi
+no || :
+no
+echo "$?"
+no
+true
+EOS
+  auto_run functions
+  assert_success
+  run awk -F'\t' '$2 == "E" { s = $7; for (i = 8; i <= NF; i++) s = s " " $i; print s }' "$LOG"
+  assert_output $'ok process.exit.code=3 gwtrace.status.tested=true\nok process.exit.code=3 gwtrace.status.tested=true\nok process.exit.code=3 gwtrace.status.tested=true\n3\n0'
+}
