@@ -414,9 +414,9 @@ def test_version_2_store_gets_trace_ops_keyed_by_trace(tmp_path):
 
 def test_checkpoints_run_in_a_background_thread(tmp_path, monkeypatch):
     """Past CHECKPOINT_BYTES of chunks, a thread copies the WAL into the file; ingest never waits for it."""
-    import gwtrace.store as store_module
+    import gwtrace.store.connections as connections
 
-    monkeypatch.setattr(store_module, "CHECKPOINT_BYTES", 1)
+    monkeypatch.setattr(connections, "CHECKPOINT_BYTES", 1)
     path = tmp_path / "traces.db"
     s = TraceStore(path)
     try:
