@@ -12,7 +12,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from gwtrace.server.synthetic import set_attr
+from synthetic import set_attr
 from gwtrace.store import TraceStore, default_store_path
 
 T0 = 1_700_000_000_000_000_000
