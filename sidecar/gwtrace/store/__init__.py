@@ -114,7 +114,9 @@ class TraceStore:
         if create:
             _create_file(self.path)
         elif not self.path.is_file():
-            raise StoreUnreadable(f"no store at {self.path}")
+            raise StoreUnreadable(f"{self.path} is not a file")
+        elif self.path.stat().st_size == 0:
+            raise StoreUnreadable(f"{self.path} is empty, not a gwtrace store")
         self._connections = Connections(self.path, create=create)
         self._resources = ResourceCache()
         self._reader = Reader(self._connections, self._resources)
@@ -129,8 +131,9 @@ class TraceStore:
 
     def _init_schema(self, create: bool) -> None:
         with self._connections.transaction() as conn:
-            if not create and conn.execute("SELECT count(*) FROM sqlite_master").fetchone()[0] == 0:
-                raise StoreUnreadable(f"{self.path} is not a gwtrace store (it is empty)")
+            # Every store has a user_version (1 up): 0 is an empty file or another program's database.
+            if not create and conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+                raise StoreUnreadable(f"{self.path} is not a gwtrace store")
             migrate(conn, self.path)
 
     @property

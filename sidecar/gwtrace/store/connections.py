@@ -48,10 +48,12 @@ class Connections:
             target, timeout=BUSY_TIMEOUT_MS / 1000, isolation_level=None, check_same_thread=False, uri=uri
         )
         conn.execute(f"PRAGMA busy_timeout = {BUSY_TIMEOUT_MS}")
-        # Chunks are ~100 KB blobs: 16 KiB pages halve the page writes per
-        # chunk.  Only takes effect on a new, empty file (before WAL).
-        conn.execute("PRAGMA page_size = 16384")
-        conn.execute("PRAGMA journal_mode = WAL")
+        if self._create:
+            # Chunks are ~100 KB blobs: 16 KiB pages halve the page writes per
+            # chunk.  Only takes effect on a new, empty file (before WAL).  A
+            # store is in WAL mode for good, so opening one never sets these.
+            conn.execute("PRAGMA page_size = 16384")
+            conn.execute("PRAGMA journal_mode = WAL")
         conn.execute("PRAGMA synchronous = NORMAL")
         conn.execute(f"PRAGMA wal_autocheckpoint = {_AUTOCHECKPOINT_PAGES}")
         with self._all_lock:
