@@ -541,3 +541,14 @@ def test_show_db_reads_a_store_and_leaves_no_files_behind(tmp_path):
     assert out.returncode == 0, out.stderr
     assert out.stdout.splitlines()[1].startswith("only  ")
     assert sorted(p.name for p in tmp_path.iterdir()) == ["traces.db"]
+
+
+def test_search_window_matches_on_span_start_times(store):
+    """As docs/server.md says: trace-level, the span starts need only reach into the window."""
+    store.ingest(make_request([dict(span=1, start=0, dur=100), dict(span=2, start=100, dur=10)]))
+    around = dict(start_ns=T0 + 40, end_ns=T0 + 60)  # spans start before and after, none inside
+    assert [t["trace_id"] for t in store.find_traces(**around)] == [TRACE_A.hex()]
+    assert store.find_traces(start_ns=T0 + 101) == [] and store.find_traces(end_ns=T0 - 1) == []
+    # With a span-level condition, the matching span itself must start inside the window.
+    assert store.find_traces(min_duration_ns=1, **around) == []
+    assert len(store.find_traces(min_duration_ns=1, start_ns=T0 + 90, end_ns=T0 + 110)) == 1
