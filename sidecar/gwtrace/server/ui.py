@@ -196,13 +196,13 @@ def _glidein(uuid: str) -> Response:
         return json_response({"error": f"no spans for glidein {uuid}"}, 404)
     spans = jaeger.spans_from_chunks(chunks, _lane)
     resources = {(resource_id, service): resource for resource_id, service, resource, _ in chunks}
-    first = spans[0][1]
+    first = spans[0][3]
     return json_response({
         "uuid": uuid,
         "service": first[1],
         "resource": [jaeger.tag(k, v) for k, v in resources[first].items()],
         "phases": list(PHASES),
-        "spans": [span for span, _ in spans],
+        "spans": [row[2] for row in spans],
     })
 
 

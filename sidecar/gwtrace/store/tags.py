@@ -23,8 +23,8 @@ SPAN_KIND_NAMES = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "c
 DerivedTag = Tuple[str, str, Any]
 
 
-def derived_tags(kind: int, status_code: int, status_message: str) -> List[DerivedTag]:
-    """The tags Jaeger derives from span fields, in the order the OTel Collector writes them."""
+def kind_and_status_tags(kind: int, status_code: int) -> List[DerivedTag]:
+    """The derived tags that depend on the span kind and status code, in the Collector's order."""
     out: List[DerivedTag] = []
     kind_name = SPAN_KIND_NAMES.get(kind)
     if kind_name:
@@ -34,9 +34,17 @@ def derived_tags(kind: int, status_code: int, status_message: str) -> List[Deriv
         out.append(("error", "bool", True))
     elif status_code == STATUS_OK:
         out.append(("otel.status_code", "string", "OK"))
-    if status_message:
-        out.append(("otel.status_description", "string", status_message))
     return out
+
+
+def status_message_tags(status_message: str) -> List[DerivedTag]:
+    """The derived tag of a status message (after the others), if there is one."""
+    return [("otel.status_description", "string", status_message)] if status_message else []
+
+
+def derived_tags(kind: int, status_code: int, status_message: str) -> List[DerivedTag]:
+    """Every tag Jaeger derives from span fields, in the order the OTel Collector writes them."""
+    return kind_and_status_tags(kind, status_code) + status_message_tags(status_message)
 
 
 def span_has_tags(s: Span, resource_attrs: Dict[str, Any], tags: Dict[str, str]) -> bool:
