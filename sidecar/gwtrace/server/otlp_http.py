@@ -22,7 +22,7 @@ import logging
 import sqlite3
 import zlib
 from http import HTTPStatus
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError

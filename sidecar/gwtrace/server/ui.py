@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from flask import Blueprint, Response, current_app, render_template, request
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
