@@ -9,7 +9,7 @@ tags and the store's search matches them; both read them from
 
 from __future__ import annotations
 
-from typing import Any, Dict, Iterable, List, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
@@ -18,6 +18,9 @@ from .values import STATUS_ERROR, STATUS_OK, any_value_to_python, tag_text
 
 #: OTLP SpanKind -> the ``span.kind`` tag value Jaeger shows.
 SPAN_KIND_NAMES = {1: "internal", 2: "server", 3: "client", 4: "producer", 5: "consumer"}
+
+#: The keys of the derived tags.
+DERIVED_KEYS = frozenset({"span.kind", "otel.status_code", "error", "otel.status_description"})
 
 #: (key, Jaeger type, value) of one derived tag.
 DerivedTag = Tuple[str, str, Any]
@@ -49,11 +52,10 @@ def derived_tags(kind: int, status_code: int, status_message: str) -> List[Deriv
 
 def span_has_tags(s: Span, resource_attrs: Dict[str, Any], tags: Dict[str, str]) -> bool:
     """Jaeger's rule: each tag must be on the span, its process (resource) or one of its logs."""
-    derived = {key: tag_text(value) for key, _, value in derived_tags(s.kind, s.status.code, s.status.message)}
     for key, want in tags.items():
         if key in resource_attrs and tag_text(resource_attrs[key]) == want:
             continue
-        if derived.get(key) == want:
+        if key in DERIVED_KEYS and _derived_text(s, key) == want:
             continue
         if has_attribute(s.attributes, key, want):
             continue
@@ -61,6 +63,14 @@ def span_has_tags(s: Span, resource_attrs: Dict[str, Any], tags: Dict[str, str])
             continue
         return False
     return True
+
+
+def _derived_text(s: Span, key: str) -> Optional[str]:
+    """The text of one derived tag of a span, None if the span has no such tag."""
+    for k, _, value in derived_tags(s.kind, s.status.code, s.status.message):
+        if k == key:
+            return tag_text(value)
+    return None
 
 
 def has_attribute(attributes: Iterable[KeyValue], key: str, want: str) -> bool:
