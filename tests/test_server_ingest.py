@@ -227,7 +227,7 @@ def test_resent_batch_does_not_duplicate(client, store):
 
 
 def test_busy_store_is_503_with_retry_after(client, store, tmp_path):
-    store._write_conn().execute("PRAGMA busy_timeout = 50")  # the connection every write uses
+    store._connections.writer().execute("PRAGMA busy_timeout = 50")  # the connection every write uses
     blocker = sqlite3.connect(tmp_path / "traces.db", isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
     try:

@@ -426,7 +426,8 @@ def test_checkpoints_run_in_a_background_thread(tmp_path, monkeypatch):
     try:
         size_before = path.stat().st_size
         s.ingest(make_request([dict(span=i, start=i) for i in range(1, 200)]))
-        assert s._checkpointer is not None and s._checkpointer.name == "gwtrace-checkpoint"
+        thread = s._connections.checkpoints.thread
+        assert thread is not None and thread.name == "gwtrace-checkpoint"
         deadline = time.time() + 10
         while path.stat().st_size <= size_before and time.time() < deadline:
             time.sleep(0.01)
@@ -434,14 +435,14 @@ def test_checkpoints_run_in_a_background_thread(tmp_path, monkeypatch):
         assert s.span_count() == 199
     finally:
         s.close()
-    assert not s._checkpointer.is_alive()
+    assert not thread.is_alive()
     with TraceStore(path) as again:
         assert again.span_count() == 199
 
 
 def test_readers_start_no_checkpoint_thread(store):
     store.ingest(make_request([dict(span=1)]))
-    assert store.get_trace(TRACE_A) and store._checkpointer is None
+    assert store.get_trace(TRACE_A) and store._connections.checkpoints.thread is None
 
 
 # ---------------------------------------------------------------- damaged or foreign files

@@ -136,15 +136,6 @@ class TraceStore:
                 raise StoreUnreadable(f"{self.path} is not a gwtrace store")
             migrate(conn, self.path)
 
-    @property
-    def _checkpointer(self) -> Any:
-        """The background checkpoint thread, once a write started it (for tests and diagnostics)."""
-        return self._connections.checkpoints.thread
-
-    def _write_conn(self) -> Any:
-        """The connection every write uses (tests tune its busy timeout)."""
-        return self._connections.writer()
-
     def close(self) -> None:
         """Close every connection this store opened (in any thread)."""
         self._connections.close()
