@@ -109,12 +109,20 @@ def test_get_trace_in_jaeger_model(client):
     assert ptags == {"glidein.uuid": "u-1", "glidein.site": "SITE_A", "glidein.entry": "E1", "glidein.cpus": 8}
 
 
-def test_fast_path_matches_the_dict_path(store):
-    """/api/traces converts stored OTLP directly; it must equal to_trace(get_trace())."""
-    from gwtrace.server import jaeger
-
+def test_one_converter_serves_the_query_api_and_the_glidein_view(client, store):
+    """/api/traces and /ui/api/glidein convert stored OTLP with the same code: equal spans."""
+    by_id = {}
     for trace in (TRACE_A, TRACE_B):
-        assert jaeger.trace_from_chunks(store.trace_chunks(trace.hex())) == jaeger.to_trace(store.get_trace(trace))
+        for span in get(client, f"/api/traces/{trace.hex()}")["data"][0]["spans"]:
+            by_id[span["traceID"], span["spanID"]] = span
+    glidein = client.get("/ui/api/glidein/u-1").get_json()
+    assert glidein["spans"], "the fixture has spans under glidein u-1"
+    for span in glidein["spans"]:
+        lane_only = {k: span.pop(k) for k in ("phase", "serviceName", "processID")}
+        assert lane_only["processID"] == "p1" and lane_only["phase"]
+        expected = dict(by_id[span["traceID"], span["spanID"]])
+        del expected["processID"]
+        assert span == expected
     assert store.trace_chunks("00" * 16) == [] and store.trace_chunks("zz") == []
 
 

@@ -16,7 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from gwtrace.server import create_app
 from gwtrace.store import TraceStore
-from test_store import TRACE_A, TRACE_B, make_request, sid
+from test_store import TRACE_A, TRACE_B, damaged_store, make_request, sid
 
 PB = "application/x-protobuf"
 JSON = "application/json"
@@ -227,7 +227,7 @@ def test_resent_batch_does_not_duplicate(client, store):
 
 
 def test_busy_store_is_503_with_retry_after(client, store, tmp_path):
-    store._write_conn().execute("PRAGMA busy_timeout = 50")  # the connection every write uses
+    store._connections.writer().execute("PRAGMA busy_timeout = 50")  # the connection every write uses
     blocker = sqlite3.connect(tmp_path / "traces.db", isolation_level=None)
     blocker.execute("BEGIN IMMEDIATE")
     try:
@@ -241,6 +241,20 @@ def test_busy_store_is_503_with_retry_after(client, store, tmp_path):
     # Retrying, as an exporter does for 503, stores the batch.
     assert post(client, two_spans().SerializeToString()).status_code == 200
     assert store.span_count() == 2
+
+
+def test_damaged_store_is_503_with_retry_after_never_500(tmp_path):
+    """A store whose pages are damaged: exporters are told to retry later, readers get a JSON error."""
+    with TraceStore(damaged_store(tmp_path / "traces.db")) as store:
+        client = create_app(store).test_client()
+        resp = post(client, two_spans().SerializeToString())
+        assert resp.status_code == 503 and resp.headers["Retry-After"] == "5"
+        assert "malformed" in pb_status(resp).message
+        resp = post(client, json.dumps(OTLP_JSON), JSON)
+        assert resp.status_code == 503 and resp.get_json()["code"] == 14  # UNAVAILABLE
+        resp = client.get(f"/api/traces/{TRACE_A.hex()}")
+        assert resp.status_code == 503 and resp.headers["Retry-After"] == "5"
+        assert "malformed" in resp.get_json()["errors"][0]["msg"]
 
 
 def test_token_protects_ingest_and_reads(store):
@@ -283,6 +297,21 @@ def test_ingest_answers_carry_the_apps_common_headers(client):
     assert resp.status_code == 400 and resp.mimetype == PB
 
 
-def test_other_methods_on_the_ingest_path_still_reach_the_app(client):
+def test_other_methods_on_the_ingest_path_are_405(client, store):
     resp = client.get("/v1/traces")
     assert resp.status_code == 405 and "not allowed" in resp.get_json()["errors"][0]["msg"]
+    assert resp.headers["Allow"] == "POST" and resp.headers["X-Content-Type-Options"] == "nosniff"
+    guarded = create_app(store, token="s3cret").test_client()
+    assert guarded.get("/v1/traces").status_code == 401
+    assert guarded.get("/v1/traces", headers={"Authorization": "Bearer s3cret"}).status_code == 405
+
+
+def test_the_token_check_is_the_same_before_and_inside_flask(store):
+    """Ingest (answered before Flask) and the other /v1/ paths (Flask) refuse alike."""
+    client = create_app(store, token="s3cret").test_client()
+    ingest = post(client, b"", PB)
+    other = client.post("/v1/metrics", data=b"", headers={"Content-Type": PB})
+    for resp in (ingest, other):
+        assert resp.status_code == 401 and resp.headers["WWW-Authenticate"] == 'Bearer realm="gwtrace"'
+        assert resp.headers["Referrer-Policy"] == "no-referrer"
+    assert ingest.data == other.data

@@ -166,3 +166,27 @@ def test_chunked_ingest_through_waitress(server):
     assert not ExportTraceServiceResponse.FromString(resp.content).HasField("partial_success")
     spans = requests.get(f"{server.url}/api/traces/{TRACE_A.hex()}", timeout=10).json()["data"][0]["spans"]
     assert len(spans) == 2
+
+
+def test_serve_on_a_damaged_store_answers_503_not_500(tmp_path):
+    """The real server over a store with damaged pages: OTLP gets 503 + Retry-After, no traceback."""
+    from test_server_ingest import two_spans
+    from test_store import damaged_store
+
+    s = Server("--db", str(damaged_store(tmp_path / "serve.db")))
+    try:
+        resp = requests.post(s.url + "/v1/traces", data=two_spans().SerializeToString(), timeout=30,
+                             headers={"Content-Type": "application/x-protobuf"})
+        assert resp.status_code == 503 and resp.headers["Retry-After"] == "5"
+        assert requests.get(s.url + "/api/services", timeout=30).status_code == 503
+    finally:
+        rc, stderr = s.stop()
+    assert rc == 0
+    assert "Traceback" not in stderr and "malformed" in stderr
+
+
+def test_synthetic_data_is_not_in_the_package():
+    """Benchmark and test data live under tests/: neither the wheel nor the pyz ships them."""
+    import importlib.util
+
+    assert importlib.util.find_spec("gwtrace.server.synthetic") is None

@@ -13,7 +13,8 @@ import time
 import pytest
 
 import gwtrace.server
-from gwtrace.server import create_app, synthetic
+import synthetic
+from gwtrace.server import create_app
 from gwtrace.server.ui import PHASES, phase_of
 from gwtrace.store import TraceStore
 from test_store import TRACE_A, make_request

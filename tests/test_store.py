@@ -3,17 +3,21 @@
 from __future__ import annotations
 
 import os
+import random
 import sqlite3
 import stat
+import subprocess
 import threading
 import time
+from pathlib import Path
 
 import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
-from gwtrace.server.synthetic import set_attr
-from gwtrace.store import TraceStore, default_store_path
+from conftest import GWTRACE, clean_env
+from synthetic import set_attr
+from gwtrace.store import StoreUnreadable, TraceStore, default_store_path
 
 T0 = 1_700_000_000_000_000_000
 TRACE_A = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
@@ -414,15 +418,16 @@ def test_version_2_store_gets_trace_ops_keyed_by_trace(tmp_path):
 
 def test_checkpoints_run_in_a_background_thread(tmp_path, monkeypatch):
     """Past CHECKPOINT_BYTES of chunks, a thread copies the WAL into the file; ingest never waits for it."""
-    import gwtrace.store as store_module
+    import gwtrace.store.connections as connections
 
-    monkeypatch.setattr(store_module, "CHECKPOINT_BYTES", 1)
+    monkeypatch.setattr(connections, "CHECKPOINT_BYTES", 1)
     path = tmp_path / "traces.db"
     s = TraceStore(path)
     try:
         size_before = path.stat().st_size
         s.ingest(make_request([dict(span=i, start=i) for i in range(1, 200)]))
-        assert s._checkpointer is not None and s._checkpointer.name == "gwtrace-checkpoint"
+        thread = s._connections.checkpoints.thread
+        assert thread is not None and thread.name == "gwtrace-checkpoint"
         deadline = time.time() + 10
         while path.stat().st_size <= size_before and time.time() < deadline:
             time.sleep(0.01)
@@ -430,11 +435,121 @@ def test_checkpoints_run_in_a_background_thread(tmp_path, monkeypatch):
         assert s.span_count() == 199
     finally:
         s.close()
-    assert not s._checkpointer.is_alive()
+    assert not thread.is_alive()
     with TraceStore(path) as again:
         assert again.span_count() == 199
 
 
 def test_readers_start_no_checkpoint_thread(store):
     store.ingest(make_request([dict(span=1)]))
-    assert store.get_trace(TRACE_A) and store._checkpointer is None
+    assert store.get_trace(TRACE_A) and store._connections.checkpoints.thread is None
+
+
+# ---------------------------------------------------------------- damaged or foreign files
+
+
+def damaged_store(path: Path) -> Path:
+    """A real store whose pages after the first are overwritten with noise (as a failing disk leaves it).
+
+    The header and schema page survive, so the file opens; every read of a
+    table's pages fails with "database disk image is malformed".
+    """
+    with TraceStore(path) as s:
+        for i in range(1, 400):
+            s.ingest(make_request([dict(trace=TRACE_A, span=i, start=i, name="x" * 200)]))
+    size = path.stat().st_size
+    page = 16384
+    assert size > 4 * page
+    with open(path, "r+b") as f:
+        f.seek(page)
+        f.write(random.Random(7).randbytes(size - page))
+    return path
+
+
+def test_a_damaged_store_fails_with_a_database_error(tmp_path):
+    with TraceStore(damaged_store(tmp_path / "traces.db")) as s:
+        with pytest.raises(sqlite3.DatabaseError, match="malformed"):
+            s.ingest(make_request([dict(span=9999)]))
+        with pytest.raises(sqlite3.DatabaseError, match="malformed"):
+            s.find_traces()
+
+
+def test_opening_an_existing_store_creates_nothing(tmp_path):
+    missing = tmp_path / "no" / "such" / "traces.db"
+    with pytest.raises(StoreUnreadable, match="is not a file"):
+        TraceStore(missing, create=False)
+    assert not (tmp_path / "no").exists()
+    empty = tmp_path / "empty.db"
+    empty.touch()
+    with pytest.raises(StoreUnreadable, match="empty, not a gwtrace store"):
+        TraceStore(empty, create=False)
+    assert empty.stat().st_size == 0
+    other = tmp_path / "other.db"
+    conn = sqlite3.connect(other)
+    conn.execute("CREATE TABLE t (x)")
+    conn.commit()
+    conn.close()
+    before = other.read_bytes()
+    with pytest.raises(StoreUnreadable, match="not a gwtrace store"):
+        TraceStore(other, create=False)
+    assert other.read_bytes() == before  # neither converted to WAL nor given our tables
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["empty.db", "other.db"]
+
+
+def test_opening_an_existing_store_reads_it(tmp_path):
+    path = tmp_path / "traces.db"
+    with TraceStore(path) as s:
+        s.ingest(make_request([dict(span=1)]))
+    with TraceStore(path, create=False) as s:
+        assert s.span_count() == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["traces.db"]
+
+
+def run_show(*args: str, home: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([GWTRACE, "show", *args], env=clean_env(GWTRACE_HOME=str(home)),
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_show_on_unreadable_stores_says_so_in_one_line(tmp_path):
+    garbage = tmp_path / "garbage.db"
+    garbage.write_bytes(b"not sqlite at all " * 100)
+    cases = [
+        (damaged_store(tmp_path / "damaged.db"), "store unreadable: {}: database disk image is malformed"),
+        (garbage, "store unreadable: {}: file is not a database"),
+        (tmp_path, "store unreadable: {} is not a file"),
+    ]
+    for path, message in cases:
+        out = run_show("--db", str(path), home=tmp_path / "home")
+        assert (out.returncode, out.stdout) == (1, ""), out
+        assert out.stderr == f"gwtrace: {message.format(path)}\n"
+    assert not (tmp_path / "home").exists()
+
+
+def test_show_db_never_creates_files_or_directories(tmp_path):
+    for db in (tmp_path / "typo" / "traces.db", tmp_path / "traces.db"):
+        out = run_show("--db", str(db), home=tmp_path / "home")
+        assert out.returncode == 1 and out.stderr == f"gwtrace: no traces in {db} (no store there)\n"
+    out = run_show("--last", home=tmp_path / "home")
+    assert out.returncode == 1 and "no store there" in out.stderr
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_show_db_reads_a_store_and_leaves_no_files_behind(tmp_path):
+    db = tmp_path / "traces.db"
+    with TraceStore(db) as s:
+        s.ingest(make_request([dict(span=1, name="only")]))
+    out = run_show("--db", str(db), home=tmp_path / "home")
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.splitlines()[1].startswith("only  ")
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["traces.db"]
+
+
+def test_search_window_matches_on_span_start_times(store):
+    """As docs/server.md says: trace-level, the span starts need only reach into the window."""
+    store.ingest(make_request([dict(span=1, start=0, dur=100), dict(span=2, start=100, dur=10)]))
+    around = dict(start_ns=T0 + 40, end_ns=T0 + 60)  # spans start before and after, none inside
+    assert [t["trace_id"] for t in store.find_traces(**around)] == [TRACE_A.hex()]
+    assert store.find_traces(start_ns=T0 + 101) == [] and store.find_traces(end_ns=T0 - 1) == []
+    # With a span-level condition, the matching span itself must start inside the window.
+    assert store.find_traces(min_duration_ns=1, **around) == []
+    assert len(store.find_traces(min_duration_ns=1, start_ns=T0 + 90, end_ns=T0 + 110)) == 1

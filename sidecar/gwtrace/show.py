@@ -7,7 +7,12 @@ or error message of what failed.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, TextIO
+import pathlib
+import sqlite3
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, TextIO
+
+if TYPE_CHECKING:
+    from .store import TraceStore
 
 STATUS_NAMES = {0: "UNSET", 1: "OK", 2: "ERROR"}
 
@@ -86,10 +91,25 @@ def last_finished(store: Any) -> Optional[str]:
     return store.last_trace_id()
 
 
-def show(trace_id: Optional[str], last: bool, db: Optional[str], out: TextIO) -> int:
-    from .store import TraceStore
+def _open_store(db: Optional[str]) -> "TraceStore":
+    """The store to read, opened without creating any file or directory (a typo in --db stays a typo)."""
+    from .store import StoreUnreadable, TraceStore, default_store_path
 
-    store = TraceStore(db)
+    path = pathlib.Path(db) if db else default_store_path()
+    if not path.exists():
+        raise LookupError(f"no traces in {path} (no store there)")
+    try:
+        return TraceStore(path, create=False)
+    except StoreUnreadable as exc:
+        raise StoreUnreadable(f"store unreadable: {exc}") from None
+    except sqlite3.DatabaseError as exc:
+        raise StoreUnreadable(f"store unreadable: {path}: {exc}") from None
+
+
+def show(trace_id: Optional[str], last: bool, db: Optional[str], out: TextIO) -> int:
+    from .store import StoreUnreadable
+
+    store = _open_store(db)
     try:
         if last or not trace_id:
             trace_id = last_finished(store)
@@ -101,6 +121,8 @@ def show(trace_id: Optional[str], last: bool, db: Optional[str], out: TextIO) ->
         service = spans[0].get("service") or "?"
         out.write(f"trace {trace_id}  service={service}  spans={len(spans)}\n")
         render_tree(spans, out)
+    except sqlite3.DatabaseError as exc:  # damaged pages show up on the first read of them
+        raise StoreUnreadable(f"store unreadable: {store.path}: {exc}") from None
     finally:
         store.close()
     return 0

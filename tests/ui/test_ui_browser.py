@@ -20,7 +20,7 @@ import time
 
 import pytest
 
-from gwtrace.server import synthetic
+import synthetic
 from gwtrace.store import TraceStore
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")

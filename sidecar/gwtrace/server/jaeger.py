@@ -12,14 +12,17 @@ attributes become the tags of the span's process.
 
 from __future__ import annotations
 
+import functools
 import json
 import re
-from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from opentelemetry.proto.common.v1.common_pb2 import KeyValue
-from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
+from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
-from ..store import SPAN_KIND_NAMES, STATUS_ERROR, STATUS_OK, any_value_to_python, tag_text
+from ..store.reader import ChunkRow
+from ..store.tags import SPAN_KIND_NAMES, kind_and_status_tags, status_message_tags
+from ..store.values import any_value_to_python, is_root, tag_text
 
 #: OTLP SpanKind from the ``spanKind`` query values Jaeger uses.
 SPAN_KIND_BY_NAME = {v: k for k, v in SPAN_KIND_NAMES.items()}
@@ -137,86 +140,16 @@ def tag(key: str, value: Any) -> Dict[str, Any]:
     return {"key": key, "type": "string", "value": tag_text(value)}
 
 
-def _process_key(span: Dict[str, Any]) -> Tuple[Any, ...]:
-    return (span.get("resource_id"), span["service"])
-
-
-def to_trace(spans: List[Dict[str, Any]]) -> Dict[str, Any]:
-    """Store span dicts (one trace, ``TraceStore.get_trace``) as a Jaeger trace."""
-    processes: Dict[str, Dict[str, Any]] = {}
-    process_ids: Dict[Tuple[Any, ...], str] = {}
-    out = []
-    for s in spans:
-        key = _process_key(s)
-        pid = process_ids.get(key)
-        if pid is None:
-            pid = f"p{len(process_ids) + 1}"
-            process_ids[key] = pid
-            processes[pid] = {
-                "serviceName": s["service"],
-                "tags": [tag(k, v) for k, v in s["resource"].items() if k != "service.name"],
-            }
-        out.append(to_span(s, pid))
-    return {
-        "traceID": spans[0]["trace_id"] if spans else "",
-        "spans": out,
-        "processes": processes,
-        "warnings": None,
-    }
-
-
-def to_span(s: Dict[str, Any], process_id: str) -> Dict[str, Any]:
-    refs = []
-    if s["parent_span_id"]:
-        refs.append({"refType": "CHILD_OF", "traceID": s["trace_id"], "spanID": s["parent_span_id"]})
-    for link in s.get("links", ()):
-        refs.append({"refType": "FOLLOWS_FROM", "traceID": link["trace_id"], "spanID": link["span_id"]})
-    tags = [tag(k, v) for k, v in s["attributes"].items()]
-    kind = SPAN_KIND_NAMES.get(s["kind"])
-    if kind:
-        tags.append({"key": "span.kind", "type": "string", "value": kind})
-    if s["status_code"] == STATUS_ERROR:
-        tags.append({"key": "otel.status_code", "type": "string", "value": "ERROR"})
-        tags.append({"key": "error", "type": "bool", "value": True})
-    elif s["status_code"] == STATUS_OK:
-        tags.append({"key": "otel.status_code", "type": "string", "value": "OK"})
-    if s["status_message"]:
-        tags.append({"key": "otel.status_description", "type": "string", "value": s["status_message"]})
-    if s["scope"]:
-        tags.append({"key": "otel.scope.name", "type": "string", "value": s["scope"]})
-    if s.get("scope_version"):
-        tags.append({"key": "otel.scope.version", "type": "string", "value": s["scope_version"]})
-    if s.get("trace_state"):
-        tags.append({"key": "w3c.tracestate", "type": "string", "value": s["trace_state"]})
-    logs = [
-        {
-            "timestamp": e["time_ns"] // 1000,
-            "fields": [{"key": "event", "type": "string", "value": e["name"]}]
-            + [tag(k, v) for k, v in e["attributes"].items()],
-        }
-        for e in s["events"]
-    ]
-    return {
-        "traceID": s["trace_id"],
-        "spanID": s["span_id"],
-        # OTLP keeps the W3C trace flags in the low byte; a stored span was sampled.
-        "flags": (s.get("flags", 0) & 0xFF) or 1,
-        "operationName": s["name"],
-        "references": refs,
-        "startTime": s["start_ns"] // 1000,
-        "duration": (s["end_ns"] - s["start_ns"]) // 1000,
-        "tags": tags,
-        "logs": logs,
-        "processID": process_id,
-        "warnings": None,
-    }
-
-
 # ---------------------------------------------------------------------------
-# Straight from stored OTLP (the hot path of /api/traces): same output as
-# to_trace(get_trace(...)), without the intermediate dicts.
+# The one OTLP -> Jaeger converter, straight from stored chunks (no
+# intermediate dicts: /api/traces on a 5,000-span trace is the hot path).
 
 _SCALAR_TYPES = {"string_value": "string", "bool_value": "bool", "int_value": "int64", "double_value": "float64"}
+
+#: (resource id, service) of a span: one Jaeger process each.
+ProcessKey = Tuple[int, str]
+#: Called with each OTLP span, its service and its Jaeger form, to add fields.
+Annotate = Callable[[Span, str, Dict[str, Any]], None]
 
 
 def _kv_tags(attributes: Iterable[KeyValue]) -> List[Dict[str, Any]]:
@@ -232,74 +165,102 @@ def _kv_tags(attributes: Iterable[KeyValue]) -> List[Dict[str, Any]]:
     return out
 
 
-def trace_from_chunks(chunks: Sequence[Tuple[int, str, Dict[str, Any], ScopeSpans]]) -> Dict[str, Any]:
-    """A Jaeger trace from ``TraceStore.trace_chunks``, spans sorted by start time."""
-    process_info: Dict[Tuple[Any, ...], Dict[str, Any]] = {}
+def _scope_tags(ss: ScopeSpans) -> List[Dict[str, Any]]:
+    out = []
+    if ss.scope.name:
+        out.append({"key": "otel.scope.name", "type": "string", "value": ss.scope.name})
+    if ss.scope.version:
+        out.append({"key": "otel.scope.version", "type": "string", "value": ss.scope.version})
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _kind_and_status_tags(kind: int, status_code: int) -> Tuple[Dict[str, Any], ...]:
+    """The derived tags that depend on kind and status code only, built once per pair.
+
+    Shared by every span of a response (the JSON is written once, never
+    edited), which keeps a 5,000-span trace as fast as before.
+    """
+    return tuple({"key": k, "type": t, "value": v} for k, t, v in kind_and_status_tags(kind, status_code))
+
+
+def span_from_otlp(s: Span, trace_hex: str, scope_tags: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """One OTLP span in Jaeger's model (``processID`` left for the caller to fill)."""
+    start, end = s.start_time_unix_nano, s.end_time_unix_nano
+    parent = s.parent_span_id
+    refs = []
+    if not is_root(parent):
+        refs.append({"refType": "CHILD_OF", "traceID": trace_hex, "spanID": parent.hex()})
+    for link in s.links:
+        refs.append({"refType": "FOLLOWS_FROM", "traceID": link.trace_id.hex(), "spanID": link.span_id.hex()})
+    tags = _kv_tags(s.attributes)
+    status = s.status
+    tags.extend(_kind_and_status_tags(s.kind, status.code))
+    if status.message:
+        tags.extend({"key": k, "type": t, "value": v} for k, t, v in status_message_tags(status.message))
+    tags.extend(scope_tags)
+    if s.trace_state:
+        tags.append({"key": "w3c.tracestate", "type": "string", "value": s.trace_state})
+    logs = [
+        {"timestamp": e.time_unix_nano // 1000,
+         "fields": [{"key": "event", "type": "string", "value": e.name}] + _kv_tags(e.attributes)}
+        for e in s.events
+    ]
+    return {
+        "traceID": trace_hex,
+        "spanID": s.span_id.hex(),
+        # OTLP keeps the W3C trace flags in the low byte; a stored span was sampled.
+        "flags": (s.flags & 0xFF) or 1,
+        "operationName": s.name,
+        "references": refs,
+        "startTime": start // 1000,
+        "duration": (end - start) // 1000,
+        "tags": tags,
+        "logs": logs,
+        "processID": "",
+        "warnings": None,
+    }
+
+
+#: A converted span with what to sort and group it by: (start, -end, Jaeger span, process key).
+SpanRow = Tuple[int, int, Dict[str, Any], ProcessKey]
+
+
+def spans_from_chunks(chunks: Sequence[ChunkRow], annotate: Optional[Annotate] = None) -> List[SpanRow]:
+    """Jaeger spans of stored chunks, sorted by start time (parents first on ties)."""
     rows = []
-    trace_hex = ""
-    for resource_id, service, resource, ss in chunks:
+    for resource_id, service, _, ss in chunks:
+        if not ss.spans:
+            continue
         key = (resource_id, service)
-        if key not in process_info:
-            process_info[key] = {
-                "serviceName": service,
-                "tags": [tag(k, v) for k, v in resource.items() if k != "service.name"],
-            }
-        scope_tags = []
-        if ss.scope.name:
-            scope_tags.append({"key": "otel.scope.name", "type": "string", "value": ss.scope.name})
-        if ss.scope.version:
-            scope_tags.append({"key": "otel.scope.version", "type": "string", "value": ss.scope.version})
+        scope_tags = _scope_tags(ss)
+        trace_hex = ss.spans[0].trace_id.hex()  # a chunk holds spans of one trace
         for s in ss.spans:
-            if not trace_hex:
-                trace_hex = s.trace_id.hex()
-            start, end = s.start_time_unix_nano, s.end_time_unix_nano
-            parent = s.parent_span_id
-            refs = []
-            if parent and parent != b"\0" * 8:
-                refs.append({"refType": "CHILD_OF", "traceID": trace_hex, "spanID": parent.hex()})
-            for link in s.links:
-                refs.append({"refType": "FOLLOWS_FROM", "traceID": link.trace_id.hex(), "spanID": link.span_id.hex()})
-            tags = _kv_tags(s.attributes)
-            kind = SPAN_KIND_NAMES.get(s.kind)
-            if kind:
-                tags.append({"key": "span.kind", "type": "string", "value": kind})
-            status = s.status
-            if status.code == STATUS_ERROR:
-                tags.append({"key": "otel.status_code", "type": "string", "value": "ERROR"})
-                tags.append({"key": "error", "type": "bool", "value": True})
-            elif status.code == STATUS_OK:
-                tags.append({"key": "otel.status_code", "type": "string", "value": "OK"})
-            if status.message:
-                tags.append({"key": "otel.status_description", "type": "string", "value": status.message})
-            tags.extend(scope_tags)
-            if s.trace_state:
-                tags.append({"key": "w3c.tracestate", "type": "string", "value": s.trace_state})
-            logs = [
-                {"timestamp": e.time_unix_nano // 1000,
-                 "fields": [{"key": "event", "type": "string", "value": e.name}] + _kv_tags(e.attributes)}
-                for e in s.events
-            ]
-            rows.append((start, -end, {
-                "traceID": trace_hex,
-                "spanID": s.span_id.hex(),
-                "flags": (s.flags & 0xFF) or 1,
-                "operationName": s.name,
-                "references": refs,
-                "startTime": start // 1000,
-                "duration": (end - start) // 1000,
-                "tags": tags,
-                "logs": logs,
-                "processID": "",
-                "warnings": None,
-            }, key))
+            span = span_from_otlp(s, trace_hex, scope_tags)
+            if annotate is not None:
+                annotate(s, service, span)
+            rows.append((s.start_time_unix_nano, -s.end_time_unix_nano, span, key))
     rows.sort(key=lambda r: (r[0], r[1]))
-    # Processes are numbered in span order, as to_trace does.
+    return rows
+
+
+def process_tags(resource: Dict[str, Any]) -> List[Dict[str, Any]]:
+    """A resource's attributes as the tags of its Jaeger process (the service name is the process's name)."""
+    return [tag(k, v) for k, v in resource.items() if k != "service.name"]
+
+
+def trace_from_chunks(chunks: Sequence[ChunkRow]) -> Dict[str, Any]:
+    """A Jaeger trace from ``TraceStore.trace_chunks``, spans sorted by start time."""
+    resources = {(resource_id, service): resource for resource_id, service, resource, _ in chunks}
+    spans = spans_from_chunks(chunks)
+    # Processes are numbered in span order.
     processes: Dict[str, Dict[str, Any]] = {}
-    process_ids: Dict[Tuple[Any, ...], str] = {}
-    for _, _, span, key in rows:
+    process_ids: Dict[ProcessKey, str] = {}
+    for _, _, span, key in spans:
         pid = process_ids.get(key)
         if pid is None:
             pid = process_ids[key] = f"p{len(process_ids) + 1}"
-            processes[pid] = process_info[key]
+            processes[pid] = {"serviceName": key[1], "tags": process_tags(resources[key])}
         span["processID"] = pid
-    return {"traceID": trace_hex, "spans": [r[2] for r in rows], "processes": processes, "warnings": None}
+    trace_hex = spans[0][2]["traceID"] if spans else ""
+    return {"traceID": trace_hex, "spans": [r[2] for r in spans], "processes": processes, "warnings": None}

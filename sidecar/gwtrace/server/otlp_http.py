@@ -12,23 +12,21 @@ exporter can point at gwtrace and later at Jaeger or Tempo unchanged:
   400 is not retried by exporters, which is right for a bad body.
 * Spans the store rejects (bad ids, times) are reported as partial success:
   200 with ``rejected_spans`` and a message; the client must not retry it.
-* A storage failure (disk full, lock time-out) is 503 with ``Retry-After``,
-  which exporters do retry, so nothing is lost.
+* A storage failure (disk full, lock time-out, a damaged file) is 503 with
+  ``Retry-After``, which exporters do retry, so nothing is lost.
 """
 
 from __future__ import annotations
 
-import hmac
 import logging
 import sqlite3
 import zlib
 from http import HTTPStatus
-from typing import Any, Callable, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
-from flask import Blueprint, Response, current_app, request
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
-from google.rpc import code_pb2, status_pb2
+from google.rpc import code_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
     ExportTraceServiceResponse,
@@ -36,54 +34,26 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
 
 from ..store import TraceStore
 from . import otlp_json
+from .answers import JSON, RETRY_AFTER_SECONDS, PROTOBUF, Answer, envelope_answer, rpc_status_answer
+from .auth import BearerAuth, common_headers
 from .jsonutil import dumps
 
 log = logging.getLogger("gwtrace.server")
 
-PROTOBUF = "application/x-protobuf"
-JSON = "application/json"
 _PROTOBUF_TYPES = {PROTOBUF, "application/protobuf"}
 _ENCODINGS = {"", "identity", "gzip", "x-gzip", "deflate"}
 
 #: The OTLP specification's default cap on a decompressed request.
 DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
 
-#: What a request without the right token is told.
-TOKEN_MESSAGE = "missing or wrong bearer token (Authorization: Bearer <GWTRACE_SERVER_TOKEN>)"
-
-bp = Blueprint("otlp", __name__)
+#: The one path this module answers.
+PATH = "/v1/traces"
 
 
 class _Refused(Exception):
     def __init__(self, status: int, code: int, message: str, retry_after: Optional[int] = None):
         super().__init__(message)
         self.status, self.code, self.message, self.retry_after = status, code, message, retry_after
-
-
-#: Headers every answer of the app carries (see app.security_headers).
-_COMMON_HEADERS = [("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer")]
-
-#: An answer as plain WSGI parts: status code, headers, body.
-Answer = Tuple[int, List[Tuple[str, str]], bytes]
-
-
-def _status_answer(status: int, code: int, message: str, as_json: bool, retry_after: Optional[int] = None) -> Answer:
-    """A failure answer: ``google.rpc.Status`` in the request's encoding."""
-    st = status_pb2.Status(code=code, message=message)
-    if as_json:
-        body, mimetype = dumps(json_format.MessageToDict(st)).encode(), JSON
-    else:
-        body, mimetype = st.SerializeToString(), PROTOBUF
-    headers = [("Content-Type", mimetype)]
-    if retry_after is not None:
-        headers.append(("Retry-After", str(retry_after)))
-    return status, headers, body
-
-
-def _status_response(status: int, code: int, message: str, as_json: bool, retry_after: Optional[int] = None) -> Response:
-    """The same failure answer as a Flask response (for the app's token check)."""
-    status, headers, body = _status_answer(status, code, message, as_json, retry_after)
-    return Response(body, status=status, headers=headers)
 
 
 def _mimetype(environ: Dict[str, Any]) -> str:
@@ -166,11 +136,11 @@ def export(environ: Dict[str, Any], store: TraceStore, max_bytes: int) -> Answer
         req, rejected, problems = _decode(body, as_json)
         try:
             _, store_rejected, message = store.ingest(req, None if as_json else body)
-        except sqlite3.OperationalError as exc:
+        except sqlite3.DatabaseError as exc:  # locked, disk full, damaged file: retry later
             log.warning("store unavailable: %s", exc)
-            raise _Refused(503, code_pb2.UNAVAILABLE, f"trace store busy or unavailable: {exc}", retry_after=5) from None
+            raise _Refused(503, code_pb2.UNAVAILABLE, f"trace store busy or unavailable: {exc}", retry_after=RETRY_AFTER_SECONDS) from None
     except _Refused as refused:
-        return _status_answer(refused.status, refused.code, refused.message, as_json, refused.retry_after)
+        return rpc_status_answer(refused.status, refused.code, refused.message, as_json, refused.retry_after)
     resp = ExportTraceServiceResponse()
     rejected += store_rejected
     if rejected:
@@ -184,39 +154,31 @@ def export(environ: Dict[str, Any], store: TraceStore, max_bytes: int) -> Answer
 
 
 class IngestMiddleware:
-    """WSGI middleware that answers ``POST /v1/traces`` before Flask sees it.
+    """WSGI middleware that answers ``/v1/traces`` before Flask sees it.
 
     Why: ingest is the one hot path, and Flask's request and response
     machinery (context, routing, werkzeug's stream and Response objects) cost
-    about as much per OTLP batch as decoding it.  Every other request, and
-    anything this one does not take, goes to the app unchanged; the answers
-    are the same as the app's, token check and common headers included.
+    about as much per OTLP batch as decoding it.  Every other path goes to
+    the app unchanged; the answers here are the app's (token check, common
+    headers and a 405 for other methods included), built by the same code.
     """
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], store: TraceStore, token: Optional[str], max_bytes: int):
-        self.app, self.store, self.max_bytes = app, store, max_bytes
-        self.expected = ("Bearer " + token).encode() if token else None
+    def __init__(self, app: Callable[..., Iterable[bytes]], store: TraceStore, auth: BearerAuth, max_bytes: int):
+        self.app, self.store, self.auth, self.max_bytes = app, store, auth, max_bytes
 
     def __call__(self, environ: Dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if environ.get("PATH_INFO") != "/v1/traces" or environ.get("REQUEST_METHOD") != "POST":
+        if environ.get("PATH_INFO") != PATH:
             return self.app(environ, start_response)
-        extra: List[Tuple[str, str]] = []
-        if self.expected is not None and not hmac.compare_digest(
-            environ.get("HTTP_AUTHORIZATION", "").encode("latin-1"), self.expected
-        ):
-            status, headers, body = _status_answer(
-                401, code_pb2.UNAUTHENTICATED, TOKEN_MESSAGE, _mimetype(environ) == JSON)
-            extra.append(("WWW-Authenticate", 'Bearer realm="gwtrace"'))
-        else:
-            status, headers, body = export(environ, self.store, self.max_bytes)
-        headers += [("Content-Length", str(len(body)))] + extra + _COMMON_HEADERS
+        status, headers, body = self.answer(environ)
+        headers += [("Content-Length", str(len(body)))] + common_headers("")
         start_response(f"{status} {HTTPStatus(status).phrase}", headers)
         return [body]
 
-
-@bp.route("/v1/traces", methods=["POST"])
-def receive_traces() -> Response:
-    """The same answer through Flask, for an app used without IngestMiddleware."""
-    status, headers, body = export(
-        request.environ, current_app.config["GWTRACE_STORE"], current_app.config["GWTRACE_MAX_BODY_BYTES"])
-    return Response(body, status=status, headers=headers)
+    def answer(self, environ: Dict[str, Any]) -> Answer:
+        if not self.auth.allows(environ.get("HTTP_AUTHORIZATION", "")):
+            return self.auth.refusal(PATH, _mimetype(environ))
+        method = environ.get("REQUEST_METHOD", "")
+        if method != "POST":
+            status, headers, body = envelope_answer(405, f"{method} not allowed on {PATH}")
+            return status, headers + [("Allow", "POST")], body
+        return export(environ, self.store, self.max_bytes)

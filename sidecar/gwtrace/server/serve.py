@@ -19,7 +19,7 @@ import socket
 import sys
 import threading
 import time
-from typing import List, Optional
+from typing import Any, List, Optional
 
 from ..store import TraceStore, default_store_path
 
@@ -70,19 +70,27 @@ def _fail(message: str) -> int:
     return 2
 
 
-def serve_main(argv: List[str]) -> int:
-    """Entry point of ``gwtrace serve``; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    token = os.environ.get(TOKEN_ENV) or None
+def _usage_error(args: argparse.Namespace, token: Optional[str]) -> Optional[str]:
+    """Why these arguments cannot be served, or None."""
     if not is_loopback(args.host) and token is None:
-        return _fail(
+        return (
             f"refusing to listen on {args.host} without {TOKEN_ENV}: anyone on the network could read and "
             f"write traces; set {TOKEN_ENV} or use --host 127.0.0.1"
         )
     if args.retention_days is not None and not args.retention_days > 0:
-        return _fail("--retention-days must be a positive number")
+        return "--retention-days must be a positive number"
     if not 0 <= args.port <= 65535:
-        return _fail("--port must be between 0 and 65535")
+        return "--port must be between 0 and 65535"
+    return None
+
+
+def serve_main(argv: List[str]) -> int:
+    """Entry point of ``gwtrace serve``; returns the exit status."""
+    args = build_parser().parse_args(argv)
+    token = os.environ.get(TOKEN_ENV) or None
+    problem = _usage_error(args, token)
+    if problem is not None:
+        return _fail(problem)
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="gwtrace serve: %(message)s")
     # Ingest and the query API make many short-lived, acyclic objects (span
@@ -94,25 +102,11 @@ def serve_main(argv: List[str]) -> int:
     except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback
         return _fail(f"cannot open the store {args.db or default_store_path()}: {exc}")
 
-    from waitress import create_server
-
     from .app import create_app
     from .otlp_http import DEFAULT_MAX_BODY_BYTES
 
-    app = create_app(store, token, max_body_bytes=DEFAULT_MAX_BODY_BYTES)
     try:
-        server = create_server(
-            app,
-            host=args.host,
-            port=args.port,
-            threads=4,
-            ident="gwtrace",
-            # OTLP batches are ~100 KB: read them in a few large recv() calls.
-            recv_bytes=65536,
-            # waitress refuses larger bodies itself (413) before buffering them.
-            max_request_body_size=DEFAULT_MAX_BODY_BYTES,
-            clear_untrusted_proxy_headers=True,
-        )
+        server = _waitress(create_app(store, token, max_body_bytes=DEFAULT_MAX_BODY_BYTES), args.host, args.port)
     except OSError as exc:
         store.close()
         return _fail(f"cannot listen on {args.host}:{args.port}: {exc}")
@@ -147,6 +141,26 @@ def serve_main(argv: List[str]) -> int:
         store.close()
     print("gwtrace serve: stopped", file=sys.stderr, flush=True)
     return 0
+
+
+def _waitress(app: Any, host: str, port: int) -> Any:
+    """waitress, tuned for OTLP batches; raises OSError if it cannot listen."""
+    from waitress import create_server
+
+    from .otlp_http import DEFAULT_MAX_BODY_BYTES
+
+    return create_server(
+        app,
+        host=host,
+        port=port,
+        threads=4,
+        ident="gwtrace",
+        # OTLP batches are ~100 KB: read them in a few large recv() calls.
+        recv_bytes=65536,
+        # waitress refuses larger bodies itself (413) before buffering them.
+        max_request_body_size=DEFAULT_MAX_BODY_BYTES,
+        clear_untrusted_proxy_headers=True,
+    )
 
 
 def _run(server: "object", stop: threading.Event) -> None:

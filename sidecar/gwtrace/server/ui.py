@@ -11,11 +11,13 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, Optional
 
 from flask import Blueprint, Response, current_app, render_template, request
+from opentelemetry.proto.trace.v1.trace_pb2 import Span
 
 from ..store import STATUS_ERROR, STATUS_OK, STATUS_UNSET, TraceStore
+from ..store.values import attributes_to_dict, is_root
 from . import jaeger
 from .jsonutil import gc_paused, json_response
 
@@ -189,20 +191,27 @@ def glidein(uuid: str) -> Response:
 
 
 def _glidein(uuid: str) -> Response:
-    spans = _store().glidein_spans(uuid)
-    if not spans:
+    chunks = _store().glidein_chunks(uuid)
+    if not chunks:
         return json_response({"error": f"no spans for glidein {uuid}"}, 404)
-    out: List[Dict[str, Any]] = []
-    for s in spans:
-        j = jaeger.to_span(s, "p1")
-        j["phase"] = phase_of(s)
-        j["serviceName"] = s["service"]
-        out.append(j)
-    first = spans[0]
+    spans = jaeger.spans_from_chunks(chunks, _lane)
+    resources = {(resource_id, service): resource for resource_id, service, resource, _ in chunks}
+    first = spans[0][3]
     return json_response({
         "uuid": uuid,
-        "service": first["service"],
-        "resource": [jaeger.tag(k, v) for k, v in first["resource"].items()],
+        "service": first[1],
+        "resource": [jaeger.tag(k, v) for k, v in resources[first].items()],
         "phases": list(PHASES),
-        "spans": out,
+        "spans": [row[2] for row in spans],
     })
+
+
+def _lane(s: Span, service: str, out: Dict[str, Any]) -> None:
+    """The time line's extra fields: one process for the whole glidein, and the span's lane."""
+    out["processID"] = "p1"
+    out["phase"] = phase_of({
+        "name": s.name,
+        "parent_span_id": "" if is_root(s.parent_span_id) else s.parent_span_id.hex(),
+        "attributes": attributes_to_dict(s.attributes),
+    })
+    out["serviceName"] = service

@@ -1,4 +1,6 @@
-"""Synthetic glidein traces, as OTLP messages, for the benchmark, UI tests and demos.
+"""Synthetic glidein traces, as OTLP messages, for bench/serve and the store, server and UI tests.
+
+Test data, so it lives under tests/ and ships in neither the wheel nor the pyz.
 
 The shape follows a real glidein (``glidein_startup.sh``): a root span, the
 validation/setup scripts in the factory's order, ``condor_startup.sh`` with

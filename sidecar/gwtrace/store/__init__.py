@@ -1,0 +1,266 @@
+"""SQLite trace store shared by the sidecar, `gwtrace show` and `gwtrace serve`.
+
+Why it is shaped like this: the store has to ingest OTLP at a rate close to
+what protobuf decoding alone allows, and a row per span (one Python conversion
+and several B-tree inserts per span) is an order of magnitude too slow for
+that.  So, like Tempo, the unit of storage is a *chunk*: the spans of one trace
+that arrived together from one resource and one instrumentation scope, kept as
+the serialized OTLP ``ScopeSpans`` message.  Everything a query filters on is
+summarised in small, indexed tables at ingest time:
+
+``resources``        one row per distinct OTLP Resource (service, glidein uuid)
+``resource_attrs``   (key, value) -> resource, so every ``glidein.*`` identity
+                     attribute (site, entry, factory, ...) is indexed
+``chunks``           trace id, resource, time range, counts, span ids, body
+``traces``           one row per trace: time range, span/error counts, status,
+                     root span name and service
+``trace_resources``  which resources (hence services, glideins) a trace touches
+``trace_ops``        which (service, span name, kind) a trace contains
+``operations``       distinct (service, span name, kind), for the query API
+
+Span-level filters that are not summarised (span attributes, span durations)
+are answered by decoding the chunks of the candidate traces only.
+
+Ingest is idempotent: a span whose (trace id, span id) is already stored
+replaces the stored one (the older chunk is rewritten without it), so a
+sidecar that retries a batch after a lost response never duplicates spans.
+
+The package is a facade (``TraceStore``, here) over collaborators with one
+job each: ``schema`` (tables, migrations), ``connections`` (per-thread
+readers, the one writer connection and its transaction helper, background
+WAL checkpoints), ``chunks`` (a request split into chunks, no SQL),
+``writer`` (group commit, idempotent replacement, retention), ``reader`` and
+``query`` (search, with one WHERE builder for traces and chunks), ``tags``
+(Jaeger's tag semantics, shared with the server), ``values`` and ``wire``
+(OTLP values and the protobuf wire walker).
+
+Several processes (sidecars and one server) may share a file: WAL mode, a busy
+timeout and ``BEGIN IMMEDIATE`` for writes.  Within one process a TraceStore may
+be used from several threads; each thread gets its own connection for reads,
+and every write goes through one writer connection (whose page cache then
+stays warm).  WAL checkpoints run in a background thread, so no ingest waits
+for one.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import pathlib
+import time
+from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
+
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from opentelemetry.proto.resource.v1.resource_pb2 import Resource
+from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
+
+from .chunks import plan_request
+from .connections import BUSY_TIMEOUT_MS, CHECKPOINT_BYTES, Connections
+from .query import TraceFinder, TraceQuery
+from .reader import ChunkRow, Reader, ResourceCache
+from .schema import SCHEMA_VERSION, migrate
+from .tags import SPAN_KIND_NAMES
+from .values import (
+    STATUS_ERROR,
+    STATUS_OK,
+    STATUS_UNSET,
+    any_value_to_python,
+    attributes_to_dict,
+    normalize_trace_id,
+    span_to_dict,
+    tag_text,
+)
+from .wire import scope_spans_slices
+from .writer import GLIDEIN_UUID_KEYS, Writer
+
+__all__ = [
+    "BUSY_TIMEOUT_MS", "CHECKPOINT_BYTES", "GLIDEIN_UUID_KEYS", "SCHEMA_VERSION", "SPAN_KIND_NAMES",
+    "STATUS_ERROR", "STATUS_OK", "STATUS_UNSET", "StoreUnreadable", "TraceStore", "any_value_to_python",
+    "attributes_to_dict", "default_store_path", "normalize_trace_id", "scope_spans_slices", "span_to_dict",
+    "tag_text",
+]
+
+
+def default_store_path() -> pathlib.Path:
+    """``${GWTRACE_HOME:-~/.local/share/gwtrace}/traces.db``."""
+    home = os.environ.get("GWTRACE_HOME")
+    base = pathlib.Path(home) if home else pathlib.Path.home() / ".local" / "share" / "gwtrace"
+    return base / "traces.db"
+
+
+class StoreUnreadable(OSError):
+    """The file is missing, not a gwtrace store, or damaged; the message says which, in one line."""
+
+
+class TraceStore:
+    """OTLP spans in one SQLite file: a facade over the connections, writer, reader and search.
+
+    ``create=False`` opens an existing store only (for readers such as
+    ``gwtrace show``): no directory or file is created, and a file that is not
+    a store is refused rather than turned into one.
+    """
+
+    def __init__(
+        self,
+        path: "str | os.PathLike[str] | None" = None,
+        retention_days: Optional[float] = None,
+        *,
+        create: bool = True,
+    ):
+        self.path = pathlib.Path(path) if path is not None else default_store_path()
+        if retention_days is not None and (math.isnan(retention_days) or retention_days <= 0):
+            raise ValueError("retention_days must be a positive number of days")
+        self.retention_days = retention_days
+        if create:
+            _create_file(self.path)
+        elif not self.path.is_file():
+            raise StoreUnreadable(f"{self.path} is not a file")
+        elif self.path.stat().st_size == 0:
+            raise StoreUnreadable(f"{self.path} is empty, not a gwtrace store")
+        self._connections = Connections(self.path, create=create)
+        self._resources = ResourceCache()
+        self._reader = Reader(self._connections, self._resources)
+        self._writer = Writer(self._connections)
+        try:
+            self._init_schema(create)
+        except BaseException:
+            self._connections.close()
+            raise
+        if retention_days is not None:
+            self.purge()
+
+    def _init_schema(self, create: bool) -> None:
+        with self._connections.transaction() as conn:
+            # Every store has a user_version (1 up): 0 is an empty file or another program's database.
+            if not create and conn.execute("PRAGMA user_version").fetchone()[0] == 0:
+                raise StoreUnreadable(f"{self.path} is not a gwtrace store")
+            migrate(conn, self.path)
+
+    def close(self) -> None:
+        """Close every connection this store opened (in any thread)."""
+        self._connections.close()
+
+    def __enter__(self) -> "TraceStore":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ ingest
+
+    def ingest(self, request: ExportTraceServiceRequest, raw: Optional[bytes] = None) -> Tuple[int, int, str]:
+        """Store the spans of an export request; return (accepted, rejected, message).
+
+        Spans with malformed ids or times are rejected and counted; the others
+        are stored in one transaction.  The message names the first problems,
+        in the form OTLP's partial success ``error_message`` expects.  ``raw``,
+        the request's own encoding when the caller has it, lets whole
+        ScopeSpans be stored without re-serializing them.
+        """
+        # Planned before taking the write lock: this is the Python part, and
+        # other threads may write meanwhile (sqlite3 releases the GIL).
+        plan, rejected, message = plan_request(request, raw)
+        if plan:
+            self._writer.write(plan)
+        return sum(c.n_spans for _, _, chunks in plan for c in chunks), rejected, message
+
+    def purge(self, now_ns: Optional[int] = None, older_than_days: Optional[float] = None) -> int:
+        """Delete traces that ended before the retention window; return how many.
+
+        Uses ``older_than_days`` or else the store's ``retention_days``; with
+        neither, nothing is deleted.
+        """
+        days = older_than_days if older_than_days is not None else self.retention_days
+        if days is None:
+            return 0
+        cutoff = (now_ns if now_ns is not None else time.time_ns()) - int(days * 86400 * 1e9)
+        return self._writer.purge_before(cutoff)
+
+    # ----------------------------------------------------------------- reading
+
+    def span_count(self) -> int:
+        """Number of distinct spans stored."""
+        return self._reader.span_count()
+
+    def trace_count(self) -> int:
+        return self._reader.trace_count()
+
+    def last_trace_id(self, service: Optional[str] = None) -> Optional[str]:
+        """The trace whose root span (or, lacking one, earliest span) started last."""
+        return self._reader.last_trace_id(service)
+
+    def chunks(self, trace_id: bytes, resource_ids: Optional[Sequence[int]] = None) -> Iterator[Tuple[int, ScopeSpans]]:
+        """(resource id, ScopeSpans) of each chunk of a trace, oldest first."""
+        return self._reader.chunks(trace_id, resource_ids)
+
+    def trace_chunks(self, trace_id: "str | bytes") -> List[ChunkRow]:
+        """A trace as stored: (resource id, service, resource attributes, ScopeSpans) per chunk.
+
+        For readers that convert spans straight from OTLP (the query API)
+        without building the dicts of ``get_trace`` first.
+        """
+        return self._reader.trace_chunks(trace_id)
+
+    def get_trace(self, trace_id: "str | bytes") -> List[Dict[str, Any]]:
+        """All spans of a trace as plain dicts, sorted by start time ([] if unknown)."""
+        return self._reader.get_trace(trace_id)
+
+    def get_trace_otlp(self, trace_id: "str | bytes") -> List[Tuple[Resource, str, List[ScopeSpans]]]:
+        """A trace as OTLP messages: [(resource, resource schema_url, [ScopeSpans...])]."""
+        return self._reader.get_trace_otlp(trace_id)
+
+    def glidein_chunks(self, glidein_uuid: str) -> List[ChunkRow]:
+        """Every chunk under one glidein's resource(s), in all its traces (as ``trace_chunks``)."""
+        return self._reader.glidein_chunks(glidein_uuid)
+
+    def glidein_spans(self, glidein_uuid: str) -> List[Dict[str, Any]]:
+        """Every span emitted under one glidein's resource(s), in all its traces, by start time."""
+        return self._reader.glidein_spans(glidein_uuid)
+
+    def glideins(self, limit: int = 100) -> List[Dict[str, Any]]:
+        """Recently seen glideins: uuid, service, site, entry and time range."""
+        return self._reader.glideins(limit)
+
+    def services(self) -> List[str]:
+        return self._reader.services()
+
+    def operations(self, service: str, kind: Optional[int] = None) -> List[Tuple[str, int]]:
+        """Distinct (span name, kind) seen for a service."""
+        return self._reader.operations(service, kind)
+
+    def resource_attribute_values(self, key: str, limit: int = 1000) -> List[str]:
+        """Distinct values of a resource attribute (e.g. glidein.site), for search forms."""
+        return self._reader.resource_attribute_values(key, limit)
+
+    def find_traces(
+        self,
+        *,
+        service: Optional[str] = None,
+        operation: Optional[str] = None,
+        span_kind: Optional[int] = None,
+        resource_attrs: Optional[Dict[str, str]] = None,
+        tags: Optional[Dict[str, str]] = None,
+        start_ns: Optional[int] = None,
+        end_ns: Optional[int] = None,
+        min_duration_ns: Optional[int] = None,
+        max_duration_ns: Optional[int] = None,
+        min_trace_duration_ns: Optional[int] = None,
+        status: Optional[int] = None,
+        limit: int = 20,
+    ) -> List[Dict[str, Any]]:
+        """Summaries of the most recent traces matching every given condition (see ``store.query``)."""
+        query = TraceQuery(
+            service=service, operation=operation, span_kind=span_kind, resource_attrs=dict(resource_attrs or {}),
+            tags=dict(tags or {}), start_ns=start_ns, end_ns=end_ns, min_duration_ns=min_duration_ns,
+            max_duration_ns=max_duration_ns, min_trace_duration_ns=min_trace_duration_ns, status=status,
+            limit=limit,
+        )
+        return TraceFinder(self._connections.reader(), self._resources).find(query)
+
+
+def _create_file(path: pathlib.Path) -> None:
+    """The store's directory and file, owner-only: traces carry host names, user names and job ids."""
+    if not path.parent.exists():
+        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+    if not path.exists():
+        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))

@@ -1,0 +1,166 @@
+"""The store's tables, and the migrations from older files.
+
+The layout and why it is so are described in the package docstring.  A file
+records its layout in ``PRAGMA user_version``; opening an older file migrates
+it in place, a newer one is refused rather than misread.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from typing import Optional
+
+SCHEMA_VERSION = 3
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS resources (
+    id           INTEGER PRIMARY KEY AUTOINCREMENT,
+    body         BLOB    NOT NULL,
+    schema_url   TEXT    NOT NULL DEFAULT '',
+    service      TEXT    NOT NULL,
+    glidein_uuid TEXT,
+    UNIQUE (body, schema_url)
+);
+CREATE INDEX IF NOT EXISTS resources_service ON resources (service);
+CREATE INDEX IF NOT EXISTS resources_glidein ON resources (glidein_uuid);
+
+CREATE TABLE IF NOT EXISTS resource_attrs (
+    key         TEXT    NOT NULL,
+    value       TEXT    NOT NULL,
+    resource_id INTEGER NOT NULL,
+    PRIMARY KEY (key, value, resource_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS resource_attrs_resource ON resource_attrs (resource_id);
+
+CREATE TABLE IF NOT EXISTS chunks (
+    id            INTEGER PRIMARY KEY AUTOINCREMENT,
+    trace_id      BLOB    NOT NULL,
+    resource_id   INTEGER NOT NULL,
+    start_ns      INTEGER NOT NULL,
+    max_start_ns  INTEGER NOT NULL,
+    end_ns        INTEGER NOT NULL,
+    max_dur_ns    INTEGER NOT NULL,
+    n_spans       INTEGER NOT NULL,
+    n_errors      INTEGER NOT NULL,
+    status        INTEGER NOT NULL,
+    root_name     TEXT,
+    root_start_ns INTEGER,
+    first_name    TEXT    NOT NULL,
+    span_ids      BLOB    NOT NULL,
+    body          BLOB    NOT NULL
+);
+CREATE INDEX IF NOT EXISTS chunks_trace ON chunks (trace_id);
+CREATE INDEX IF NOT EXISTS chunks_resource ON chunks (resource_id, start_ns);
+
+CREATE TABLE IF NOT EXISTS traces (
+    trace_id      BLOB    PRIMARY KEY,
+    start_ns      INTEGER NOT NULL,
+    max_start_ns  INTEGER NOT NULL,
+    end_ns        INTEGER NOT NULL,
+    n_spans       INTEGER NOT NULL,
+    n_errors      INTEGER NOT NULL,
+    status        INTEGER NOT NULL,
+    root_name     TEXT,
+    root_start_ns INTEGER,
+    root_service  TEXT,
+    first_name    TEXT    NOT NULL,
+    first_service TEXT    NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS traces_start ON traces (start_ns);
+CREATE INDEX IF NOT EXISTS traces_status ON traces (status, start_ns);
+
+CREATE TABLE IF NOT EXISTS trace_resources (
+    resource_id INTEGER NOT NULL,
+    trace_id    BLOB    NOT NULL,
+    PRIMARY KEY (resource_id, trace_id)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS trace_resources_trace ON trace_resources (trace_id);
+
+-- Keyed by trace first: a new trace's operations land in one B-tree page, not
+-- one page per operation (plus an index) as with (service, name, kind) first.
+-- "Traces with operation X" is an EXISTS per candidate trace instead.
+CREATE TABLE IF NOT EXISTS trace_ops (
+    trace_id BLOB    NOT NULL,
+    service  TEXT    NOT NULL,
+    name     TEXT    NOT NULL,
+    kind     INTEGER NOT NULL,
+    PRIMARY KEY (trace_id, service, name, kind)
+) WITHOUT ROWID;
+
+-- generation: bumped by every purge, so that other processes drop their caches
+CREATE TABLE IF NOT EXISTS meta (
+    key   TEXT PRIMARY KEY,
+    value INTEGER NOT NULL
+) WITHOUT ROWID;
+INSERT OR IGNORE INTO meta (key, value) VALUES ('generation', 0);
+
+CREATE TABLE IF NOT EXISTS operations (
+    service TEXT    NOT NULL,
+    name    TEXT    NOT NULL,
+    kind    INTEGER NOT NULL,
+    PRIMARY KEY (service, name, kind)
+) WITHOUT ROWID;
+"""
+
+TRACE_UPSERT = """
+INSERT INTO traces (trace_id, start_ns, max_start_ns, end_ns, n_spans, n_errors, status,
+                    root_name, root_start_ns, root_service, first_name, first_service)
+VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)
+ON CONFLICT (trace_id) DO UPDATE SET
+    start_ns      = min(start_ns, excluded.start_ns),
+    max_start_ns  = max(max_start_ns, excluded.max_start_ns),
+    end_ns        = max(end_ns, excluded.end_ns),
+    n_spans       = n_spans + excluded.n_spans,
+    n_errors      = n_errors + excluded.n_errors,
+    status        = max(status, excluded.status),
+    root_name     = CASE WHEN excluded.root_start_ns IS NOT NULL
+                          AND (root_start_ns IS NULL OR excluded.root_start_ns < root_start_ns)
+                         THEN excluded.root_name ELSE root_name END,
+    root_service  = CASE WHEN excluded.root_start_ns IS NOT NULL
+                          AND (root_start_ns IS NULL OR excluded.root_start_ns < root_start_ns)
+                         THEN excluded.root_service ELSE root_service END,
+    root_start_ns = CASE WHEN excluded.root_start_ns IS NOT NULL
+                          AND (root_start_ns IS NULL OR excluded.root_start_ns < root_start_ns)
+                         THEN excluded.root_start_ns ELSE root_start_ns END,
+    first_name    = CASE WHEN excluded.start_ns < start_ns THEN excluded.first_name ELSE first_name END,
+    first_service = CASE WHEN excluded.start_ns < start_ns THEN excluded.first_service ELSE first_service END
+"""
+
+
+def _rename_old_trace_ops(conn: sqlite3.Connection) -> Optional[str]:
+    """Move a trace_ops table keyed by operation (schema 1-2) aside; return its new name.
+
+    Its rows are copied into the table keyed by trace once that exists.
+    """
+    row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'trace_ops'").fetchone()
+    if row is None or "PRIMARY KEY (trace_id" in row[0]:
+        return None
+    conn.execute("DROP INDEX IF EXISTS trace_ops_trace")
+    conn.execute("ALTER TABLE trace_ops RENAME TO trace_ops_v2")
+    return "trace_ops_v2"
+
+
+def migrate(conn: sqlite3.Connection, path: object) -> None:
+    """Create or upgrade the tables (the caller holds a write transaction)."""
+    version = conn.execute("PRAGMA user_version").fetchone()[0]
+    if version > SCHEMA_VERSION:
+        raise RuntimeError(
+            f"{path}: store schema version {version} is newer than this gwtrace "
+            f"understands ({SCHEMA_VERSION}); upgrade gwtrace or use another --db"
+        )
+    if version == SCHEMA_VERSION:
+        return
+    old_ops = _rename_old_trace_ops(conn)
+    for statement in _SCHEMA.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+    if old_ops:
+        conn.execute(
+            "INSERT OR IGNORE INTO trace_ops (trace_id, service, name, kind)"
+            f" SELECT trace_id, service, name, kind FROM {old_ops}"
+        )
+        conn.execute(f"DROP TABLE {old_ops}")
+    # Version 1 had two indexes that cost every write and served only rare reads.
+    conn.execute("DROP INDEX IF EXISTS traces_end")
+    conn.execute("DROP INDEX IF EXISTS traces_sort")
+    conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
