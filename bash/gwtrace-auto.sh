@@ -48,7 +48,7 @@ _gwtrace_auto_init() {
     u=${u//-/}
   fi
   if [[ -n ${BASH_EXECUTION_STRING+x} ]]; then
-    name+=" -c" _gwtrace_abd=0
+    name="${BASH##*/} -c" _gwtrace_abd=0     # $0 is the first argument after CMD: never a name
   elif [[ -f $0 ]]; then
     path=$0 _gwtrace_abd=1
     [[ $path == /* ]] || path=$PWD/${path#./}

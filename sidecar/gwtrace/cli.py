@@ -73,13 +73,34 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # noqa: BLE001 - one clear line, never a traceback
-        from .control import ControlError
-
-        if isinstance(exc, (ControlError, LookupError, OSError, ValueError)):
-            print(f"gwtrace: {exc}", file=sys.stderr)
-        else:
-            print(f"gwtrace: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"gwtrace: {describe(exc)}", file=sys.stderr)
         return 1
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as the rest of one ``gwtrace: ...`` line.
+
+    Expected failures (a bad directory, a sidecar that would not start, a
+    refused file) are their message alone, without the "gwtrace: " a message
+    relayed from the daemon already carries, on one line; anything else is
+    an internal error, named so that it can be reported.
+    """
+    from .control import ControlError
+    from .spool import SpoolError
+
+    cause = exc.__context__
+    if isinstance(cause, OSError) and str(exc) == str(cause):
+        exc = cause                          # relayed as text: say it as an OSError
+    if isinstance(exc, OSError) and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    else:
+        text = str(exc)
+    text = " ".join(text.split())
+    while text.startswith("gwtrace: "):
+        text = text[len("gwtrace: "):]
+    if isinstance(exc, (ControlError, SpoolError, LookupError, OSError, ValueError)):
+        return text or type(exc).__name__
+    return f"internal error: {type(exc).__name__}: {text}"
 
 
 def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:

@@ -44,6 +44,44 @@ class UsageError(ValueError):
     """Bad command line: one line on stderr, exit 2."""
 
 
+class HelpRequested(Exception):
+    """-h/--help: the help on stdout, exit 0."""
+
+
+RUN_USAGE = "usage: gwtrace run [--name NAME] [--level scripts|functions|commands] [--] CMD [ARGS...]"
+RUN_HELP = f"""{RUN_USAGE}
+
+Run CMD as the root span of a new trace (or a child of $TRACEPARENT); every bash
+below it is traced through BASH_ENV, other programs get TRACEPARENT. CMD's
+streams, exit status and signals are its own. The root span is named after
+CMD's program (never an argument).
+
+options (before CMD; CMD's own options are never taken for these):
+  --name NAME     name of the root span (default: CMD's basename)
+  --level L       what bash children record: scripts, functions (default) or
+                  commands ($GWTRACE_AUTO_LEVEL)
+  -h, --help      this help
+
+Spans go to the sidecar of $GWTRACE_SOCKET/$GWTRACE_DIR if one runs, else to a
+private sidecar that exports (OTEL_EXPORTER_OTLP_* or the embedded store) and
+stops when CMD ends; spans it could not deliver stay in its directory, and
+gwtrace run prints the `gwtrace ingest --spool DIR` command that sends them.
+GWTRACE_DISABLED=1 or OTEL_SDK_DISABLED=true: CMD runs untraced.
+"""
+SPAN_USAGE = "usage: gwtrace span NAME [KEY=VALUE...] -- CMD [ARGS...]"
+SPAN_HELP = f"""{SPAN_USAGE}
+
+One span named NAME around one command, for any shell (sh, dash, busybox,
+tcsh) or language: a child of $TRACEPARENT, written to the event log of
+$GWTRACE_SOCKET/$GWTRACE_DIR (no sidecar needed to run); CMD gets the span as
+TRACEPARENT. CMD's streams, exit status and signals are its own. Attributes
+whose key or value holds a secret are written as [REDACTED] (docs/protocol.md).
+Without an event log, or with GWTRACE_DISABLED=1, CMD only runs.
+
+  -h, --help      this help (as the first argument)
+"""
+
+
 class RunArgs(NamedTuple):
     name: Optional[str]
     level: str
@@ -88,7 +126,7 @@ def parse_run_args(argv: Sequence[str]) -> RunArgs:
             else:
                 level = value
         elif opt in ("-h", "--help"):
-            raise UsageError("usage: gwtrace run [--name NAME] [--level scripts|functions|commands] [--] CMD [ARGS...]")
+            raise HelpRequested(RUN_HELP)
         else:
             raise UsageError(f"unknown option {opt!r} (usage: gwtrace run [--name NAME] [--level L] [--] CMD [ARGS...])")
     if level not in LEVELS:
@@ -104,8 +142,10 @@ def parse_span_args(argv: Sequence[str]) -> SpanArgs:
     """``NAME [KEY=VALUE...] -- CMD [ARGS...]``: the ``--`` is required, so that
     an attribute can never be mistaken for the command."""
     args = list(argv)
-    usage = "usage: gwtrace span NAME [KEY=VALUE...] -- CMD [ARGS...]"
-    if not args or args[0] in ("-h", "--help"):
+    usage = SPAN_USAGE
+    if args and args[0] in ("-h", "--help"):
+        raise HelpRequested(SPAN_HELP)
+    if not args:
         raise UsageError(usage)
     if "--" not in args:
         raise UsageError(f"missing '--' before the command ({usage})")
@@ -482,6 +522,9 @@ def child_environment(environ: Dict[str, str], sink_env: Dict[str, str], span: S
 def run_main(argv: List[str]) -> int:
     try:
         args = parse_run_args(argv)
+    except HelpRequested as exc:
+        sys.stdout.write(str(exc))
+        return 0
     except UsageError as exc:
         print(f"gwtrace run: {exc}", file=sys.stderr)
         return 2
@@ -492,7 +535,9 @@ def run_main(argv: List[str]) -> int:
     try:
         sink = Sink.acquire(environ)
     except Exception as exc:  # noqa: BLE001 - tracing trouble never stops the command
-        print(f"gwtrace run: tracing off: {exc}", file=sys.stderr)
+        from .cli import describe
+
+        print(f"gwtrace run: tracing off: {describe(exc)}", file=sys.stderr)
     sink_env = dict(sink.env) if sink else {}
     log = EventLog.from_environ(dict(environ, **sink_env)) if sink else EventLog(None)
     name = args.name or os.path.basename(args.command[0])
@@ -544,6 +589,9 @@ def span_main(argv: List[str]) -> int:
     transport); with no GWTRACE_SOCKET/GWTRACE_DIR it only runs CMD."""
     try:
         args = parse_span_args(argv)
+    except HelpRequested as exc:
+        sys.stdout.write(str(exc))
+        return 0
     except UsageError as exc:
         print(f"gwtrace span: {exc}", file=sys.stderr)
         return 2
