@@ -103,6 +103,16 @@ def describe(exc: BaseException) -> str:
     return f"internal error: {type(exc).__name__}: {text}"
 
 
+def _warn_endpoint() -> None:
+    """A malformed OTLP endpoint: one line where the person starting the
+    sidecar sees it (the sidecar's log says it too)."""
+    from .reachability import endpoint_problem
+
+    problem = endpoint_problem()
+    if problem:
+        print(f"gwtrace: warning: {problem}", file=sys.stderr)
+
+
 def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from . import control
 
@@ -115,6 +125,7 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return show(args.trace_id, args.last, args.db, sys.stdout)
     if args.command == "sidecar":
         if args.action == "start":
+            _warn_endpoint()
             return control.start(args.dir, args.glidein_config, sys.stdout, args.ship_to)
         if args.action == "run":
             directory = control.choose_directory(args.dir)
