@@ -111,8 +111,8 @@ trace_begin() {
         && ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:$BASHPID:${GWTRACE_SOCKET:-${GWTRACE_DIR-}} == $_gwtrace_key \
         && ${#1}${2+ + ${#2}}${3+ + ${#3}}${4+ + ${#4}} -lt 880 && ! -o allexport ]] \
     && case ${EPOCHREALTIME:-@}${@,,} in
-         *[$'\\\t\n\r']*|*token*|*secret*|*pass*|*pwd*|*auth*|*key*|*jwt*|*proxy*|*credential*|*cookie*|\
-         *bearer\ *|*eyj*) false ;;
+         *[$'\\\t\n\r']*|*token*|*secret*|*pass*|*pwd*|*auth*|*key*|*jwt*|*proxy*|*cred*|*cook*|*bearer\ *|*eyj*) \
+           false ;;
          @*) _gwtrace_now ;;     # no EPOCHREALTIME (bash < 5): the clock
        esac
   then
@@ -458,13 +458,20 @@ _gwtrace_attrs() {
     # Only the first 4096 characters of a value are ever written: checking
     # (and escaping) the rest of a 100 KB value would take most of a second.
     (( ${#_gwtrace_a} <= 8192 )) || _gwtrace_a=${_gwtrace_a:0:8192}
-    if [[ $_gwtrace_a == *=* ]] && _gwtrace_redacts "${_gwtrace_a%%=*}" "${_gwtrace_a#*=}"; then
-      _gwtrace_a="${_gwtrace_a%%=*}=[REDACTED]"
-    fi
+    # The rule only where a broader, cheaper test says it might apply (the
+    # test of trace_begin's fast path; its words have no "i", which a
+    # Turkish locale would not lower-case to ASCII).
+    case ${_gwtrace_a,,} in
+      *token*|*secret*|*pass*|*pwd*|*auth*|*key*|*jwt*|*proxy*|*cred*|*cook*|*bearer\ *|*eyj*)
+        if [[ $_gwtrace_a == *=* ]] && _gwtrace_redacts "${_gwtrace_a%%=*}" "${_gwtrace_a#*=}"; then
+          _gwtrace_a="${_gwtrace_a%%=*}=[REDACTED]"
+        fi ;;
+    esac
     [[ $_gwtrace_a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$_gwtrace_a"; _gwtrace_a=$_gwtrace_r; }
     _gwtrace_f+=("$_gwtrace_a")
   done
-  _gwtrace_fit
+  _gwtrace_a="${_gwtrace_f[*]}"
+  (( ${#_gwtrace_line} + ${#_gwtrace_a} + $# < 900 )) || _gwtrace_fit
   for _gwtrace_a in "${_gwtrace_f[@]}"; do
     _gwtrace_line+=$'\t'$_gwtrace_a
   done
