@@ -48,7 +48,7 @@ _gwtrace_auto_init() {
     _gwtrace_lu=${_gwtrace_lu//-/}
   fi
   if [[ -n ${BASH_EXECUTION_STRING+x} ]]; then
-    _gwtrace_lname+=" -c" _gwtrace_abd=0
+    _gwtrace_lname="${BASH##*/} -c" _gwtrace_abd=0     # $0 is the first argument after CMD: never a name
   elif [[ -f $0 ]]; then
     _gwtrace_lpath=$0 _gwtrace_abd=1
     [[ $_gwtrace_lpath == /* ]] || _gwtrace_lpath=$PWD/${_gwtrace_lpath#./}

@@ -111,8 +111,8 @@ trace_begin() {
         && ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:$BASHPID:${GWTRACE_SOCKET:-${GWTRACE_DIR-}} == $_gwtrace_key \
         && ${#1}${2+ + ${#2}}${3+ + ${#3}}${4+ + ${#4}} -lt 880 && ! -o allexport ]] \
     && case ${EPOCHREALTIME:-@}${@,,} in
-         *[$'\\\t\n\r']*|*token*|*secret*|*passw*|*proxy*|*credential*|*cookie*|*authorization*|*api[k_]*|\
-         *private_key*|*bearer\ *|*eyj*) false ;;
+         *[$'\\\t\n\r']*|*token*|*secret*|*pass*|*pwd*|*auth*|*key*|*jwt*|*proxy*|*cred*|*cook*|*bearer\ *|*eyj*) \
+           false ;;
          @*) _gwtrace_now ;;     # no EPOCHREALTIME (bash < 5): the clock
        esac
   then
@@ -449,20 +449,90 @@ _gwtrace_esc() {
 }
 
 # _gwtrace_attrs KEY=VALUE...: append escaped fields to the caller's
-# _gwtrace_line. Values of keys that name secrets, and values that look like
-# tokens, never leave the process. The one place the redaction rule lives
-# (trace_begin's fast path only checks, more broadly, that it cannot apply).
+# _gwtrace_line, secrets redacted (_gwtrace_redacts). Values are cut so that
+# the line fits (_gwtrace_fit), keeping every attribute.
 _gwtrace_attrs() {
   local _gwtrace_a
+  local -a _gwtrace_f=()
   for _gwtrace_a in "$@"; do
+    # Only the first 4096 characters of a value are ever written: checking
+    # (and escaping) the rest of a 100 KB value would take most of a second.
+    (( ${#_gwtrace_a} <= 8192 )) || _gwtrace_a=${_gwtrace_a:0:8192}
+    # The rule only where a broader, cheaper test says it might apply (the
+    # test of trace_begin's fast path; its words have no "i", which a
+    # Turkish locale would not lower-case to ASCII).
     case ${_gwtrace_a,,} in
-      *token*=*|*secret*=*|*passw*=*|*proxy*=*|*credential*=*|*cookie*=*|*authorization*=*|\
-      *apikey*=*|*api_key*=*|*private_key*=*|*=bearer\ *|*=eyj*.*.*)
-        _gwtrace_a="${_gwtrace_a%%=*}=[REDACTED]" ;;
+      *token*|*secret*|*pass*|*pwd*|*auth*|*key*|*jwt*|*proxy*|*cred*|*cook*|*bearer\ *|*eyj*)
+        if [[ $_gwtrace_a == *=* ]] && _gwtrace_redacts "${_gwtrace_a%%=*}" "${_gwtrace_a#*=}"; then
+          _gwtrace_a="${_gwtrace_a%%=*}=[REDACTED]"
+        fi ;;
     esac
     [[ $_gwtrace_a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$_gwtrace_a"; _gwtrace_a=$_gwtrace_r; }
+    _gwtrace_f+=("$_gwtrace_a")
+  done
+  _gwtrace_a="${_gwtrace_f[*]}"
+  (( ${#_gwtrace_line} + ${#_gwtrace_a} + $# < 900 )) || _gwtrace_fit
+  for _gwtrace_a in "${_gwtrace_f[@]}"; do
     _gwtrace_line+=$'\t'$_gwtrace_a
   done
+}
+
+# _gwtrace_redacts KEY VALUE: true if the attribute holds a secret, by the
+# one rule of docs/protocol.md ("Secrets"), also in sidecar/gwtrace/redact.py
+# and shim/gwtrace-job-wrapper (tests/test_redact.py holds them equal). The
+# key is compared ASCII-case-insensitively, with explicit classes (no ${,,}
+# and no ranges: both depend on the locale), wrapped in "-" so that a word
+# at either end of it has a boundary.
+_gwtrace_redacts() {
+  local _gwtrace_w='[!ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789]'
+  case -$1- in
+    *[Tt][Oo][Kk][Ee][Nn]*|*[Ss][Ee][Cc][Rr][Ee][Tt]*|*[Pp][Aa][Ss][Ss][Ww]*|*[Pp][Aa][Ss][Ss][Pp][Hh][Rr][Aa][Ss][Ee]*|\
+    *[Cc][Rr][Ee][Dd][Ee][Nn][Tt][Ii][Aa][Ll]*|*[Cc][Oo][Oo][Kk][Ii][Ee]*|*[Aa][Uu][Tt][Hh][Oo][Rr][Ii][Zz]*|\
+    *[Aa][Uu][Tt][Hh][Ee][Nn][Tt]*|*[Aa][Pp][Ii][Kk][Ee][Yy]*|*[Pp][Rr][Ii][Vv][Aa][Tt][Ee][Kk][Ee][Yy]*|\
+    *[Ss][Ss][Hh][Kk][Ee][Yy]*|*[Pp][Rr][Oo][Xx][Yy]*|\
+    *${_gwtrace_w}[Pp][Aa][Ss][Ss]$_gwtrace_w*|*${_gwtrace_w}[Pp][Ww][Dd]$_gwtrace_w*|*${_gwtrace_w}[Aa][Uu][Tt][Hh]$_gwtrace_w*|\
+    *${_gwtrace_w}[Kk][Ee][Yy]$_gwtrace_w*|*${_gwtrace_w}[Jj][Ww][Tt]$_gwtrace_w*) return 0 ;;
+  esac
+  case $2 in
+    *[Bb][Ee][Aa][Rr][Ee][Rr]\ *|*eyJ?*.?*.*) return 0 ;;
+  esac
+  return 1
+}
+
+# _gwtrace_fit: cut the longest values in the caller's _gwtrace_f (escaped
+# KEY=VALUE fields) so that they and its _gwtrace_line fit in one line
+# (_gwtrace_emit), every attribute kept: each field gets an equal share of
+# what is left, a field shorter than its share gives the rest to the others.
+# A cut field keeps its key whole and a prefix of its value; the line gets
+# gwtrace.truncated=true. _gwtrace_shrink stays the last guard (a huge name).
+_gwtrace_fit() {
+  local -i _gwtrace_max=3900 _gwtrace_total=${#_gwtrace_line} _gwtrace_i _gwtrace_n _gwtrace_left _gwtrace_share \
+    _gwtrace_more=1
+  local _gwtrace_a _gwtrace_bs
+  [[ $_gwtrace_line${_gwtrace_f[*]} == *[![:ascii:]]* ]] && _gwtrace_max=950
+  for _gwtrace_a in "${_gwtrace_f[@]}"; do _gwtrace_total+=${#_gwtrace_a}+1; done
+  (( _gwtrace_total > _gwtrace_max )) || return 0
+  _gwtrace_left=$(( _gwtrace_max - ${#_gwtrace_line} - 24 )) _gwtrace_n=${#_gwtrace_f[@]}
+  local -a _gwtrace_done=()
+  while (( _gwtrace_more && _gwtrace_n > 0 )); do
+    _gwtrace_more=0 _gwtrace_share=$(( _gwtrace_left / _gwtrace_n - 1 ))
+    for _gwtrace_i in "${!_gwtrace_f[@]}"; do
+      [[ -z ${_gwtrace_done[_gwtrace_i]-} && ${#_gwtrace_f[_gwtrace_i]} -le $_gwtrace_share ]] || continue
+      _gwtrace_done[_gwtrace_i]=1 _gwtrace_left+=-${#_gwtrace_f[_gwtrace_i]}-1 _gwtrace_n+=-1 _gwtrace_more=1
+    done
+  done
+  (( _gwtrace_share >= 8 )) || _gwtrace_share=8
+  for _gwtrace_i in "${!_gwtrace_f[@]}"; do
+    [[ -z ${_gwtrace_done[_gwtrace_i]-} ]] || continue
+    _gwtrace_a=${_gwtrace_f[_gwtrace_i]%%=*}          # the key stays whole
+    _gwtrace_n=$(( ${#_gwtrace_a} + 1 > _gwtrace_share ? ${#_gwtrace_a} + 1 : _gwtrace_share ))
+    _gwtrace_a=${_gwtrace_f[_gwtrace_i]:0:_gwtrace_n}
+    # Never end inside an escape: drop an odd trailing backslash.
+    _gwtrace_bs=${_gwtrace_a##*[!\\]}
+    (( ${#_gwtrace_bs} % 2 == 0 )) || _gwtrace_a=${_gwtrace_a%\\}
+    _gwtrace_f[_gwtrace_i]=$_gwtrace_a
+  done
+  _gwtrace_f+=(gwtrace.truncated=true)
 }
 
 # _gwtrace_emit: append the caller's _gwtrace_line to the event log.
@@ -630,7 +700,7 @@ _gwtrace_init() {
       _gwtrace_attrs _gwtrace_begin _gwtrace_emit _gwtrace_end _gwtrace_esc _gwtrace_export_attrs \
       _gwtrace_init _gwtrace_is_hex _gwtrace_is_shell_code _gwtrace_logpath _gwtrace_newpfx _gwtrace_now \
       _gwtrace_off _gwtrace_rand64 _gwtrace_read_context _gwtrace_readonly_context _gwtrace_rekey _gwtrace_reseed \
-      _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_skip _gwtrace_status_of _gwtrace_trace_id || :
+      _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_fit _gwtrace_redacts _gwtrace_skip _gwtrace_status_of _gwtrace_trace_id || :
   fi
   return 0
 }

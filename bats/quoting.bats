@@ -148,14 +148,14 @@ EOF
 
 @test "keys with spaces, dots and UTF-8 round-trip" {
   gw_run <<'EOF'
-trace_begin s "my key=1" "glidein.név=ő" $'tab\tkey=x'
+trace_begin s "my attr=1" "glidein.név=ő" $'tab\tfield=x'
 trace_end
 EOF
   assert_success
   nth_event B 1
-  gw_unescape "${F[11]}"; assert_bytes "$REPLY" "my key=1"
+  gw_unescape "${F[11]}"; assert_bytes "$REPLY" "my attr=1"
   gw_unescape "${F[12]}"; assert_bytes "$REPLY" "glidein.név=ő"
-  gw_unescape "${F[13]}"; assert_bytes "$REPLY" $'tab\tkey=x'
+  gw_unescape "${F[13]}"; assert_bytes "$REPLY" $'tab\tfield=x'
 }
 
 @test "values round-trip in the C locale too" {

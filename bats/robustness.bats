@@ -172,6 +172,42 @@ repeat() {
   (( SECONDS <= 2 )) || fail "4 calls took ${SECONDS} s"
 }
 
+@test "long values are cut, and the attributes after them are kept whole" {
+  repeat x 102400; printf '%s' "$REPLY" >"$BATS_TEST_TMPDIR/long"
+  repeat 'é日' 3000; printf '%s' "$REPLY" >"$BATS_TEST_TMPDIR/utf8"
+  gw_run "$BATS_TEST_TMPDIR/long" "$BATS_TEST_TMPDIR/utf8" <<'EOF'
+IFS= read -r -d '' v <"$1"
+IFS= read -r -d '' u <"$2"
+trace_begin s a=1 "big=$v" c=3 "d=${v:0:3000}" "token=$v" e=5
+trace_attr "big=$v" after=kept
+trace_event e "big=$u" after=kept "w=$u" last=1
+trace_end 0 "big=$v" after=kept
+EOF
+  assert_success
+  local kind line want
+  for kind in B A V E; do
+    line=$(events_of "$kind")
+    (( $(LC_ALL=C; echo "${#line}") < 4096 )) || fail "$kind line too long"
+    [[ $line == *$'\t'gwtrace.truncated=true ]] || fail "$kind not marked truncated"
+  done
+  nth_event B 1
+  assert_equal "${F[11]}" a=1
+  assert_equal "${F[13]}" c=3
+  assert_equal "${F[15]}" "token=[REDACTED]"
+  assert_equal "${F[16]}" e=5
+  [[ ${F[12]} == big=xxxxxxxxxx* && ${#F[12]} -gt 1000 && ${F[14]} == d=xxxxxxxxxx* && ${#F[14]} -gt 1000 ]] \
+    || fail "cut values not kept as long prefixes"
+  for want in A:7 V:8 E:8; do
+    nth_event "${want%:*}" 1
+    assert_equal "${F[${want#*:}]}" after=kept
+  done
+  nth_event V 1
+  assert_equal "${F[10]}" last=1
+  [[ ${F[7]} == big=é日* && ${F[9]} == w=é日* ]] || fail "UTF-8 values not kept as prefixes"
+  run parse_log
+  assert_output "A=1 B=1 E=1 V=1 bad=0"
+}
+
 @test "hundreds of attributes are cut below 4096 bytes" {
   gw_run <<'EOF'
 args=()

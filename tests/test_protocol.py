@@ -189,3 +189,20 @@ def test_attribute_typing_is_typed_value_except_under_names(key):
         ((k, got),) = parse_attributes([escape(f"{key}={text}")])
         want = text if key.endswith(".name") else typed_value(text)
         assert k == key and got == want and type(got) is type(want), text
+
+
+def test_python_producers_cut_long_values_and_keep_every_attribute() -> None:
+    from gwtrace.protocol import TRUNCATED, WRITE_LINE_BYTES
+
+    attributes = {"a": "1", "big": "x" * 100_000, "c": "3", "utf8": "é日🚀" * 3000, "my_token": "v", "e": "5"}
+    line = format_event("B", 1, 2, "a" * 32, "b" * 16, "-", "0", "01", "-", "s", attributes=attributes)
+    assert len(line) <= WRITE_LINE_BYTES + 1
+    event = parse_line(line.rstrip(b"\n"))
+    got = dict(event.attributes)
+    assert got["a"] == 1 and got["c"] == 3 and got["e"] == 5 and got["gwtrace.truncated"] is True
+    assert "x" * 1000 in got["big"] and attributes["big"].startswith(got["big"])
+    assert len(got["utf8"]) > 200 and attributes["utf8"].startswith(got["utf8"])
+    assert got["my_token"] == "[REDACTED]"
+    assert line.decode().rstrip("\n").endswith("\t" + TRUNCATED)
+    short = format_event("A", 1, 2, "a" * 32, "b" * 16, attributes={"k": "v"})
+    assert TRUNCATED.encode() not in short

@@ -208,3 +208,17 @@ def test_disabled_tracing_writes_nothing(sidecar) -> None:
     assert out.stdout == b"ok\n"
     time.sleep(0.3)
     assert sidecar.status()["events_received"] == "0"
+
+
+def test_spans_are_named_after_programs_never_after_arguments(tmp_path: Path, receiver) -> None:
+    """`bash -c CMD ARG0`: bash's $0 is ARG0, a user's argument (here a
+    password): the script span is named after bash, and no span name or
+    attribute holds the argument."""
+    env = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.endpoint, TMPDIR=str(tmp_path),
+                    GWTRACE_HOME=str(tmp_path / "home"))
+    out = run(["run", "--", "bash", "-c", "f() { :; }; f", "--password=s3cr3t"], env)
+    assert out.returncode == 0 and out.stderr == b""
+    spans = receiver.wait_for(3)
+    assert {s.name for s in spans} == {"bash", "bash -c", "f"}
+    for span in spans:
+        assert "s3cr3t" not in span.name and "s3cr3t" not in repr(span.attributes)

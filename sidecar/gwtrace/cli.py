@@ -76,13 +76,44 @@ def main(argv: Optional[List[str]] = None) -> int:
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # noqa: BLE001 - one clear line, never a traceback
-        from .control import ControlError
-
-        if isinstance(exc, (ControlError, LookupError, OSError, ValueError)):
-            print(f"gwtrace: {exc}", file=sys.stderr)
-        else:
-            print(f"gwtrace: internal error: {type(exc).__name__}: {exc}", file=sys.stderr)
+        print(f"gwtrace: {describe(exc)}", file=sys.stderr)
         return 1
+
+
+def describe(exc: BaseException) -> str:
+    """An exception as the rest of one ``gwtrace: ...`` line.
+
+    Expected failures (a bad directory, a sidecar that would not start, a
+    refused file) are their message alone, without the "gwtrace: " a message
+    relayed from the daemon already carries, on one line; anything else is
+    an internal error, named so that it can be reported.
+    """
+    from .control import ControlError
+    from .spool import SpoolError
+
+    cause = exc.__context__
+    if isinstance(cause, OSError) and str(exc) == str(cause):
+        exc = cause                          # relayed as text: say it as an OSError
+    if isinstance(exc, OSError) and exc.strerror:
+        text = f"{exc.filename}: {exc.strerror}" if exc.filename else exc.strerror
+    else:
+        text = str(exc)
+    text = " ".join(text.split())
+    while text.startswith("gwtrace: "):
+        text = text[len("gwtrace: "):]
+    if isinstance(exc, (ControlError, SpoolError, LookupError, OSError, ValueError)):
+        return text or type(exc).__name__
+    return f"internal error: {type(exc).__name__}: {text}"
+
+
+def _warn_endpoint() -> None:
+    """A malformed OTLP endpoint: one line where the person starting the
+    sidecar sees it (the sidecar's log says it too)."""
+    from .reachability import endpoint_problem
+
+    problem = endpoint_problem()
+    if problem:
+        print(f"gwtrace: warning: {problem}", file=sys.stderr)
 
 
 def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
@@ -97,6 +128,7 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return show(args.trace_id, args.last, args.db, sys.stdout)
     if args.command == "sidecar":
         if args.action == "start":
+            _warn_endpoint()
             return control.start(args.dir, args.glidein_config, sys.stdout, args.ship_to)
         if args.action == "run":
             directory = control.choose_directory(args.dir)

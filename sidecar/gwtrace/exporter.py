@@ -19,7 +19,6 @@ import os
 import time
 from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-import requests
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event as SdkEvent
@@ -30,6 +29,7 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from . import __version__
 from .assembler import SpanRecord
+from .reachability import EndpointUnreachable, RecordingSession, endpoint_problem
 
 log = logging.getLogger("gwtrace.exporter")
 
@@ -209,21 +209,6 @@ class StoreSpanExporter(SpanExporter):
         self.store.close()
 
 
-class _RecordingSession(requests.Session):
-    """Remembers the last HTTP response, which the SDK exporter hides."""
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.last_status: Optional[int] = None
-        self.last_retry_after: Optional[str] = None
-        self.hooks["response"].append(self._record)
-
-    def _record(self, response: requests.Response, *args, **kwargs) -> requests.Response:
-        self.last_status = response.status_code
-        self.last_retry_after = response.headers.get("Retry-After")
-        return response
-
-
 def otlp_endpoint_configured(env: Optional[Dict[str, str]] = None) -> bool:
     env = os.environ if env is None else env
     return bool(env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
@@ -252,14 +237,20 @@ def otlp_timeout_seconds(env: Optional[Dict[str, str]] = None) -> float:
     return DEFAULT_TIMEOUT_S
 
 
-def make_otlp_exporter() -> Tuple[SpanExporter, _RecordingSession, str]:
+def make_otlp_exporter() -> Tuple[SpanExporter, RecordingSession, str]:
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
-    session = _RecordingSession()
+    session = RecordingSession()
     exporter = OTLPSpanExporter(timeout=otlp_timeout_seconds(), session=session)
+    # Delivery reports every outcome itself, once per change (sidecar.py);
+    # the SDK would add a line per attempt, traceback-long.
+    for name in ("opentelemetry.exporter.otlp.proto.http", "opentelemetry.exporter.otlp.common"):
+        logging.getLogger(name).setLevel(logging.CRITICAL)
     return exporter, session, getattr(exporter, "_endpoint", "otlp")
 
 
+#: Outcome reasons that mean "nobody there" (EndpointUnreachable).
+UNREACHABLE = frozenset(("connection_refused", "connection", "bad_endpoint"))
 #: Status codes OTLP says to retry (opentelemetry-proto docs/specification.md).
 RETRYABLE_STATUS = frozenset((429, 502, 503, 504))
 MAX_RETRY_AFTER_S = 600.0
@@ -270,8 +261,14 @@ class Outcome(NamedTuple):
 
     delivered: bool
     retryable: bool = True
-    reason: str = ""                      # e.g. "http_503", "http_400", "connection"
+    reason: str = ""                      # e.g. "http_503", "http_400", "connection_refused"
     retry_after: Optional[float] = None   # seconds, from a Retry-After header
+    message: str = ""                     # for a person: "connection refused", "HTTP 503"
+
+    @property
+    def unreachable(self) -> bool:
+        """The collector plainly cannot be reached: waiting will not help now."""
+        return self.reason in UNREACHABLE
 
 
 def parse_retry_after(value: Optional[str], now: Optional[float] = None) -> Optional[float]:
@@ -300,7 +297,7 @@ class Delivery:
     """
 
     def __init__(self, exporter: SpanExporter, destination: str,
-                 session: Optional[_RecordingSession] = None) -> None:
+                 session: Optional[RecordingSession] = None) -> None:
         self.exporter = exporter
         self.destination = destination
         self.session = session
@@ -309,22 +306,30 @@ class Delivery:
         if self.session is not None:
             self.session.last_status = None
             self.session.last_retry_after = None
+            self.session.last_error = None
         try:
             result = self.exporter.export(spans)
+        except EndpointUnreachable as exc:      # an SDK that lets it through
+            return Outcome(False, True, exc.reason, message=str(exc))
         except Exception as exc:  # noqa: BLE001 - exporter bugs must not stop delivery
             log.error("export raised %s: %s", type(exc).__name__, exc)
-            return Outcome(False, True, "exception")
+            return Outcome(False, True, "exception", message=f"{type(exc).__name__}: {exc}")
         if result == SpanExportResult.SUCCESS:
             return Outcome(True)
         status = self.session.last_status if self.session is not None else None
         if status is None:
-            return Outcome(False, True, "connection" if self.session is not None else "store")
+            if self.session is None:
+                return Outcome(False, True, "store", message="the embedded store failed")
+            error = self.session.last_error
+            if error is not None:
+                return Outcome(False, True, error.reason, message=str(error))
+            return Outcome(False, True, "connection", message="no answer")
         retry_after = parse_retry_after(self.session.last_retry_after)
         if status in RETRYABLE_STATUS:
-            return Outcome(False, True, f"http_{status}", retry_after)
+            return Outcome(False, True, f"http_{status}", retry_after, f"HTTP {status}")
         if 400 <= status < 600:
-            return Outcome(False, False, f"http_{status}")
-        return Outcome(False, True, f"http_{status}", retry_after)
+            return Outcome(False, False, f"http_{status}", message=f"HTTP {status}")
+        return Outcome(False, True, f"http_{status}", retry_after, f"HTTP {status}")
 
     def shutdown(self) -> None:
         self.exporter.shutdown()
@@ -333,6 +338,9 @@ class Delivery:
 def make_delivery(store_path: Optional[str] = None) -> Delivery:
     """The configured exporter: OTLP/HTTP if an endpoint is set, else the store."""
     if otlp_endpoint_configured():
+        problem = endpoint_problem()
+        if problem:
+            log.warning("%s", problem)
         exporter, session, endpoint = make_otlp_exporter()
         return Delivery(exporter, f"OTLP/HTTP {endpoint}", session)
     store = StoreSpanExporter(store_path)

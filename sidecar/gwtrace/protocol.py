@@ -20,6 +20,10 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
+from .redact import REDACTED
+from .redact import hinted as _hinted
+from .redact import redacts as _redacts
+
 PROTOCOL_TAG = b"gw1"
 
 #: Longest line accepted; the library keeps its lines below 4096 bytes.
@@ -86,6 +90,8 @@ def typed_value(text: str) -> AttrValue:
 def parse_attributes(fields: List[str]) -> Tuple[Tuple[str, AttrValue], ...]:
     """``k=v`` fields into (key, value) pairs; a bare word is a flag (true).
 
+    Secrets are redacted here, whatever the producer did (redact.py): every
+    way into a span (event log, outbox replay, ingest) parses its lines here.
     Values are typed by typed_value, except under keys ending in ``.name``
     (``process.executable.name=true`` names the command ``true``). This runs
     for every attribute of every event, so unescape and typed_value are
@@ -96,6 +102,7 @@ def parse_attributes(fields: List[str]) -> Tuple[Tuple[str, AttrValue], ...]:
         key, sep, value = field.partition("=")
         if "\\" in key:
             key = unescape(key)
+            field = key + "=" + value
         if not key:
             continue
         if not sep:
@@ -103,6 +110,11 @@ def parse_attributes(fields: List[str]) -> Tuple[Tuple[str, AttrValue], ...]:
             continue
         if "\\" in value:
             value = unescape(value)
+            field = key + "=" + value
+        # The sidecar's backstop for producers that did not redact (redact.py).
+        if _hinted(field) and _redacts(key, value):
+            out.append((key, REDACTED))
+            continue
         # Only a value that would be typed needs the key's test: names stay
         # text (`process.executable.name=true` is a command named `true`).
         if value == "true":
@@ -273,13 +285,52 @@ def _diagnose(text: str) -> str:
     return "bad timestamp or pid"
 
 
+#: Longest line a producer writes: one write(2) of one printf in bash (docs/protocol.md).
+WRITE_LINE_BYTES = 3900
+TRUNCATED = "gwtrace.truncated=true"
+
+
 def format_event(kind: str, ts_us: int, pid: int, trace_id: str, span_id: str,
                  *fields: str, attributes: Optional[Dict[str, Any]] = None) -> bytes:
-    """Build a line the way the bash library does (for Python producers and tests)."""
+    """Build a line the way the bash library does (for Python producers and
+    tests): secrets redacted (redact.py), long values cut to fit the line."""
     parts = ["gw1", kind, str(ts_us), str(pid), trace_id, span_id]
     parts.extend(fields)
+    attrs = []
     for key, value in (attributes or {}).items():
         if isinstance(value, bool):
             value = "true" if value else "false"
-        parts.append(escape(f"{key}={value}"))
-    return ("\t".join(parts) + "\n").encode("utf-8")
+        elif isinstance(value, str) and _redacts(key, value):
+            value = REDACTED
+        attrs.append(escape(f"{key}={value}"))
+    return ("\t".join(parts + fit_fields("\t".join(parts), attrs)) + "\n").encode("utf-8")
+
+
+def fit_fields(head: str, fields: List[str], limit: int = WRITE_LINE_BYTES) -> List[str]:
+    """``fields`` (escaped ``key=value``), the longest values cut so that
+    ``head`` and they fit in ``limit`` bytes, every attribute kept (as
+    bash/gwtrace.sh ``_gwtrace_fit`` does): each gets an equal share of the
+    room, the short ones give theirs to the rest. A cut field keeps its key
+    and a prefix of its value; TRUNCATED is added."""
+    sizes = [len(f.encode("utf-8")) + 1 for f in fields]
+    if len(head.encode("utf-8")) + sum(sizes) <= limit:
+        return fields
+    left = limit - len(head.encode("utf-8")) - len(TRUNCATED) - 1
+    cut = set(range(len(fields)))
+    while cut:
+        share = left // len(cut)
+        fits = {i for i in cut if sizes[i] <= share}
+        if not fits:
+            break
+        cut -= fits
+        left -= sum(sizes[i] for i in fits)
+    share = max(8, left // max(1, len(cut)))
+    out = list(fields)
+    for i in cut:
+        key = fields[i].partition("=")[0]
+        keep = max(len(key.encode("utf-8")) + 1, share - 1)
+        text = fields[i].encode("utf-8")[:keep].decode("utf-8", "ignore")
+        if (len(text) - len(text.rstrip("\\"))) % 2:
+            text = text[:-1]                      # never end inside an escape
+        out[i] = text
+    return out + [TRUNCATED]

@@ -44,6 +44,44 @@ class UsageError(ValueError):
     """Bad command line: one line on stderr, exit 2."""
 
 
+class HelpRequested(Exception):
+    """-h/--help: the help on stdout, exit 0."""
+
+
+RUN_USAGE = "usage: gwtrace run [--name NAME] [--level scripts|functions|commands] [--] CMD [ARGS...]"
+RUN_HELP = f"""{RUN_USAGE}
+
+Run CMD as the root span of a new trace (or a child of $TRACEPARENT); every bash
+below it is traced through BASH_ENV, other programs get TRACEPARENT. CMD's
+streams, exit status and signals are its own. The root span is named after
+CMD's program (never an argument).
+
+options (before CMD; CMD's own options are never taken for these):
+  --name NAME     name of the root span (default: CMD's basename)
+  --level L       what bash children record: scripts, functions (default) or
+                  commands ($GWTRACE_AUTO_LEVEL)
+  -h, --help      this help
+
+Spans go to the sidecar of $GWTRACE_SOCKET/$GWTRACE_DIR if one runs, else to a
+private sidecar that exports (OTEL_EXPORTER_OTLP_* or the embedded store) and
+stops when CMD ends; spans it could not deliver stay in its directory, and
+gwtrace run prints the `gwtrace ingest --spool DIR` command that sends them.
+GWTRACE_DISABLED=1 or OTEL_SDK_DISABLED=true: CMD runs untraced.
+"""
+SPAN_USAGE = "usage: gwtrace span NAME [KEY=VALUE...] -- CMD [ARGS...]"
+SPAN_HELP = f"""{SPAN_USAGE}
+
+One span named NAME around one command, for any shell (sh, dash, busybox,
+tcsh) or language: a child of $TRACEPARENT, written to the event log of
+$GWTRACE_SOCKET/$GWTRACE_DIR (no sidecar needed to run); CMD gets the span as
+TRACEPARENT. CMD's streams, exit status and signals are its own. Attributes
+whose key or value holds a secret are written as [REDACTED] (docs/protocol.md).
+Without an event log, or with GWTRACE_DISABLED=1, CMD only runs.
+
+  -h, --help      this help (as the first argument)
+"""
+
+
 class RunArgs(NamedTuple):
     name: Optional[str]
     level: str
@@ -88,7 +126,7 @@ def parse_run_args(argv: Sequence[str]) -> RunArgs:
             else:
                 level = value
         elif opt in ("-h", "--help"):
-            raise UsageError("usage: gwtrace run [--name NAME] [--level scripts|functions|commands] [--] CMD [ARGS...]")
+            raise HelpRequested(RUN_HELP)
         else:
             raise UsageError(f"unknown option {opt!r} (usage: gwtrace run [--name NAME] [--level L] [--] CMD [ARGS...])")
     if level not in LEVELS:
@@ -104,8 +142,10 @@ def parse_span_args(argv: Sequence[str]) -> SpanArgs:
     """``NAME [KEY=VALUE...] -- CMD [ARGS...]``: the ``--`` is required, so that
     an attribute can never be mistaken for the command."""
     args = list(argv)
-    usage = "usage: gwtrace span NAME [KEY=VALUE...] -- CMD [ARGS...]"
-    if not args or args[0] in ("-h", "--help"):
+    usage = SPAN_USAGE
+    if args and args[0] in ("-h", "--help"):
+        raise HelpRequested(SPAN_HELP)
+    if not args:
         raise UsageError(usage)
     if "--" not in args:
         raise UsageError(f"missing '--' before the command ({usage})")
@@ -143,6 +183,18 @@ def incoming_context(environ: Dict[str, str]) -> Optional[Context]:
     return Context(trace_id, span_id, f"{int(flags, 16) & 3:02x}", environ.get("TRACESTATE", ""))
 
 
+def context_or_warn(environ: Dict[str, str], verb: str) -> Optional[Context]:
+    """incoming_context, with one warning line when a TRACEPARENT is set but
+    invalid (the span then starts a new trace, as the library does)."""
+    context = incoming_context(environ)
+    raw = environ.get("TRACEPARENT", "")
+    if context is None and raw.strip():
+        shown = raw if len(raw) <= 80 and raw.isprintable() else repr(raw[:80])
+        print(f"gwtrace {verb}: warning: ignoring invalid TRACEPARENT {shown}: starting a new trace",
+              file=sys.stderr)
+    return context
+
+
 def new_id(nbytes: int) -> str:
     """A random id, never all zero (W3C)."""
     while True:
@@ -160,28 +212,38 @@ class EventLog:
     O_APPEND, as the bash library does). Failures are swallowed: tracing
     must never change what the command does."""
 
-    def __init__(self, path: Optional[str]) -> None:
+    def __init__(self, path: Optional[str], verb: str = "span") -> None:
         self.path = path
+        self.verb = verb
+        self.warned = False
 
     @classmethod
-    def from_environ(cls, environ: Dict[str, str]) -> "EventLog":
+    def from_environ(cls, environ: Dict[str, str], verb: str = "span") -> "EventLog":
         url = environ.get("GWTRACE_SOCKET") or (
             "file://" + os.path.join(environ["GWTRACE_DIR"], "events.log") if environ.get("GWTRACE_DIR") else "")
-        return cls(url[len("file://"):] if url.startswith("file://") and len(url) > 7 else None)
+        return cls(url[len("file://"):] if url.startswith("file://") and len(url) > 7 else None, verb)
 
     def write(self, line: bytes) -> None:
         if not self.path:
             return
         try:
             fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
-        except OSError:
+        except OSError as exc:
+            self._warn(exc)
             return
         try:
             os.write(fd, line)
-        except OSError:
-            pass
+        except OSError as exc:
+            self._warn(exc)
         finally:
             os.close(fd)
+
+    def _warn(self, exc: OSError) -> None:
+        """One line on our stderr (the user ran a gwtrace command), once."""
+        if not self.warned:
+            self.warned = True
+            print(f"gwtrace {self.verb}: warning: cannot write the event log {self.path}: "
+                  f"{exc.strerror or exc}; this span is not recorded", file=sys.stderr)
 
 
 class Span:
@@ -384,9 +446,23 @@ class Sink:
         from .spool import Spool
 
         control.stop(self.directory, 120.0, io.StringIO())
-        counters = Spool(self.directory).read_status().get("counters", {})
+        status = Spool(self.directory).read_status()
+        counters = status.get("counters", {})
         if not counters.get("spans_pending") and not counters.get("log_bytes_unread"):
             _remove_tree(self.directory)
+            return
+        print(undelivered_message(self.directory, status), file=sys.stderr)
+
+
+def undelivered_message(directory: str, status: Dict[str, object]) -> str:
+    """The one line that says where undelivered spans are and how to send them."""
+    counters = status.get("counters", {})
+    pending = counters.get("spans_pending", 0) if isinstance(counters, dict) else 0
+    why = status.get("last_error") or "not delivered in time"
+    where = status.get("destination") or "the collector"
+    what = f"{pending} span(s)" if pending else "spans"
+    return (f"gwtrace run: {what} not delivered to {where} ({why}); they are kept in {directory}: "
+            f"send them with: gwtrace ingest --spool {shlex.quote(directory)}")
 
 
 def _sidecar_dir(environ: Dict[str, str]) -> Optional[str]:
@@ -486,6 +562,9 @@ def child_environment(environ: Dict[str, str], sink_env: Dict[str, str], span: S
 def run_main(argv: List[str]) -> int:
     try:
         args = parse_run_args(argv)
+    except HelpRequested as exc:
+        sys.stdout.write(str(exc))
+        return 0
     except UsageError as exc:
         print(f"gwtrace run: {exc}", file=sys.stderr)
         return 2
@@ -496,11 +575,13 @@ def run_main(argv: List[str]) -> int:
     try:
         sink = Sink.acquire(environ)
     except Exception as exc:  # noqa: BLE001 - tracing trouble never stops the command
-        print(f"gwtrace run: tracing off: {exc}", file=sys.stderr)
+        from .cli import describe
+
+        print(f"gwtrace run: tracing off: {describe(exc)}", file=sys.stderr)
     sink_env = dict(sink.env) if sink else {}
-    log = EventLog.from_environ(dict(environ, **sink_env)) if sink else EventLog(None)
+    log = EventLog.from_environ(dict(environ, **sink_env), "run") if sink else EventLog(None)
     name = args.name or os.path.basename(args.command[0])
-    span = Span(log, name, incoming_context(environ),
+    span = Span(log, name, context_or_warn(environ, "run"),
                 {"gwtrace.kind": "run", "process.executable.name": os.path.basename(args.command[0]),
                  "gwtrace.auto.level": args.level})
     try:
@@ -548,17 +629,20 @@ def span_main(argv: List[str]) -> int:
     transport); with no GWTRACE_SOCKET/GWTRACE_DIR it only runs CMD."""
     try:
         args = parse_span_args(argv)
+    except HelpRequested as exc:
+        sys.stdout.write(str(exc))
+        return 0
     except UsageError as exc:
         print(f"gwtrace span: {exc}", file=sys.stderr)
         return 2
     environ = dict(os.environ)
     if _disabled(environ):
         return _run_plain(args.command, environ, "span")
-    log = EventLog.from_environ(environ)
+    log = EventLog.from_environ(environ, "span")
     attributes: Dict[str, object] = {"gwtrace.kind": "span",
                                      "process.executable.name": os.path.basename(args.command[0])}
-    attributes.update(args.attributes)
-    span = Span(log, args.name, incoming_context(environ), attributes)
+    attributes.update(args.attributes)       # format_event redacts secrets (redact.py)
+    span = Span(log, args.name, context_or_warn(environ, "span") if log.path else None, attributes)
     env = dict(environ)
     if log.path and span.sampled:
         env["TRACEPARENT"] = span.traceparent

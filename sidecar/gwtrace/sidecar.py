@@ -1,3 +1,4 @@
+# size: one class, the sidecar's life cycle: its reading and exporting halves share a lock and counters.
 """The sidecar: event log -> assembler -> outbox -> exporter.
 
 Two threads. The main thread tails the event log, assembles spans, writes
@@ -99,6 +100,9 @@ class Sidecar:
         self._exporting: Optional[int] = None
         self._inflight_at_start: set = set()
         self._cap_warned = False
+        self._failing = ""                        # reason of the failures under way, "" if none
+        self.last_error = ""                      # the last delivery failure, for a person
+        self._unreachable_at_stop = threading.Event()
         self._lock = threading.Condition()
         self._stopping = threading.Event()
         self._export_done = threading.Event()
@@ -166,14 +170,21 @@ class Sidecar:
         self._flush(force=True)
         deadline = time.monotonic() + self.stop_timeout
         self._retry_now.set()
-        while self.spool.batch_seqs() and time.monotonic() < deadline:
+        # Wait for delivery, but not for a collector that plainly is not
+        # there (refused, bad URL): one attempt after the stop says so.
+        while self.spool.batch_seqs() and time.monotonic() < deadline \
+                and not self._unreachable_at_stop.is_set():
             time.sleep(0.02)
+        if self.spool.batch_seqs() and self._unreachable_at_stop.is_set():
+            log.warning("not waiting for %s (%s): %d span(s) stay in %s", self.destination, self.last_error,
+                        self._outbox_spans(), self.spool.outbox_dir)
         self._export_done.set()
         self._retry_now.set()
         with self._lock:
             self._lock.notify_all()
         if self._exporter_thread is not None:
-            self._exporter_thread.join(timeout=max(0.0, deadline - time.monotonic()) + 1)
+            self._exporter_thread.join(timeout=max(0.0, deadline - time.monotonic()) + 1
+                                       if not self._unreachable_at_stop.is_set() else 1)
         if self.ship_to is not None and self.spool.batch_seqs():
             from .shiphome import ship_outbox
 
@@ -350,7 +361,27 @@ class Sidecar:
                 self.counters.add("spans_retried", len(spans))
                 if seq in self._sizes:
                     self._cache[seq] = spans
+        self._note(outcome)
         return outcome
+
+    def _note(self, outcome: Outcome) -> None:
+        """One log line when delivery starts failing, changes reason or works
+        again (not one per attempt); the last failure for ``sidecar status``;
+        and, once stopping, an unreachable collector ends the wait (shutdown)."""
+        if outcome.delivered:
+            if self._failing:
+                log.info("delivering to %s again", self.destination)
+            self._failing = self.last_error = ""
+            return
+        if not outcome.retryable:
+            return
+        if outcome.reason != self._failing:
+            log.warning("cannot deliver to %s: %s; spans wait in the outbox and are retried "
+                        "(export_failures counts the attempts)", self.destination, outcome.message or outcome.reason)
+        self._failing = outcome.reason
+        self.last_error = outcome.message or outcome.reason
+        if outcome.unreachable and self._stopping.is_set():
+            self._unreachable_at_stop.set()
 
     def _set_aside(self, seq: int, reason: str) -> None:
         self.spool.set_aside(seq, reason)
@@ -374,6 +405,7 @@ class Sidecar:
             "pid": os.getpid(), "dir": self.spool.dir, "destination": self.destination,
             "started": self.started_at, "updated": time.time(),
             "running": not self._stopping.is_set(), "counters": counters,
+            "last_error": self.last_error,
         }
 
     def _maybe_status(self) -> None:
