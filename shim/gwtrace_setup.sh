@@ -19,8 +19,10 @@
 # sidecar (flushing) when the glidein exits.
 #
 # Exporter: GWTRACE_OTLP_ENDPOINT or GWTRACE_OTLP_TRACES_ENDPOINT (and
-# GWTRACE_OTLP_HEADERS, GWTRACE_SERVICE_NAME) from glidein_config, else the
-# embedded store in the sidecar's directory. GWTRACE_DISABLE=1 turns it off.
+# GWTRACE_OTLP_HEADERS, GWTRACE_SERVICE_NAME) from glidein_config. Without one
+# the node sends nothing (GWTRACE_EXPORT=ship-home). Either way, what was not
+# delivered when the glidein ends rides home in its .err for `gwtrace ingest`
+# (docs/deploy.md). GWTRACE_DISABLE=1 turns tracing off.
 #
 # Tracing trouble never fails a glidein: it reports OK, with the metrics
 # GWTrace=off and GWTraceReason=<why>.
@@ -81,7 +83,9 @@ exporter_env() {
   [[ -n $traces ]] && export OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=$traces
   [[ -n $headers ]] && export OTEL_EXPORTER_OTLP_HEADERS=$headers
   [[ -n $service ]] && export OTEL_SERVICE_NAME=$service
-  [[ -n $endpoint$traces ]] || export GWTRACE_HOME=$gwtrace_dir/store
+  # No collector configured: the node sends nothing and keeps no store in the
+  # glidein's directory (deleted with it); every span rides home in the .err.
+  [[ -n $endpoint$traces ]] || export GWTRACE_EXPORT=ship-home
 }
 
 # A sidecar already serves this environment (GWTRACE_DIR, its pid alive): use it.
@@ -94,10 +98,13 @@ running_sidecar() {
   export GWTRACE_BOOT_US=${GWTRACE_BOOT_US-}
 }
 
+# The sidecar keeps the glidein's stderr (fd 3 here; the .err the factory
+# collects) to ship there what it could not deliver when it is stopped or
+# SIGTERMed; its own start-up errors go to start.err for the metric.
 start_sidecar() {
   local out
   if ! out=$("$gwtrace_python" "$gwtrace_pyz" sidecar start --dir "$gwtrace_dir/sidecar" \
-             --glidein-config "$glidein_config" 2>"$gwtrace_dir/start.err"); then
+             --glidein-config "$glidein_config" --ship-to /dev/fd/3 3>&2 2>"$gwtrace_dir/start.err"); then
     tracing_off "sidecar did not start: $(head -c 200 "$gwtrace_dir/start.err" | tr '\n<>&' '    ')"
   fi
   [[ $out == export\ GWTRACE_DIR=* ]] || tracing_off "unexpected output from sidecar start"
@@ -116,7 +123,8 @@ publish() {
 # condor_job_wrapper.sh: run the job through the wrapper, keeping what was there.
 chain_job_wrapper() {
   local wrapper=$gwtrace_here/gwtrace-job-wrapper current
-  [[ -x $wrapper && $wrapper != *\'* ]] || return 0
+  [[ -f $wrapper && $wrapper != *\'* ]] || return 0
+  [[ -x $wrapper ]] || chmod u+x "$wrapper" || return 0     # a downloaded file has no x bit
   current=$(gconfig_get GLIDEIN_WRAPPER_EXEC "$glidein_config")
   [[ -n $current ]] || current='"$@"'
   [[ $current == *gwtrace-job-wrapper* ]] && return 0
@@ -140,7 +148,8 @@ install_cleanup() {
 t=$'\t'
 ts=${EPOCHREALTIME:-$(( $(date +%s) * 1000000 ))}
 printf '%s\n' "gw1${t}E${t}${ts}${t}$$${t}${trace}${t}${span}${t}0" >>"$log" 2>/dev/null
-[[ -z $pyz ]] || "$python" "$pyz" sidecar stop --dir "$dir" >/dev/null 2>&1 || :
+# What could not be delivered rides home in the glidein's stderr (the .err).
+[[ -z $pyz ]] || "$python" "$pyz" sidecar stop --dir "$dir" --ship-to stderr >/dev/null || :
 EOF
   } >"$hook" && chmod 0755 "$hook"
 }
@@ -179,9 +188,9 @@ main() {
   publish GWTRACE_BOOT_US "$GWTRACE_BOOT_US" job
   publish GWTRACE_GLIDEIN_TRACEPARENT "$gwtrace_glidein_tp" job
   publish GWTRACE_SIDECAR_PID "$GWTRACE_SIDECAR_PID"
-  publish GWTRACE_LIB "$gwtrace_here/gwtrace.sh"
-  [[ -z $gwtrace_python ]] || publish GWTRACE_PYTHON "$gwtrace_python"
-  [[ -z $gwtrace_pyz ]] || publish GWTRACE_PYZ "$gwtrace_pyz"
+  publish GWTRACE_LIB "$gwtrace_here/gwtrace.sh" job
+  [[ -z $gwtrace_python ]] || publish GWTRACE_PYTHON "$gwtrace_python" job
+  [[ -z $gwtrace_pyz ]] || publish GWTRACE_PYZ "$gwtrace_pyz" job
   publish TRACEPARENT "$gwtrace_glidein_tp"
   chain_job_wrapper
   if install_cleanup; then

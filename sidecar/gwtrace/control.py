@@ -63,6 +63,8 @@ def choose_directory(explicit: Optional[str]) -> str:
 def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO,
           ship_to: Optional[str] = None) -> int:
     spool = _open_spool(choose_directory(directory))
+    if glidein_config:
+        glidein_config = os.path.abspath(glidein_config)   # the daemon runs in /
     if spool.is_owned():
         pid = spool.owner_pid() or 0
         print(f"gwtrace: a sidecar (pid {pid}) already runs on {spool.dir}", file=sys.stderr)

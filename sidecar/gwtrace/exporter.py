@@ -296,6 +296,10 @@ class Delivery:
     5xx: the collector will never take it).
     """
 
+    #: True for a delivery that sends nothing from the node: spans wait in the
+    #: outbox and ride home in the glidein's output at stop (``--ship-to``).
+    holds = False
+
     def __init__(self, exporter: SpanExporter, destination: str,
                  session: Optional[RecordingSession] = None) -> None:
         self.exporter = exporter
@@ -335,8 +339,39 @@ class Delivery:
         self.exporter.shutdown()
 
 
+class _NoExporter(SpanExporter):
+    """The exporter of a ship-home-only sidecar: it is never asked to export."""
+
+    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
+        return SpanExportResult.FAILURE
+
+    def shutdown(self) -> None:
+        pass
+
+
+class ShipHomeDelivery(Delivery):
+    """``GWTRACE_EXPORT=ship-home``: a worker node with no collector to reach.
+
+    Nothing is sent from the node and nothing is stored in the glidein's
+    directory (it is deleted with the glidein): spans wait in the outbox and
+    `sidecar stop --ship-to` (or SIGTERM of a sidecar started with it) writes
+    them into the glidein's .err, where `gwtrace ingest` finds them.
+    """
+
+    holds = True
+
+    def __init__(self) -> None:
+        super().__init__(_NoExporter(), "ship home at stop (GWTRACE_EXPORT=ship-home)")
+
+    def send(self, spans: Sequence[ReadableSpan]) -> Outcome:
+        return Outcome(False, True, "ship_home", message="no collector on this node: spans ride home at stop")
+
+
 def make_delivery(store_path: Optional[str] = None) -> Delivery:
-    """The configured exporter: OTLP/HTTP if an endpoint is set, else the store."""
+    """The configured exporter: nothing but ship-home if GWTRACE_EXPORT says so,
+    OTLP/HTTP if an endpoint is set, else the store."""
+    if os.environ.get("GWTRACE_EXPORT", "").strip().lower() == "ship-home":
+        return ShipHomeDelivery()
     if otlp_endpoint_configured():
         problem = endpoint_problem()
         if problem:

@@ -48,18 +48,26 @@ def default_ledger() -> Path:
 
 
 class Ledger:
-    """Digests of blocks already forwarded: one per line, append-only."""
+    """Blocks already forwarded, per destination: ``<sha256> <destination>``
+    lines, append-only. Ingesting into another collector or store sends the
+    block again; into the same one, never. A line with a digest only (written
+    before destinations were recorded) counts for every destination, so an
+    upgrade never sends anything twice."""
 
-    def __init__(self, path: Path) -> None:
+    def __init__(self, path: Path, destination: str) -> None:
         self.path = path
+        self.destination = destination
         self.seen: Set[str] = set()
         if path.exists():
-            self.seen = {line.strip() for line in path.read_text().splitlines() if line.strip()}
+            for line in path.read_text().splitlines():
+                digest, _, where = line.strip().partition(" ")
+                if digest and (not where or where == destination):
+                    self.seen.add(digest)
 
     def add(self, digest: str) -> None:
         self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
         with open(self.path, "a") as f:
-            f.write(digest + "\n")
+            f.write(f"{digest} {self.destination}\n")
         self.seen.add(digest)
 
 
@@ -208,10 +216,10 @@ def ingest_files(paths: List[str], forwarder: Forwarder, ledger: Ledger, err: Te
 
 
 def ingest_spool(directory: str, err: TextIO) -> int:
-    from .control import ControlError, _drain_without_daemon, _open_spool
+    from .control import ControlError, _drain_without_daemon, _existing_directory, _open_spool
     from .sidecar import format_counters
 
-    spool = _open_spool(directory)
+    spool = _open_spool(_existing_directory(directory))   # a typo creates nothing
     if spool.is_owned():
         raise ControlError(f"a live sidecar (pid {spool.owner_pid()}) owns {spool.dir}; "
                            "use `gwtrace sidecar stop` instead")
@@ -239,8 +247,8 @@ def ingest_main(argv: List[str]) -> int:
         if args.paths:
             forwarder = Forwarder()
             try:
-                totals, ok = ingest_files(args.paths, forwarder, Ledger(Path(args.ledger) if args.ledger
-                                                                         else default_ledger()), sys.stderr)
+                ledger = Ledger(Path(args.ledger) if args.ledger else default_ledger(), forwarder.destination)
+                totals, ok = ingest_files(args.paths, forwarder, ledger, sys.stderr)
             finally:
                 forwarder.close()
             print(f"gwtrace: ingested {totals['blocks']} block(s), {totals['spans']} span(s) into "

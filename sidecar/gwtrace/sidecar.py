@@ -172,6 +172,8 @@ class Sidecar:
         self._retry_now.set()
         # Wait for delivery, but not for a collector that plainly is not
         # there (refused, bad URL): one attempt after the stop says so.
+        if self.delivery.holds:
+            self._unreachable_at_stop.set()
         while self.spool.batch_seqs() and time.monotonic() < deadline \
                 and not self._unreachable_at_stop.is_set():
             time.sleep(0.02)
@@ -305,6 +307,9 @@ class Sidecar:
 
     def _export_loop(self) -> None:
         backoff = RETRY_MIN_S
+        if self.delivery.holds:            # ship-home only: batches wait for the stop
+            self._export_done.wait()
+            return
         while not self._export_done.is_set():
             with self._lock:
                 seq = self._next_batch()

@@ -1,0 +1,112 @@
+"""Deployment on a worker node with no way out (issue 9, part 1): spans ride
+home in the glidein's stderr and `gwtrace ingest` delivers them once per
+destination; `ingest --spool` is safe to repeat and to mistype."""
+
+from __future__ import annotations
+
+import subprocess
+from pathlib import Path
+
+from conftest import GWTRACE, Sidecar, clean_env, run_bash
+from gwtrace.ingest import Ledger
+from otlp_receiver import OtlpReceiver
+from test_faults import spans_script
+
+
+def ingest(env, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([GWTRACE, "ingest", *args], env=env, capture_output=True, text=True, timeout=120)
+
+
+def test_ship_home_only_sends_nothing_and_everything_rides_home_at_stop(tmp_path):
+    """GWTRACE_EXPORT=ship-home (the set-up script's choice when no collector is
+    configured): nothing is sent or stored on the node, the stop does not wait,
+    and every span is in the blocks written to --ship-to."""
+    receiver = OtlpReceiver().start()
+    try:
+        err = tmp_path / "job.7.0.err"
+        env = clean_env(GWTRACE_EXPORT="ship-home", GWTRACE_HOME=str(tmp_path / "node-home"),
+                        GWTRACE_STOP_TIMEOUT="30")
+        start = subprocess.run([GWTRACE, "sidecar", "start", "--dir", str(tmp_path / "gw"),
+                                "--ship-to", str(err)], env=env, capture_output=True, text=True, timeout=60)
+        assert start.returncode == 0, start.stderr
+        sc = Sidecar(tmp_path / "gw", env)
+        for line in start.stdout.split(";"):
+            if "=" in line:
+                name, value = line.replace("export", "").strip().split("=", 1)
+                sc.env[name] = value.strip("'")
+        assert run_bash(spans_script(300), sc.env).returncode == 0
+        stop = sc.stop()
+        assert stop.returncode == 0, stop.stderr
+        assert "spans_shipped=300" in stop.stderr and "spans_exported=0" in stop.stderr
+        assert not (tmp_path / "node-home").exists()          # no store on the node
+        home = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.endpoint,
+                         GWTRACE_HOME=str(tmp_path / "factory"))
+        out = ingest(home, str(tmp_path))
+        assert out.returncode == 0, out.stderr
+        assert sorted(s.name for s in receiver.wait_for(300)) == sorted(f"s{i}" for i in range(300))
+    finally:
+        receiver.stop()
+
+
+def test_the_ledger_is_kept_per_destination(tmp_path):
+    """The same block goes once to each collector or store, never twice to one."""
+    path = tmp_path / "ingested.sha256"
+    first = Ledger(path, "OTLP/HTTP http://a/v1/traces")
+    first.add("d1")
+    assert "d1" in Ledger(path, "OTLP/HTTP http://a/v1/traces").seen
+    assert "d1" not in Ledger(path, "OTLP/HTTP http://b/v1/traces").seen
+    path.write_text(path.read_text() + "d0\n")                 # a line from before destinations
+    assert "d0" in Ledger(path, "OTLP/HTTP http://b/v1/traces").seen
+
+
+def test_ingest_sends_again_into_another_collector_never_twice_into_one(tmp_path):
+    env = clean_env(GWTRACE_HOME=str(tmp_path / "home"), GWTRACE_EXPORT="ship-home")
+    gw = tmp_path / "gw"
+    gw.mkdir(mode=0o700)
+    assert run_bash(spans_script(20), dict(env, GWTRACE_DIR=str(gw))).returncode == 0
+    err = tmp_path / "logs" / "job.1.0.err"
+    err.parent.mkdir()
+    stop = subprocess.run([GWTRACE, "sidecar", "stop", "--dir", str(gw), "--ship-to", str(err)], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert stop.returncode == 0, stop.stderr
+    a, b = OtlpReceiver().start(), OtlpReceiver().start()
+    try:
+        ledger = str(tmp_path / "ledger")
+        to_a = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=a.endpoint)
+        to_b = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=b.endpoint)
+        assert ingest(to_a, "--ledger", ledger, str(err.parent)).returncode == 0
+        assert len(a.wait_for(20)) == 20
+        again = ingest(to_a, "--ledger", ledger, str(err.parent))
+        assert again.returncode == 0 and "1 already ingested" in again.stderr
+        assert ingest(to_b, "--ledger", ledger, str(err.parent)).returncode == 0
+        assert len(b.wait_for(20)) == 20
+        assert len(a.spans) == 20                                # nothing twice into a
+    finally:
+        a.stop()
+        b.stop()
+
+
+def test_ingest_spool_on_a_missing_directory_fails_in_one_line_and_creates_nothing(tmp_path):
+    env = clean_env(GWTRACE_HOME=str(tmp_path / "home"))
+    out = ingest(env, "--spool", str(tmp_path / "no" / "such"))
+    assert out.returncode == 1
+    assert out.stderr.count("\n") == 1 and "no sidecar directory" in out.stderr
+    assert not (tmp_path / "no").exists() and not (tmp_path / "home").exists()
+
+
+def test_a_second_ingest_spool_sends_nothing_twice(tmp_path):
+    receiver = OtlpReceiver().start()
+    try:
+        env = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.endpoint, GWTRACE_HOME=str(tmp_path / "h"))
+        gw = tmp_path / "gw"
+        gw.mkdir(mode=0o700)
+        assert run_bash(spans_script(40), dict(env, GWTRACE_DIR=str(gw))).returncode == 0
+        first = ingest(env, "--spool", str(gw))
+        assert first.returncode == 0, first.stderr
+        assert len(receiver.wait_for(40)) == 40
+        second = ingest(env, "--spool", str(gw))
+        assert second.returncode == 0, second.stderr
+        receiver.wait_for(41, timeout=2)
+        assert len(receiver.spans) == 40
+    finally:
+        receiver.stop()
