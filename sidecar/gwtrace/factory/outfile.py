@@ -21,10 +21,12 @@ HEADER_KEYS = (b"condorg_cluster", b"condorg_subcluster", b"condorg_schedd", b"g
                b"glidein_name", b"glidein_entry", b"client_name", b"client_group")
 HEADER_VALUE = re.compile(rb"\s*= '([^'\n]*)'")
 START_LINE = re.compile(rb"^Starting glidein_startup\.sh at [^\n]*\((\d+)\)", re.M)
-COUNT = re.compile(rb"Total(.*)jobs (\d+) .*utilization (\d+)")
-JOB_START = re.compile(rb"^(\d\d/\d\d(?:/\d\d)?) (\d\d:\d\d:\d\d) Starting job (\S+) from (\S+)", re.M)
+#: a count line: the first ``Total`` of a line that makes the factory's regex match (its
+#: ``search`` per line), found for all lines at once; group 1 is what precedes it.
+COUNT_LINE = re.compile(rb"\n([^\n]*?)Total([^\n]*)jobs (\d+) [^\n]*utilization (\d+)")
+JOB_START = re.compile(rb"\n(\d\d/\d\d(?:/\d\d)?) (\d\d:\d\d:\d\d) Starting job (\S+) from (\S+)")
 JOB_END = re.compile(
-    rb"^(\d\d/\d\d(?:/\d\d)?) (\d\d:\d\d:\d\d) Terminated job (\S+) from (\S+) (\S+) (\S+) duration (-?\d+)", re.M
+    rb"\n(\d\d/\d\d(?:/\d\d)?) (\d\d:\d\d:\d\d) Terminated job (\S+) from (\S+) (\S+) (\S+) duration (-?\d+)"
 )
 NORMALIZATION = re.compile(rb"Normalization \[parallelism\] factor (\d+)")
 
@@ -37,13 +39,33 @@ CONFIG_KEYS = (
 )
 
 
-def _family(prefix: str) -> "re.Pattern[bytes]":
-    """Dump lines of the keys starting with ``prefix``: a literal ``\\nPREFIX`` lets the engine scan in C."""
+def _family(prefix: str) -> bytes:
+    """Alternation of the kept keys starting with ``prefix``, longest first."""
     rests = sorted((k[len(prefix):] for k in CONFIG_KEYS if k.startswith(prefix)), key=len, reverse=True)
-    return re.compile(b"\n(" + re.escape(prefix.encode()) + b"(?:" + "|".join(rests).encode() + b")) ([^\n]*)")
+    return re.escape(prefix.encode()) + b"(?:" + "|".join(rests).encode() + b")"
 
 
-CONFIG_LINES = (_family("GLIDE"), _family("CONDORG_"))
+#: one pass for every kept key: a line holds at most one key (keys have no space), so
+#: a single alternation finds the same lines as one pattern per key family did.
+CONFIG_LINE = re.compile(b"\n(" + _family("GLIDE") + b"|" + _family("CONDORG_") + b") ([^\n]*)")
+
+
+def markers(data: bytes, start: int = 0) -> List[Tuple[int, int, bytes]]:
+    """``(start, end, text)`` of every ``=== ... ===`` marker from byte ``start`` on.
+
+    Same matches as ``MARKER.finditer``: a marker can only begin at ``=== ``,
+    which ``bytes.find`` reaches far faster than the regex engine's scan.
+    """
+    found = []
+    at = data.find(b"=== ", start)
+    while at >= 0:
+        marker = MARKER.match(data, at)
+        if marker is None:
+            at = data.find(b"=== ", at + 1)
+            continue
+        found.append((at, marker.end(), marker.group(1)))
+        at = data.find(b"=== ", marker.end())
+    return found
 
 
 @dataclass
@@ -112,40 +134,41 @@ def _first(markers: List[Tuple[int, int, bytes]], prefix: bytes, pos: int) -> Op
 
 
 def parse_counts(content: bytes, stats: SlotStats) -> None:
-    """Fill ``stats.counts`` (first match per name) from a stats section."""
-    for line in content.split(b"\n"):
-        if b"Total" not in line:
-            continue
-        found = COUNT.search(line)
-        if not found:
-            continue
-        name = found.group(1).decode("utf-8", "replace")
-        name = "Total" if name == " " else name[1:-1]
-        stats.counts.setdefault(name, (int(found.group(2)), int(found.group(3))))
-        if line.startswith(b"(Real)"):
+    """Fill ``stats.counts`` (first match per name) from a stats section.
+
+    ``content`` starts with a newline (see ``parse_stats``) so every line is
+    anchored by a literal ``\n`` the regex engine scans for in C.
+    """
+    for before, name, jobs, secs in COUNT_LINE.findall(content):
+        key = name.decode("utf-8", "replace")
+        key = "Total" if key == " " else key[1:-1]
+        if key not in stats.counts:
+            stats.counts[key] = (int(jobs), int(secs))
+        if before.startswith(b"(Real)"):
             stats.real_format = True
 
 
 def parse_stats(content: bytes, slot: str) -> SlotStats:
     """Parse one stats section: counts, normalization factor and per-job lines."""
     stats = SlotStats(slot=slot)
+    content = b"\n" + content
     parse_counts(content, stats)
     norm = NORMALIZATION.search(content)
     stats.normalization = int(norm.group(1)) if norm else None
     jobs: Dict[str, StarterJob] = {}
-    for found in JOB_START.finditer(content):
-        job = StarterJob(job_id=found.group(3).decode(), start=(found.group(1) + b" " + found.group(2)).decode())
+    for day, clock, jid, _src in JOB_START.findall(content):
+        job = StarterJob(job_id=jid.decode(), start=(day + b" " + clock).decode())
         jobs[job.job_id] = job
         stats.jobs.append(job)
-    for found in JOB_END.finditer(content):
-        jid = found.group(3).decode()
+    for day, clock, jid_raw, _src, reason, value, duration in JOB_END.findall(content):
+        jid = jid_raw.decode()
         job = jobs.pop(jid, None)
         if job is None:
             job = StarterJob(job_id=jid)
             stats.jobs.append(job)
-        job.end = (found.group(1) + b" " + found.group(2)).decode()
-        job.reason, job.value = found.group(5).decode(), found.group(6).decode()
-        job.duration = int(found.group(7))
+        job.end = (day + b" " + clock).decode()
+        job.reason, job.value = reason.decode(), value.decode()
+        job.duration = int(duration)
     return stats
 
 
@@ -158,7 +181,7 @@ class _Walk:
 
     def __init__(self, data: bytes, start: int = 0) -> None:
         self.data = data
-        self.markers = [(m.start(), m.end(), m.group(1)) for m in MARKER.finditer(data, start)]
+        self.markers = markers(data, start)
         self.pos = 0
 
     def take(self, prefix: bytes) -> Optional[Tuple[int, int, bytes]]:
@@ -258,11 +281,13 @@ def _first_all(data: bytes, prefix: bytes) -> List[bytes]:
 
 
 def read_config(data: bytes, config: Dict[str, str], limit: Optional[int] = None) -> None:
-    """Add the known glidein_config keys found in a dump before ``limit`` (the last value wins)."""
+    """Add the known glidein_config keys found in a dump before ``limit`` (the last value wins).
+
+    ``dict(findall)`` keeps the last line of each key, so only those are decoded.
+    """
     end = len(data) if limit is None else limit
-    for pattern in CONFIG_LINES:
-        for found in pattern.finditer(data, 0, end):
-            config[found.group(1).decode()] = found.group(2).decode("utf-8", "replace").strip()
+    for key, value in dict(CONFIG_LINE.findall(data, 0, end)).items():
+        config[key.decode()] = value.decode("utf-8", "replace").strip()
 
 
 def _validated(data: bytes) -> Tuple[_Walk, Optional[Tuple[int, int, bytes]], Optional[int]]:
