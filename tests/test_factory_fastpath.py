@@ -132,3 +132,24 @@ def test_stats_scan_on_odd_lines():
                b"01/02 03:04:05 Terminated job 9.0 from <a> status 0 duration 5\n"
                b"01/02 03:04:00 Starting job 9.0 from <a>\n01/02/22 03:04:09 Starting job 9.0 from <a>\n")
     assert parse_stats(content, "x") == _reference_stats(content, "x")
+
+
+def _with_early_markers(data: bytes) -> bytes:
+    """A prefix that defeats the "no ``===`` before the walk" shortcut: early marker-like lines."""
+    return (b"=== Last script ended odd (12) with code 3 after 4 ===\n=== XML description of glidein activity ===\n"
+            b"x=== Foo === Last script ended (5) with code 1 after 2 ===\n" + data)
+
+
+@pytest.mark.parametrize("name, data", ALL_OUTS, ids=[n for n, _ in ALL_OUTS])
+def test_searches_from_the_walk_start_find_what_searches_from_byte_0_found(name, data, monkeypatch):
+    variants = [cut for cut in _cuts(data)] + [_with_early_markers(data), b"\n==" + data, b"==" + data]
+    fast = [outfile.parse_out(v) for v in variants]
+    monkeypatch.setattr(outfile._Walk, "searches_from", lambda self: 0)
+    assert fast == [outfile.parse_out(v) for v in variants]
+
+
+def test_marker_scan_on_odd_lines():
+    text = (b"=== a ===\n=== Abc===\n=== A ===\n==== B ===\n=== Foo === Last ended ===\n=== X\n ===\n=== Y ==="
+            b"=== Z ===\n=== =\n=== Q ==")
+    for start in range(len(text)):
+        assert markers(text, start) == [(m.start(), m.end(), m.group(1)) for m in MARKER.finditer(text, start)]

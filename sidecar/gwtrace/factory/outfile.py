@@ -21,9 +21,10 @@ HEADER_KEYS = (b"condorg_cluster", b"condorg_subcluster", b"condorg_schedd", b"g
                b"glidein_name", b"glidein_entry", b"client_name", b"client_group")
 HEADER_VALUE = re.compile(rb"\s*= '([^'\n]*)'")
 START_LINE = re.compile(rb"^Starting glidein_startup\.sh at [^\n]*\((\d+)\)", re.M)
-#: a count line: the first ``Total`` of a line that makes the factory's regex match (its
-#: ``search`` per line), found for all lines at once; group 1 is what precedes it.
-COUNT_LINE = re.compile(rb"\n([^\n]*?)Total([^\n]*)jobs (\d+) [^\n]*utilization (\d+)")
+#: a count line as the factory's regex reads it; ``.`` never crosses a newline and the
+#: greedy ``.*utilization`` reaches the line's last count, so ``finditer`` over a whole
+#: section gives exactly one ``search`` per line (the first ``Total`` that matches).
+COUNT = re.compile(rb"Total(.*)jobs (\d+) .*utilization (\d+)")
 JOB_START = re.compile(rb"\n(\d\d/\d\d(?:/\d\d)?) (\d\d:\d\d:\d\d) Starting job (\S+) from (\S+)")
 JOB_END = re.compile(
     rb"\n(\d\d/\d\d(?:/\d\d)?) (\d\d:\d\d:\d\d) Terminated job (\S+) from (\S+) (\S+) (\S+) duration (-?\d+)"
@@ -53,18 +54,23 @@ CONFIG_LINE = re.compile(b"\n(" + _family("GLIDE") + b"|" + _family("CONDORG_") 
 def markers(data: bytes, start: int = 0) -> List[Tuple[int, int, bytes]]:
     """``(start, end, text)`` of every ``=== ... ===`` marker from byte ``start`` on.
 
-    Same matches as ``MARKER.finditer``: a marker can only begin at ``=== ``,
-    which ``bytes.find`` reaches far faster than the regex engine's scan.
+    Same matches as ``MARKER.finditer``: a marker begins at ``=== `` and an
+    upper-case letter and ends at the first `` ===`` of its line, which
+    ``bytes.find`` reaches far faster than the regex engine's scan.
     """
     found = []
+    size = len(data)
     at = data.find(b"=== ", start)
     while at >= 0:
-        marker = MARKER.match(data, at)
-        if marker is None:
+        close = -1
+        if at + 4 < size and 65 <= data[at + 4] <= 90:  # [A-Z]
+            eol = data.find(b"\n", at + 5)
+            close = data.find(b" ===", at + 5, size if eol < 0 else eol)
+        if close < 0:
             at = data.find(b"=== ", at + 1)
             continue
-        found.append((at, marker.end(), marker.group(1)))
-        at = data.find(b"=== ", marker.end())
+        found.append((at, close + 4, data[at + 4 : close]))
+        at = data.find(b"=== ", close + 4)
     return found
 
 
@@ -134,17 +140,14 @@ def _first(markers: List[Tuple[int, int, bytes]], prefix: bytes, pos: int) -> Op
 
 
 def parse_counts(content: bytes, stats: SlotStats) -> None:
-    """Fill ``stats.counts`` (first match per name) from a stats section.
-
-    ``content`` starts with a newline (see ``parse_stats``) so every line is
-    anchored by a literal ``\n`` the regex engine scans for in C.
-    """
-    for before, name, jobs, secs in COUNT_LINE.findall(content):
-        key = name.decode("utf-8", "replace")
-        key = "Total" if key == " " else key[1:-1]
-        if key not in stats.counts:
-            stats.counts[key] = (int(jobs), int(secs))
-        if before.startswith(b"(Real)"):
+    """Fill ``stats.counts`` (first match per name) from a stats section."""
+    for found in COUNT.finditer(content):
+        name = found.group(1).decode("utf-8", "replace")
+        name = "Total" if name == " " else name[1:-1]
+        if name not in stats.counts:
+            stats.counts[name] = (int(found.group(2)), int(found.group(3)))
+        line_start = content.rfind(b"\n", 0, found.start()) + 1
+        if content.startswith(b"(Real)", line_start):
             stats.real_format = True
 
 
@@ -181,8 +184,19 @@ class _Walk:
 
     def __init__(self, data: bytes, start: int = 0) -> None:
         self.data = data
+        self.start = start
         self.markers = markers(data, start)
         self.pos = 0
+
+    def searches_from(self) -> int:
+        """Where a search for a file's first ``=== ...`` text may start.
+
+        From the walk's start when no ``===`` comes before it (the usual
+        case, checked with one fast ``find``), else from byte 0.
+        """
+        if self.start > 0 and self.data.find(b"===", 0, self.start + 2) < 0:
+            return self.start
+        return 0
 
     def take(self, prefix: bytes) -> Optional[Tuple[int, int, bytes]]:
         """The next marker with ``prefix`` after the cursor; moves the cursor past it."""
@@ -250,8 +264,11 @@ def _read_tail(walk: _Walk, out: OutFile) -> None:
             break
 
 
-def _read_context(data: bytes, out: OutFile, limit: int) -> None:
-    """Header (first lines), glidein_config dump (last value wins), XML result."""
+def _read_context(data: bytes, out: OutFile, limit: int, since: int) -> None:
+    """Header (first lines), glidein_config dump (last value wins), XML result.
+
+    ``since``: no ``===`` before it, so first-marker searches start there.
+    """
     started = START_LINE.search(data, 0, 4096)
     out.started = int(started.group(1)) if started else None
     head = data[: min(limit, 8192)]
@@ -261,19 +278,19 @@ def _read_context(data: bytes, out: OutFile, limit: int) -> None:
         if value:
             out.header[key.decode()] = value.group(1).decode("utf-8", "replace")
     read_config(data, out.config, limit)
-    for marker in (m for m in _first_all(data, b"Last script ended")):
+    for marker in _first_all(data, b"Last script ended", since):
         coded = CODE_AFTER.search(marker)
         if coded:
             out.last_script_end = _epoch(marker)
             out.last_script_code = int(coded.group(1))
-    xml_at = data.find(b"=== XML description of glidein activity ===")
+    xml_at = data.find(b"=== XML description of glidein activity ===", since)
     if xml_at >= 0:
         xml_end = data.find(b"=== End XML description of glidein activity ===", xml_at)
         out.xml = data[xml_at + 43 : xml_end if xml_end >= 0 else len(data)]
 
 
-def _first_all(data: bytes, prefix: bytes) -> List[bytes]:
-    at = data.find(b"=== " + prefix)
+def _first_all(data: bytes, prefix: bytes, since: int = 0) -> List[bytes]:
+    at = data.find(b"=== " + prefix, since)
     if at < 0:
         return []
     found = MARKER.match(data, at)
@@ -313,5 +330,5 @@ def parse_out(data: bytes) -> OutFile:
         out.last_script_start = _epoch(validated[2])
     _read_condor(walk, out)
     _read_tail(walk, out)
-    _read_context(data, out, validated[0] if validated else len(data))
+    _read_context(data, out, validated[0] if validated else len(data), walk.searches_from())
     return out
