@@ -153,3 +153,51 @@ def test_marker_scan_on_odd_lines():
             b"=== Z ===\n=== =\n=== Q ==")
     for start in range(len(text)):
         assert markers(text, start) == [(m.start(), m.end(), m.group(1)) for m in MARKER.finditer(text, start)]
+
+
+def _reference_ads(text: str) -> List[Dict[str, object]]:
+    from gwtrace.factory.startd_history import WANTED_LINE
+    chunks = ("\n" + text).split("\n*** Offset = ")
+    ads = [{m.group(1).lower(): _reference_literal(m.group(2)) for m in WANTED_LINE.finditer(c)} for c in chunks]
+    return [ad for ad in ads if ad]
+
+
+def _reference_literal(text: str) -> object:
+    text = text.strip()
+    low = text.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("undefined", "error", ""):
+        return None
+    if len(text) >= 2 and text[0] == text[-1] == '"':
+        return text[1:-1].replace('\\"', '"')
+    for kind in (int, float):
+        try:
+            return kind(text)
+        except ValueError:
+            continue
+    return text
+
+
+def _histories() -> Iterator[str]:
+    jobs = _jobs() + [gen.Job(5, 20, "signal", 9, cpus=4, memory_mb=8000, gpus=1, preempted=True)]
+    yield gen.SAMPLES.joinpath("job_classad_long_form.ad").read_text()
+    for count in range(len(jobs) + 1):
+        yield "".join(gen.history_ad(job, i, 1656036390) for i, job in enumerate(jobs[:count]))
+    yield ("*** Offset = 0 ClusterId = 1\nclusterid= 7\nPROCID =3\nExitCode = 1.5\nExitSignal = ²\nRequestCpus = +4\n"
+           "RequestMemory = 1_000\nJobStatus = UNDEFINED\nTraceParent = \"00-ab\"\n\n*** Offset = 9\n*** Offset = 1\n"
+           "RemoteWallClockTime = .5e1\nCompletionDate = 12 \nExitBySignal = TRUE\nRequestGpus = \"\"\nClusterId = 1 + 2\n")
+
+
+def test_one_pass_history_scan_reads_what_split_and_scan_read():
+    from gwtrace.factory.startd_history import iter_ads
+    for text in _histories():
+        for cut in [text[:n] for n in range(0, len(text), 13)] + [text]:
+            assert list(iter_ads(cut)) == _reference_ads(cut)
+
+
+@pytest.mark.parametrize("text", ["4", " 12 ", "1.5", "1e3", ".5", "+4", "1_000", "²", "٣", "-3", "true", "x + 1",
+                                  '"a\\"b"', "", "ERROR", "nan", "1.2.3", "0x10"])
+def test_literal_fast_paths_give_what_the_plain_rules_gave(text):
+    from gwtrace.factory.startd_history import literal
+    assert repr(literal(text)) == repr(_reference_literal(text))
