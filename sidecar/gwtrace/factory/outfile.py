@@ -21,10 +21,13 @@ HEADER_KEYS = (b"condorg_cluster", b"condorg_subcluster", b"condorg_schedd", b"g
                b"glidein_name", b"glidein_entry", b"client_name", b"client_group")
 HEADER_VALUE = re.compile(rb"\s*= '([^'\n]*)'")
 START_LINE = re.compile(rb"^Starting glidein_startup\.sh at [^\n]*\((\d+)\)", re.M)
+#: a count line as the factory's regex reads it; ``.`` never crosses a newline and the
+#: greedy ``.*utilization`` reaches the line's last count, so ``finditer`` over a whole
+#: section gives exactly one ``search`` per line (the first ``Total`` that matches).
 COUNT = re.compile(rb"Total(.*)jobs (\d+) .*utilization (\d+)")
-JOB_START = re.compile(rb"^(\d\d/\d\d(?:/\d\d)?) (\d\d:\d\d:\d\d) Starting job (\S+) from (\S+)", re.M)
+JOB_START = re.compile(rb"\n(\d\d/\d\d(?:/\d\d)?) (\d\d:\d\d:\d\d) Starting job (\S+) from (\S+)")
 JOB_END = re.compile(
-    rb"^(\d\d/\d\d(?:/\d\d)?) (\d\d:\d\d:\d\d) Terminated job (\S+) from (\S+) (\S+) (\S+) duration (-?\d+)", re.M
+    rb"\n(\d\d/\d\d(?:/\d\d)?) (\d\d:\d\d:\d\d) Terminated job (\S+) from (\S+) (\S+) (\S+) duration (-?\d+)"
 )
 NORMALIZATION = re.compile(rb"Normalization \[parallelism\] factor (\d+)")
 
@@ -37,13 +40,38 @@ CONFIG_KEYS = (
 )
 
 
-def _family(prefix: str) -> "re.Pattern[bytes]":
-    """Dump lines of the keys starting with ``prefix``: a literal ``\\nPREFIX`` lets the engine scan in C."""
+def _family(prefix: str) -> bytes:
+    """Alternation of the kept keys starting with ``prefix``, longest first."""
     rests = sorted((k[len(prefix):] for k in CONFIG_KEYS if k.startswith(prefix)), key=len, reverse=True)
-    return re.compile(b"\n(" + re.escape(prefix.encode()) + b"(?:" + "|".join(rests).encode() + b")) ([^\n]*)")
+    return re.escape(prefix.encode()) + b"(?:" + "|".join(rests).encode() + b")"
 
 
-CONFIG_LINES = (_family("GLIDE"), _family("CONDORG_"))
+#: one pass for every kept key: a line holds at most one key (keys have no space), so
+#: a single alternation finds the same lines as one pattern per key family did.
+CONFIG_LINE = re.compile(b"\n(" + _family("GLIDE") + b"|" + _family("CONDORG_") + b") ([^\n]*)")
+
+
+def markers(data: bytes, start: int = 0) -> List[Tuple[int, int, bytes]]:
+    """``(start, end, text)`` of every ``=== ... ===`` marker from byte ``start`` on.
+
+    Same matches as ``MARKER.finditer``: a marker begins at ``=== `` and an
+    upper-case letter and ends at the first `` ===`` of its line, which
+    ``bytes.find`` reaches far faster than the regex engine's scan.
+    """
+    found = []
+    size = len(data)
+    at = data.find(b"=== ", start)
+    while at >= 0:
+        close = -1
+        if at + 4 < size and 65 <= data[at + 4] <= 90:  # [A-Z]
+            eol = data.find(b"\n", at + 5)
+            close = data.find(b" ===", at + 5, size if eol < 0 else eol)
+        if close < 0:
+            at = data.find(b"=== ", at + 1)
+            continue
+        found.append((at, close + 4, data[at + 4 : close]))
+        at = data.find(b"=== ", close + 4)
+    return found
 
 
 @dataclass
@@ -113,39 +141,37 @@ def _first(markers: List[Tuple[int, int, bytes]], prefix: bytes, pos: int) -> Op
 
 def parse_counts(content: bytes, stats: SlotStats) -> None:
     """Fill ``stats.counts`` (first match per name) from a stats section."""
-    for line in content.split(b"\n"):
-        if b"Total" not in line:
-            continue
-        found = COUNT.search(line)
-        if not found:
-            continue
+    for found in COUNT.finditer(content):
         name = found.group(1).decode("utf-8", "replace")
         name = "Total" if name == " " else name[1:-1]
-        stats.counts.setdefault(name, (int(found.group(2)), int(found.group(3))))
-        if line.startswith(b"(Real)"):
+        if name not in stats.counts:
+            stats.counts[name] = (int(found.group(2)), int(found.group(3)))
+        line_start = content.rfind(b"\n", 0, found.start()) + 1
+        if content.startswith(b"(Real)", line_start):
             stats.real_format = True
 
 
 def parse_stats(content: bytes, slot: str) -> SlotStats:
     """Parse one stats section: counts, normalization factor and per-job lines."""
     stats = SlotStats(slot=slot)
+    content = b"\n" + content
     parse_counts(content, stats)
     norm = NORMALIZATION.search(content)
     stats.normalization = int(norm.group(1)) if norm else None
     jobs: Dict[str, StarterJob] = {}
-    for found in JOB_START.finditer(content):
-        job = StarterJob(job_id=found.group(3).decode(), start=(found.group(1) + b" " + found.group(2)).decode())
+    for day, clock, jid, _src in JOB_START.findall(content):
+        job = StarterJob(job_id=jid.decode(), start=(day + b" " + clock).decode())
         jobs[job.job_id] = job
         stats.jobs.append(job)
-    for found in JOB_END.finditer(content):
-        jid = found.group(3).decode()
+    for day, clock, jid_raw, _src, reason, value, duration in JOB_END.findall(content):
+        jid = jid_raw.decode()
         job = jobs.pop(jid, None)
         if job is None:
             job = StarterJob(job_id=jid)
             stats.jobs.append(job)
-        job.end = (found.group(1) + b" " + found.group(2)).decode()
-        job.reason, job.value = found.group(5).decode(), found.group(6).decode()
-        job.duration = int(found.group(7))
+        job.end = (day + b" " + clock).decode()
+        job.reason, job.value = reason.decode(), value.decode()
+        job.duration = int(duration)
     return stats
 
 
@@ -158,8 +184,19 @@ class _Walk:
 
     def __init__(self, data: bytes, start: int = 0) -> None:
         self.data = data
-        self.markers = [(m.start(), m.end(), m.group(1)) for m in MARKER.finditer(data, start)]
+        self.start = start
+        self.markers = markers(data, start)
         self.pos = 0
+
+    def searches_from(self) -> int:
+        """Where a search for a file's first ``=== ...`` text may start.
+
+        From the walk's start when no ``===`` comes before it (the usual
+        case, checked with one fast ``find``), else from byte 0.
+        """
+        if self.start > 0 and self.data.find(b"===", 0, self.start + 2) < 0:
+            return self.start
+        return 0
 
     def take(self, prefix: bytes) -> Optional[Tuple[int, int, bytes]]:
         """The next marker with ``prefix`` after the cursor; moves the cursor past it."""
@@ -227,8 +264,11 @@ def _read_tail(walk: _Walk, out: OutFile) -> None:
             break
 
 
-def _read_context(data: bytes, out: OutFile, limit: int) -> None:
-    """Header (first lines), glidein_config dump (last value wins), XML result."""
+def _read_context(data: bytes, out: OutFile, limit: int, since: int) -> None:
+    """Header (first lines), glidein_config dump (last value wins), XML result.
+
+    ``since``: no ``===`` before it, so first-marker searches start there.
+    """
     started = START_LINE.search(data, 0, 4096)
     out.started = int(started.group(1)) if started else None
     head = data[: min(limit, 8192)]
@@ -238,19 +278,19 @@ def _read_context(data: bytes, out: OutFile, limit: int) -> None:
         if value:
             out.header[key.decode()] = value.group(1).decode("utf-8", "replace")
     read_config(data, out.config, limit)
-    for marker in (m for m in _first_all(data, b"Last script ended")):
+    for marker in _first_all(data, b"Last script ended", since):
         coded = CODE_AFTER.search(marker)
         if coded:
             out.last_script_end = _epoch(marker)
             out.last_script_code = int(coded.group(1))
-    xml_at = data.find(b"=== XML description of glidein activity ===")
+    xml_at = data.find(b"=== XML description of glidein activity ===", since)
     if xml_at >= 0:
         xml_end = data.find(b"=== End XML description of glidein activity ===", xml_at)
         out.xml = data[xml_at + 43 : xml_end if xml_end >= 0 else len(data)]
 
 
-def _first_all(data: bytes, prefix: bytes) -> List[bytes]:
-    at = data.find(b"=== " + prefix)
+def _first_all(data: bytes, prefix: bytes, since: int = 0) -> List[bytes]:
+    at = data.find(b"=== " + prefix, since)
     if at < 0:
         return []
     found = MARKER.match(data, at)
@@ -258,11 +298,13 @@ def _first_all(data: bytes, prefix: bytes) -> List[bytes]:
 
 
 def read_config(data: bytes, config: Dict[str, str], limit: Optional[int] = None) -> None:
-    """Add the known glidein_config keys found in a dump before ``limit`` (the last value wins)."""
+    """Add the known glidein_config keys found in a dump before ``limit`` (the last value wins).
+
+    ``dict(findall)`` keeps the last line of each key, so only those are decoded.
+    """
     end = len(data) if limit is None else limit
-    for pattern in CONFIG_LINES:
-        for found in pattern.finditer(data, 0, end):
-            config[found.group(1).decode()] = found.group(2).decode("utf-8", "replace").strip()
+    for key, value in dict(CONFIG_LINE.findall(data, 0, end)).items():
+        config[key.decode()] = value.decode("utf-8", "replace").strip()
 
 
 def _validated(data: bytes) -> Tuple[_Walk, Optional[Tuple[int, int, bytes]], Optional[int]]:
@@ -288,5 +330,5 @@ def parse_out(data: bytes) -> OutFile:
         out.last_script_start = _epoch(validated[2])
     _read_condor(walk, out)
     _read_tail(walk, out)
-    _read_context(data, out, validated[0] if validated else len(data))
+    _read_context(data, out, validated[0] if validated else len(data), walk.searches_from())
     return out

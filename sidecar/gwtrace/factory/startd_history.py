@@ -16,6 +16,10 @@ WANTED = ("ClusterId", "ProcId", "CompletionDate", "RemoteWallClockTime", "JobCu
           "ExitCode", "ExitSignal", "RequestCpus", "RequestMemory", "RequestGpus", "BadputCausedByPreemption",
           "JobStatus", "TraceParent")
 WANTED_LINE = re.compile(r"\n(" + "|".join(WANTED) + r")[ \t]*=[ \t]*([^\n]*)", re.I)
+#: one pass over a whole file: a banner (empty groups) or a wanted attribute line; a line
+#: cannot be both, and no match crosses a newline, so this reads what splitting at the
+#: banners and scanning each ad with ``WANTED_LINE`` read.
+AD_LINE = re.compile(r"\n(?:\*\*\* Offset = |(" + "|".join(WANTED) + r")[ \t]*=[ \t]*([^\n]*))", re.I)
 Value = Union[int, float, bool, str, None]
 
 
@@ -44,6 +48,8 @@ class JobRecord:
 def literal(text: str) -> Value:
     """A ClassAd literal as a Python value; expressions stay text."""
     text = text.strip()
+    if text.isdigit() and text.isascii():  # the common case, without raising
+        return int(text)
     low = text.lower()
     if low in ("true", "false"):
         return low == "true"
@@ -51,7 +57,7 @@ def literal(text: str) -> Value:
         return None
     if len(text) >= 2 and text[0] == text[-1] == '"':
         return text[1:-1].replace('\\"', '"')
-    for kind in (int, float):
+    for kind in (float,) if "." in text else (int, float):  # int() never takes a "."
         try:
             return kind(text)
         except ValueError:
@@ -61,10 +67,15 @@ def literal(text: str) -> Value:
 
 def iter_ads(text: str) -> Iterator[Dict[str, Value]]:
     """Each ad of a history file: the ``WANTED`` attributes, names lower-cased (banner lines skipped)."""
-    for chunk in ("\n" + text).split(BANNER):
-        ad = {m.group(1).lower(): literal(m.group(2)) for m in WANTED_LINE.finditer(chunk)}
-        if ad:
+    ad: Dict[str, Value] = {}
+    for name, value in AD_LINE.findall("\n" + text):
+        if name:
+            ad[name.lower()] = literal(value)
+        elif ad:
             yield ad
+            ad = {}
+    if ad:
+        yield ad
 
 
 def _int(ad: Dict[str, Value], name: str) -> Optional[int]:
