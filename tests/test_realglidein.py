@@ -1,0 +1,161 @@
+"""Acceptance on the real thing (issue 9, part 1): GlideinWMS's own
+glidein_startup.sh, with a factory web area built by GlideinWMS's own classes
+(../shared/tools/realglidein), gets gwtrace as docs/deploy.md says: four
+files in the main file list, the set-up script `exec` and `after_entry`. No
+collector is reachable from the "worker node". Every span of the glidein must
+come home in its .err and reach the factory's collector through
+`gwtrace ingest` exactly once, also when the glidein is SIGTERMed; a user job
+run through the glidein's real job wrapper sees the library and the context.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Dict, List
+
+import pytest
+
+from conftest import GWTRACE, REPO, clean_env
+from gwtrace.shiphome import Block, find_blocks
+from otlp_receiver import OtlpReceiver
+
+HARNESS = REPO.parent / "shared" / "tools" / "realglidein"
+pytestmark = pytest.mark.skipif(not (HARNESS / "gwms").is_dir(),
+                                reason=f"GlideinWMS harness not found at {HARNESS} (the steering repo's shared/)")
+
+# The files and attributes of docs/deploy.md ("Factory configuration").
+FILES = ["bash/gwtrace.sh:main", "{pyz}:main", "shim/gwtrace-job-wrapper:main",
+         "shim/gwtrace_setup.sh:main,exec,after_entry"]
+
+
+def harness(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
+    return subprocess.run([str(HARNESS / args[0]), *args[1:]], capture_output=True, text=True, timeout=timeout,
+                          env=clean_env(), cwd=str(REPO))
+
+
+@pytest.fixture(scope="module")
+def pyz(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("dist") / "gwtrace-sidecar.pyz"
+    done = subprocess.run([sys.executable, str(REPO / "shim" / "build_pyz.py"), "--output", str(out)],
+                          capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    return out
+
+
+def web_area(root: Path, pyz: Path, *extra: str) -> Path:
+    area = root / "area"
+    adds: List[str] = []
+    for spec in FILES:
+        adds += ["--add-file", spec.format(pyz=pyz)]
+    done = harness("build-webarea", str(area), *adds, *extra)
+    assert done.returncode == 0, done.stderr
+    served = harness("serve", str(area))
+    assert served.returncode == 0, served.stderr
+    return area
+
+
+def stop_serving(area: Path) -> None:
+    harness("serve", "--stop", str(area))
+
+
+def shipped_spans(err: Path) -> int:
+    blocks = [b for b in find_blocks(err.read_bytes())]
+    assert blocks and all(isinstance(b, Block) for b in blocks), "no intact gwtrace block in the .err"
+    return sum(int(b.meta["spans"]) for b in blocks)
+
+
+def ingest_once(logs: Path, home: Path) -> Dict[str, object]:
+    """Ingest the client log directory into a fresh collector twice: what
+    arrives, and that the second pass sends nothing."""
+    receiver = OtlpReceiver().start()
+    try:
+        env = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.endpoint, GWTRACE_HOME=str(home))
+        first = subprocess.run([GWTRACE, "ingest", str(logs)], env=env, capture_output=True, text=True, timeout=120)
+        assert first.returncode == 0, first.stderr
+        time.sleep(0.2)
+        count = len(receiver.spans)
+        second = subprocess.run([GWTRACE, "ingest", str(logs)], env=env, capture_output=True, text=True,
+                                timeout=120)
+        assert second.returncode == 0 and "ingested 0 block(s)" in second.stderr, second.stderr
+        time.sleep(0.2)
+        assert len(receiver.spans) == count
+        return {"spans": list(receiver.spans)}
+    finally:
+        receiver.stop()
+
+
+def test_an_offline_glidein_brings_every_span_home_once(tmp_path, pyz):
+    area = web_area(tmp_path, pyz)
+    try:
+        run = tmp_path / "client_log"
+        done = harness("run-glidein", "--keep", str(area), str(run), timeout=900)
+        assert done.returncode == 0, done.stderr
+    finally:
+        stop_serving(area)
+    err = run / "job.7.0.err"
+    assert "=== validation OK in" in err.read_text() and "gwtrace_setup.sh (0) ===" in err.read_text()
+    expected = shipped_spans(err)
+    got = ingest_once(run / "job.7.0.err", tmp_path / "factory")["spans"]
+    assert len(got) == expected >= 2
+    assert len({(s.trace_id, s.span_id) for s in got}) == len(got)          # exactly once
+    names = {s.name for s in got}
+    assert {"glidein", "gwtrace_setup.sh"} <= names
+    glidein = next(s for s in got if s.name == "glidein")
+    assert glidein.resource.get("glidein.site") == "TEST_SITE"
+
+    # The user job, through the glidein's own condor_job_wrapper.sh and the
+    # environment its condor_config gives jobs (STARTER_JOB_ENVIRONMENT).
+    work = next(run.glob("glide_*"))
+    job_env = starter_job_environment(work / "condor_config")
+    assert {"GWTRACE_LIB", "GWTRACE_SOCKET", "GWTRACE_GLIDEIN_TRACEPARENT", "GWTRACE_PYZ"} <= set(job_env)
+    job = tmp_path / "job.sh"
+    job.write_text((REPO / "examples" / "user_job.sh").read_text())
+    job.chmod(0o755)
+    out = subprocess.run(["bash", str(work / "condor_job_wrapper.sh"), str(job)], cwd=str(tmp_path),
+                         env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), **job_env},
+                         capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert f"TRACEPARENT=00-{glidein.trace_id}-" in out.stdout
+    log = (work / "gwtrace" / "sidecar" / "events.log").read_text()
+    assert f"\t{glidein.trace_id}\t" in log and "\tanalysis\t" in log and "\tstage_out\t" in log
+
+
+def starter_job_environment(condor_config: Path) -> Dict[str, str]:
+    for line in condor_config.read_text().splitlines():
+        if line.startswith("STARTER_JOB_ENVIRONMENT = "):
+            value = line.split(" = ", 1)[1].strip('"')
+            return dict(word.split("=", 1) for word in shlex.split(value))
+    raise AssertionError("no STARTER_JOB_ENVIRONMENT in the glidein's condor_config")
+
+
+def test_a_sigtermed_glidein_still_brings_its_spans_home(tmp_path, pyz):
+    area = web_area(tmp_path, pyz, "--condor-lifetime", "300")
+    run = tmp_path / "client_log"
+    try:
+        glidein = subprocess.Popen([str(HARNESS / "run-glidein"), str(area), str(run)], env=clean_env(),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=str(REPO))
+        out = run / "job.7.0.out"
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and "=== Last script starting" not in (
+                out.read_text(errors="replace") if out.exists() else ""):
+            time.sleep(1)
+        time.sleep(3)                                        # HTCondor (the stand-in) is up
+        pids = subprocess.run(["pgrep", "-f", f"^/bin/bash ./glidein_startup.sh .*-dir \\. "],
+                              capture_output=True, text=True).stdout.split()
+        mine = [p for p in pids if os.readlink(f"/proc/{p}/cwd").startswith(str(run))]   # it cds to glide_*
+        assert mine, "glidein_startup.sh is not running"
+        os.kill(int(mine[0]), signal.SIGTERM)
+        glidein.wait(timeout=300)
+    finally:
+        stop_serving(area)
+    err = run / "job.7.0.err"
+    assert "Received kill signal" in err.read_text()
+    expected = shipped_spans(err)
+    got = ingest_once(run, tmp_path / "factory")["spans"]
+    assert len(got) == expected and "glidein" in {s.name for s in got}
