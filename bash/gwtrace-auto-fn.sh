@@ -361,6 +361,7 @@ _gwtrace_auto_dbg() {
   {                                            # nothing of ours reaches stderr
     (( _gwtrace_abusy )) && return 0           # our own `trap` and EXIT handlers
     if [[ $- == *x* || $BASH_COMMAND == [sbc][ehuo]* ]]; then
+      [[ $BASH_COMMAND != *set\ [-+]* ]] || _gwtrace_auto_functrace
       (( _gwtrace_axg )) || _gwtrace_auto_dbgmode 1
     elif (( _gwtrace_axg )); then
       _gwtrace_auto_dbgmode 0
@@ -416,6 +417,20 @@ _gwtrace_auto_dbg() {
   return 0
 }
 
+# Whether the script itself wants functrace (it is always on for us): a
+# RETURN trap of the script's fires in every function only then.
+_gwtrace_auto_functrace() {
+  local _gwtrace_lon=$_gwtrace_auT
+  if [[ $BASH_COMMAND =~ set\ +-[a-zA-Z]*T || $BASH_COMMAND =~ set\ +-o\ +functrace ]]; then
+    _gwtrace_auT=1
+  elif [[ $BASH_COMMAND =~ set\ +\+[a-zA-Z]*T || $BASH_COMMAND =~ set\ +\+o\ +functrace ]]; then
+    _gwtrace_auT=''
+  fi
+  [[ $_gwtrace_lon != "$_gwtrace_auT" && -n ${_gwtrace_aurset-} ]] || return 0
+  _gwtrace_auto_rettext
+  builtin trap -- "$_gwtrace_aurx" RETURN
+}
+
 # _gwtrace_auto_dbgmode 1|0: the DEBUG trap with fd 2 closed (xtrace is or
 # may soon be on), or without. Not once the script's own DEBUG trap has
 # taken over (_gwtrace_audbg is then something else).
@@ -427,7 +442,7 @@ _gwtrace_auto_dbgmode() {
   else
     _gwtrace_audbg=$_gwtrace_adbg_fn
   fi
-  builtin trap -- "$_gwtrace_audbg" DEBUG
+  builtin trap -- "$_gwtrace_audbg${_gwtrace_audx-}" DEBUG
 }
 
 # Commands level: every command comes here. An external command gets a span
@@ -456,6 +471,7 @@ _gwtrace_auto_cmd() {
     fi
   fi
   (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap
+  [[ $BASH_COMMAND != *set\ [-+]* ]] || _gwtrace_auto_functrace
   [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
   (( _gwtrace_ln == _gwtrace_ad )) || _gwtrace_auto_sync "$_gwtrace_ln"
   [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
@@ -573,7 +589,8 @@ else
   _gwtrace_audbg=$_gwtrace_adbg_fn _gwtrace_axg=0
   [[ $- != *x* ]] || _gwtrace_audbg=$_gwtrace_adbg_fnx _gwtrace_axg=1
 fi
-_gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0
+_gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0 _gwtrace_auT=''
+[[ $- != *T* ]] || _gwtrace_auT=1
 _gwtrace_auto_seed
 set -T
 builtin trap -- "$_gwtrace_audbg" DEBUG
