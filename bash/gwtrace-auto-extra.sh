@@ -25,8 +25,10 @@ _gwtrace_aux='' _gwtrace_auxpid='' _gwtrace_atrc=0 _gwtrace_aoneshot=''
 # shellcheck disable=SC2016
 _gwtrace_aexit_pre='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); _gwtrace_auto_exit_pre "$_" && : "$_"; } 2>&-'
 # shellcheck disable=SC2016
-_gwtrace_aexit_post='{ (( ++_gwtrace_abusy )); builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2>&-'
-_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurdep=0 _gwtrace_auddep=0
+# (busy from the redirection on, which bash expands before the group's first
+# command and its DEBUG trap: the script's DEBUG trap does not run for ours)
+_gwtrace_aexit_post='{ builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2>&"${_gwtrace_anofd[++_gwtrace_abusy]--}"'
+_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurdep=0 _gwtrace_auddep=0 _gwtrace_askipx=0 _gwtrace_audx=''
 _gwtrace_asigs=()
 _gwtrace_ar='' _gwtrace_at=''
 
@@ -73,6 +75,10 @@ _gwtrace_auto_adopt_end() {
 # script's handler sees $? (and $_) as they were.
 _gwtrace_auto_exit_pre() {
   [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_exit_shim
+  # The script's DEBUG trap ran before our first command, where it runs
+  # before the handler's first one untraced: not again for our `: "$_"` (run
+  # on status 0) and the handler's first command.
+  [[ -z $_gwtrace_audx ]] || _gwtrace_askipx=$(( _gwtrace_aexit ? 1 : 2 ))
   _gwtrace_abusy=0
   return "$_gwtrace_aexit"
 }
@@ -313,7 +319,7 @@ _gwtrace_auto_dbgtext() {
     # shellcheck disable=SC2016  # our functrace, not the script's: bash's inheritance
     [[ -z $_gwtrace_audbg ]] || _gwtrace_audx+=' && { [[ -n $_gwtrace_auT || ${FUNCNAME-} == source ]] || (( ${#FUNCNAME[@]} <= _gwtrace_auddep )); }'
     # shellcheck disable=SC2016
-    _gwtrace_audx+='; } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aud"$'\nfi'
+    _gwtrace_audx+=' && (( _gwtrace_askipx <= 0 || (_gwtrace_askipx -= 1) < 0 )); } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aud"$'\nfi'
   fi
   # shellcheck disable=SC2016
   _gwtrace_ar=${_gwtrace_audbg:-${_gwtrace_audx:+'{ (( _gwtrace_arc = $?, 1 )); } 2>&-'}}$_gwtrace_audx
