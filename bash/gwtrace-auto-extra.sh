@@ -14,8 +14,9 @@
 # one-shot DEBUG trap that `trap` installs as its very last command: it runs
 # before the script's next command, in the script's own context, and runs the
 # script's new DEBUG trap for that command too (it would have run there). If
-# the script sets a DEBUG or RETURN trap, function tracing gives way
-# (functrace goes back off; open function spans end with the script).
+# the script sets a DEBUG trap, ours runs it after our own, for the script's
+# commands only (_gwtrace_auto_dbgtext); a RETURN trap is taken off while our
+# `trap` and EXIT handler run their functions.
 
 _gwtrace_aextra=1
 # shellcheck source=gwtrace-auto-util.sh
@@ -24,8 +25,10 @@ _gwtrace_aux='' _gwtrace_auxpid='' _gwtrace_atrc=0 _gwtrace_aoneshot=''
 # shellcheck disable=SC2016
 _gwtrace_aexit_pre='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); _gwtrace_auto_exit_pre "$_" && : "$_"; } 2>&-'
 # shellcheck disable=SC2016
-_gwtrace_aexit_post='{ (( ++_gwtrace_abusy )); builtin trap - DEBUG; _gwtrace_auto_exit_post; } 2>&-'
-_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset=''
+# (busy from the redirection on, which bash expands before the group's first
+# command and its DEBUG trap: the script's DEBUG trap does not run for ours)
+_gwtrace_aexit_post='{ builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2>&"${_gwtrace_anofd[++_gwtrace_abusy]--}"'
+_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurdep=0 _gwtrace_auddep=0 _gwtrace_askipx=0 _gwtrace_audx=''
 _gwtrace_asigs=()
 _gwtrace_ar='' _gwtrace_at=''
 
@@ -72,6 +75,10 @@ _gwtrace_auto_adopt_end() {
 # script's handler sees $? (and $_) as they were.
 _gwtrace_auto_exit_pre() {
   [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_exit_shim
+  # The script's DEBUG trap ran before our first command, where it runs
+  # before the handler's first one untraced: not again for our `: "$_"` (run
+  # on status 0) and the handler's first command.
+  [[ -z $_gwtrace_audx ]] || _gwtrace_askipx=$(( _gwtrace_aexit ? 1 : 2 ))
   _gwtrace_abusy=0
   return "$_gwtrace_aexit"
 }
@@ -95,6 +102,7 @@ _gwtrace_auto_exit_install() {
 _gwtrace_auto_exit_now() {
   local _gwtrace_lrc=$1 _gwtrace_lsaved=$_gwtrace_aexit
   (( ++_gwtrace_abusy ))
+  builtin trap - RETURN
   shift
   [[ -n ${1-} && $1 != *[!0-9]* ]] && _gwtrace_aexit=$(( 10#${1: -9} & 255 ))
   [[ ${1-} == -- && -n ${2-} && $2 != *[!0-9]* ]] && _gwtrace_aexit=$(( 10#${2: -9} & 255 ))
@@ -179,6 +187,8 @@ _gwtrace_auto_trap() {
           ignore) builtin printf -v "_gwtrace_au$_gwtrace_lu" ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
           revert) builtin printf -v "_gwtrace_au$_gwtrace_lu" ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" '' ;;
         esac
+        [[ $_gwtrace_lu != r ]] || _gwtrace_aurdep=$(( ${#FUNCNAME[@]} - 2 ))
+        [[ $_gwtrace_lu != d ]] || _gwtrace_auddep=$(( ${#FUNCNAME[@]} - 2 ))
         if [[ $_gwtrace_lu == x ]]; then
           _gwtrace_auxpid=$BASHPID
           _gwtrace_auto_exit_install
@@ -258,36 +268,61 @@ _gwtrace_auto_quote() {
 }
 
 # The one-shot DEBUG trap that applies the script's DEBUG, ERR and RETURN
-# traps (see above). If the script now has a DEBUG or RETURN trap, function
-# tracing gives way: functrace goes back off and open function spans end
-# with the script.
+# traps (see above), and runs the script's new DEBUG trap for this command.
 _gwtrace_auto_oneshot() {
   # shellcheck disable=SC2016
-  local _gwtrace_lc='{ (( _gwtrace_arc = $?, 1 )); ' _gwtrace_lyield=''
-  [[ -n $_gwtrace_audbg && -n $_gwtrace_audset$_gwtrace_aurset ]] && _gwtrace_lyield=1
-  if [[ -n $_gwtrace_lyield ]]; then
-    _gwtrace_lc+='set +T; _gwtrace_audbg=; '
-    [[ -z $_gwtrace_acmd ]] || _gwtrace_auto_cmd_end "$_gwtrace_arc"
-  fi
+  local _gwtrace_lc='{ (( _gwtrace_arc = $?, 1 )); '
   [[ -n $_gwtrace_aueset ]] || _gwtrace_lc+='builtin trap - ERR; '
-  _gwtrace_auto_quote "$_gwtrace_aur"
-  if [[ -n $_gwtrace_aurset ]]; then _gwtrace_lc+="builtin trap -- $_gwtrace_ar RETURN; "; else _gwtrace_lc+='builtin trap - RETURN; '; fi
-  if [[ -n $_gwtrace_audbg && -z $_gwtrace_lyield ]]; then
+  # shellcheck disable=SC2016  # by name: a trap's text may span lines (LINENO)
+  if [[ -n $_gwtrace_aurset ]]; then _gwtrace_lc+='builtin trap -- "$_gwtrace_aurx" RETURN; '; else _gwtrace_lc+='builtin trap - RETURN; '; fi
+  _gwtrace_auto_rettext
+  _gwtrace_auto_dbgtext
+  if [[ -n $_gwtrace_ar ]]; then
     # shellcheck disable=SC2016
-    _gwtrace_lc+='builtin trap -- "$_gwtrace_audbg" DEBUG; '
-  elif [[ -n $_gwtrace_audset ]]; then
-    _gwtrace_auto_quote "$_gwtrace_aud"
-    _gwtrace_lc+="builtin trap -- $_gwtrace_ar DEBUG; "
+    _gwtrace_lc+='builtin trap -- "$_gwtrace_audbg$_gwtrace_audx" DEBUG; '
+    [[ -n $_gwtrace_audbg ]] || _gwtrace_audx=$_gwtrace_ar
   else
     _gwtrace_lc+='builtin trap - DEBUG; '
   fi
   # shellcheck disable=SC2016
   _gwtrace_lc+='_gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-'
-  # The script's DEBUG trap, now in force, runs for this command too.
-  if [[ -n $_gwtrace_audset && -n $_gwtrace_aud && ( -n $_gwtrace_lyield || -z $_gwtrace_audbg ) ]]; then
-    _gwtrace_lc+="; $_gwtrace_aud"
-  fi
+  # The DEBUG trap now in force runs for this command too: ours (a function
+  # may have been entered or left) and the script's.
+  [[ -z $_gwtrace_ar ]] || _gwtrace_lc+="; $_gwtrace_ar"
   _gwtrace_aoneshot=$_gwtrace_lc _gwtrace_apend=''
+}
+
+# _gwtrace_auto_rettext: the RETURN trap to install, into _gwtrace_aurx.
+# Our functrace makes every function inherit it, while untraced it fires only
+# for `source`, for the function that set it, and for any function once the
+# script turned functrace on itself (_gwtrace_auT, then the text is the
+# script's own): the script's text is run only then, with $? and $_ as they
+# were, from the trap's first line.
+_gwtrace_auto_rettext() {
+  _gwtrace_aurx=$_gwtrace_aur
+  [[ -n $_gwtrace_audbg && -n $_gwtrace_aur && -z ${_gwtrace_auT-} ]] || return 0
+  # shellcheck disable=SC2016
+  _gwtrace_aurx='{ (( _gwtrace_arr = $?, 1 )); } 2>&-; if { [[ -n ${_gwtrace_auT-} || ${FUNCNAME-} == source ]] || (( ${#FUNCNAME[@]} <= _gwtrace_aurdep )); } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arr" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aur"$'\nfi'
+}
+
+# _gwtrace_auto_dbgtext: the DEBUG trap to install, into _gwtrace_ar: ours
+# (function and command spans) and the script's after it, chained. The
+# script's runs only for the script's own commands (not in our `trap`, our
+# EXIT handler or our functions; in functions only if the script turned
+# functrace on or set it there, as untraced), with $? and $_ as the command left them,
+# and starts on the trap's first line (LINENO counts the trap's lines).
+_gwtrace_auto_dbgtext() {
+  _gwtrace_audx=''
+  if [[ -n $_gwtrace_audset && -n $_gwtrace_aud ]]; then
+    # shellcheck disable=SC2016
+    _gwtrace_audx='; if { (( ! _gwtrace_abusy )) && [[ ${FUNCNAME-} != trap && ${FUNCNAME-} != _gwtrace_* && $BASH_COMMAND != *_gwtrace_a* ]]'
+    # shellcheck disable=SC2016  # our functrace, not the script's: bash's inheritance
+    [[ -z $_gwtrace_audbg ]] || _gwtrace_audx+=' && { [[ -n $_gwtrace_auT || ${FUNCNAME-} == source ]] || (( ${#FUNCNAME[@]} <= _gwtrace_auddep )); }'
+    # shellcheck disable=SC2016
+    _gwtrace_audx+=' && (( _gwtrace_askipx <= 0 || (_gwtrace_askipx -= 1) < 0 )); } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aud"$'\nfi'
+  fi
+  # shellcheck disable=SC2016
+  _gwtrace_ar=${_gwtrace_audbg:-${_gwtrace_audx:+'{ (( _gwtrace_arc = $?, 1 )); } 2>&-'}}$_gwtrace_audx
 }
 
 # The message bash gives for a bad signal, at the script's line.

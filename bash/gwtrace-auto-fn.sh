@@ -360,6 +360,7 @@ _gwtrace_auto_src_done() {
 _gwtrace_auto_dbg() {
   {                                            # nothing of ours reaches stderr
     (( _gwtrace_abusy )) && return 0           # our own `trap` and EXIT handlers
+    [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
     if [[ $- == *x* || $BASH_COMMAND == [sbc][ehuo]* ]]; then
       (( _gwtrace_axg )) || _gwtrace_auto_dbgmode 1
     elif (( _gwtrace_axg )); then
@@ -368,6 +369,7 @@ _gwtrace_auto_dbg() {
     [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
     if (( _gwtrace_dn = ${#BASH_SOURCE[@]} - 1, _gwtrace_di = _gwtrace_an - 1, _gwtrace_dn == _gwtrace_ad )); then
       [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
+      [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
       return 0
     fi
     case ${FUNCNAME[1]-} in
@@ -412,8 +414,35 @@ _gwtrace_auto_dbg() {
       _gwtrace_auto_sync "$_gwtrace_dn"
     fi
     [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
+    [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
   } 2>&-
   return 0
+}
+
+# Whether the script itself wants functrace (_gwtrace_auT): a DEBUG or RETURN
+# trap of the script's runs in every function only then. A `set` may change
+# it (`set +eET`, `set "-$flags"`): at the next command (it takes the slow
+# path) $_ is the set's last argument, expanded, and $- shows a T turned off;
+# functrace is then turned back on for our trap (the script's traps stay
+# gated as bash would gate them).
+_gwtrace_auto_functrace() {
+  [[ -z $_gwtrace_asetpend ]] || return 0
+  _gwtrace_asetpend="$_gwtrace_ad" _gwtrace_ad=-1 _gwtrace_asetcmd=$BASH_COMMAND
+}
+
+# _gwtrace_auto_functrace_done LASTARG: after the `set`.
+_gwtrace_auto_functrace_done() {
+  local _gwtrace_lon=$_gwtrace_auT
+  _gwtrace_ad=$_gwtrace_asetpend _gwtrace_asetpend=''
+  if [[ $- != *T* || ( $1 == +[!+]* && $1 == *T* ) || ( $1 == functrace && $_gwtrace_asetcmd == *+o* ) ]]; then
+    _gwtrace_auT=''
+    [[ $- == *T* ]] || set -T
+  elif [[ ( $1 == -[!-]* && $1 == *T* ) || $1 == functrace ]]; then
+    _gwtrace_auT=1
+  fi
+  [[ $_gwtrace_lon != "$_gwtrace_auT" && -n ${_gwtrace_aurset-} ]] || return 0
+  _gwtrace_auto_rettext
+  builtin trap -- "$_gwtrace_aurx" RETURN
 }
 
 # _gwtrace_auto_dbgmode 1|0: the DEBUG trap with fd 2 closed (xtrace is or
@@ -427,7 +456,7 @@ _gwtrace_auto_dbgmode() {
   else
     _gwtrace_audbg=$_gwtrace_adbg_fn
   fi
-  builtin trap -- "$_gwtrace_audbg" DEBUG
+  builtin trap -- "$_gwtrace_audbg${_gwtrace_audx-}" DEBUG
 }
 
 # Commands level: every command comes here. An external command gets a span
@@ -456,9 +485,11 @@ _gwtrace_auto_cmd() {
     fi
   fi
   (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap
+  [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
   [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
   (( _gwtrace_ln == _gwtrace_ad )) || _gwtrace_auto_sync "$_gwtrace_ln"
   [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
+  [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
   [[ -n $_gwtrace_lagain ]] || _gwtrace_auto_cmd_begin "$BASH_COMMAND"
   return 0
 }
@@ -573,7 +604,8 @@ else
   _gwtrace_audbg=$_gwtrace_adbg_fn _gwtrace_axg=0
   [[ $- != *x* ]] || _gwtrace_audbg=$_gwtrace_adbg_fnx _gwtrace_axg=1
 fi
-_gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0
+_gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0 _gwtrace_auT='' _gwtrace_asetpend='' _gwtrace_asetcmd=''
+[[ $- != *T* ]] || _gwtrace_auT=1
 _gwtrace_auto_seed
 set -T
 builtin trap -- "$_gwtrace_audbg" DEBUG

@@ -17,7 +17,7 @@ _gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_ae
 # The EXIT trap: record the status, end the spans (the halves that go around
 # a handler of the script's own are in gwtrace-auto-extra.sh).
 # shellcheck disable=SC2016
-_gwtrace_aexit0='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); builtin trap - DEBUG; _gwtrace_auto_exit_post; } 2>&-'
+_gwtrace_aexit0='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2>&-'
 
 _gwtrace_auto_extra() {
   [[ -n ${_gwtrace_aextra-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-extra.sh"
@@ -97,7 +97,8 @@ _gwtrace_auto_init
 # here runs in a group with fd 2 closed (invisible to set -x); fd 203 carries
 # the script's stderr for bash's own messages.
 trap() {
-  { _gwtrace_atrc=-1 _gwtrace_aoneshot=''; (( ++_gwtrace_abusy )); _gwtrace_auto_extra; } 2>&-
+  { [[ -z ${_gwtrace_aurset-} ]] || { builtin trap - RETURN; _gwtrace_apend=1; }   # not fired by our functions
+    _gwtrace_atrc=-1 _gwtrace_aoneshot=''; (( ++_gwtrace_abusy )); _gwtrace_auto_extra; } 2>&-
   { _gwtrace_auto_trap 203 "$@"; } 203>&2 2>&-
   # shellcheck disable=SC2064  # the script's own arguments, passed on as they are
   { (( _gwtrace_atrc >= 0 )) || _gwtrace_auto_trap - "$@" || builtin trap "$@"

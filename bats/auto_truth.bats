@@ -93,3 +93,36 @@ EOS
   run awk -F'\t' '$2 == "E" { s = $7; for (i = 8; i <= NF; i++) s = s " " $i; print s }' "$LOG"
   assert_output $'ok process.exit.code=3 gwtrace.status.tested=true\nok process.exit.code=3 gwtrace.status.tested=true\nok process.exit.code=3 gwtrace.status.tested=true\n3\n0'
 }
+
+# A bats file whose tests fail in a helper, after `run` (its `set +eET` ...
+# `set "-$flags"`), and directly: bats' own DEBUG trap builds the stack
+# frames it prints, so its output shows whether that trap saw exactly what
+# it sees untraced.
+@test "bats: a failing test's output is byte-identical traced and untraced, and its functions are traced" {
+  local bats="$GW_ROOT/.tools/node_modules/bats/bin/bats" level plain
+  [[ -x $bats ]] || skip "bats-core not installed under .tools"
+  cat >"$BATS_TEST_TMPDIR/inner.bats" <<'EOS'
+helper() { [ "$1" = ok ]; }
+@test "passes" {
+  helper ok
+}
+@test "fails in a helper after run" {
+  run echo hi
+  helper nope
+}
+@test "fails directly" {
+  false
+}
+EOS
+  plain=$(env -u BASH_ENV "$bats" "$BATS_TEST_TMPDIR/inner.bats" 2>&1) || :
+  [[ $plain == *"from function \`helper'"* ]]
+  for level in scripts functions commands; do
+    : >"$LOG"
+    run env BASH_ENV="$GW_ROOT/bash/gwtrace-auto.sh" GWTRACE_AUTO_LEVEL="$level" "$bats" "$BATS_TEST_TMPDIR/inner.bats"
+    assert_failure 1
+    assert_output "$plain"
+    [[ $level == scripts ]] && continue
+    run awk -F'\t' '$2 == "B" && $11 == "helper"' "$LOG"
+    (( ${#lines[@]} == 2 ))
+  done
+}

@@ -4,6 +4,7 @@
 # expect:
 #   script_traps.sh ERROR
 #     work ERROR
+#     helper OK
 set -E
 trap 'echo "ERR: [$BASH_COMMAND] status=$? line=$LINENO in ${FUNCNAME[0]:-main}"' ERR
 trap 'rc=$?; echo "EXIT: status=$rc"; trap -p EXIT' EXIT
