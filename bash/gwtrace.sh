@@ -506,10 +506,10 @@ _gwtrace_redacts() {
 # A cut field keeps its key whole and a prefix of its value; the line gets
 # gwtrace.truncated=true. _gwtrace_shrink stays the last guard (a huge name).
 _gwtrace_fit() {
-  local -i _gwtrace_max=3900 _gwtrace_total=${#_gwtrace_line} _gwtrace_i _gwtrace_n _gwtrace_left _gwtrace_share \
+  local -i _gwtrace_max=4000 _gwtrace_total=${#_gwtrace_line} _gwtrace_i _gwtrace_n _gwtrace_left _gwtrace_share \
     _gwtrace_more=1
   local _gwtrace_a _gwtrace_bs
-  [[ $_gwtrace_line${_gwtrace_f[*]} == *[![:ascii:]]* ]] && _gwtrace_max=950
+  [[ $_gwtrace_line${_gwtrace_f[*]} == *[![:ascii:]]* ]] && _gwtrace_max=1000
   for _gwtrace_a in "${_gwtrace_f[@]}"; do _gwtrace_total+=${#_gwtrace_a}+1; done
   (( _gwtrace_total > _gwtrace_max )) || return 0
   _gwtrace_left=$(( _gwtrace_max - ${#_gwtrace_line} - 24 )) _gwtrace_n=${#_gwtrace_f[@]}

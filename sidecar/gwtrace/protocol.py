@@ -286,7 +286,7 @@ def _diagnose(text: str) -> str:
 
 
 #: Longest line a producer writes: one write(2) of one printf in bash (docs/protocol.md).
-WRITE_LINE_BYTES = 3900
+WRITE_LINE_BYTES = 4000
 TRUNCATED = "gwtrace.truncated=true"
 
 
