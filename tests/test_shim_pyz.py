@@ -81,3 +81,33 @@ def test_gwtrace_run_works_from_the_archive(pyz: Path, tmp_path: Path) -> None:
     show = subprocess.run(["/usr/bin/python3", str(pyz), "show", "--last"], env=env, capture_output=True, text=True)
     # the root span is the bash script's own (no second "bash" span under it)
     assert [line.split()[0] for line in show.stdout.splitlines()[1:]] == ["bash", "f"]
+
+
+def test_lib_from_the_archive_prints_a_file_bash_can_source(pyz: Path, tmp_path: Path) -> None:
+    """Beside a gwtrace.sh with the same bytes (how a glidein ships them): that
+    file; alone: a private copy, written once. Both must source."""
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / pyz.name).write_bytes(pyz.read_bytes())
+    env = clean_env(XDG_CACHE_HOME=str(tmp_path / "cache"))
+    printed = subprocess.run([sys.executable, str(alone / pyz.name), "lib"], env=env, capture_output=True,
+                             text=True, timeout=60).stdout.strip()
+    assert printed.startswith(str(tmp_path / "cache" / "gwtrace")) and Path(printed).read_bytes() == LIB.read_bytes()
+    beside = tmp_path / "beside"
+    beside.mkdir()
+    (beside / pyz.name).write_bytes(pyz.read_bytes())
+    (beside / "gwtrace.sh").write_bytes(LIB.read_bytes())
+    printed2 = subprocess.run([sys.executable, str(beside / pyz.name), "lib"], env=env, capture_output=True,
+                              text=True, timeout=60).stdout.strip()
+    assert printed2 == str(beside / "gwtrace.sh")
+    for path in (printed, printed2):
+        out = subprocess.run(["bash", "-c", f'source "{path}" && type -t trace_begin'], env=env,
+                             capture_output=True, text=True, timeout=60)
+        assert out.stdout == "function\n", out.stderr
+
+
+def test_serve_from_the_archive_says_in_one_line_what_it_lacks(pyz: Path) -> None:
+    out = subprocess.run([sys.executable, str(pyz), "serve"], env=clean_env(), capture_output=True, text=True,
+                         timeout=60)
+    assert out.returncode == 1 and out.stdout == ""
+    assert out.stderr.count("\n") == 1 and "needs the Python package 'flask'" in out.stderr

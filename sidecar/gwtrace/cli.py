@@ -11,10 +11,11 @@ from . import __version__
 
 
 def _lib_path() -> str:
-    """Path of the installed bash library (bash/gwtrace.sh in a checkout)."""
+    """Path of the bash library as a file bash can source (bash/gwtrace.sh in
+    a checkout; extracted from a .pyz, see bashlib.real_path)."""
     from . import bashlib
 
-    return os.path.join(os.path.dirname(os.path.abspath(bashlib.__file__)), "gwtrace.sh")
+    return bashlib.real_path(["gwtrace.sh"])
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -63,20 +64,37 @@ _DELEGATED = {"serve": ("server", "serve_main"), "run": ("run", "run_main"),
 
 
 def main(argv: Optional[List[str]] = None) -> int:
+    """Every command, delegated ones included, runs inside one error handler:
+    a failure is one ``gwtrace: ...`` line and exit status 1, never a traceback."""
     argv = list(sys.argv[1:] if argv is None else argv)
-    if argv and argv[0] in _DELEGATED:
-        import importlib
-
-        module, function = _DELEGATED[argv[0]]
-        return getattr(importlib.import_module(f".{module}", __package__), function)(argv[1:])
-    parser = build_parser()
-    args = parser.parse_args(argv)
     try:
+        if argv and argv[0] in _DELEGATED:
+            return _delegate(argv[0], argv[1:])
+        parser = build_parser()
+        args = parser.parse_args(argv)
         return _dispatch(parser, args)
     except KeyboardInterrupt:
         return 130
     except Exception as exc:  # noqa: BLE001 - one clear line, never a traceback
         print(f"gwtrace: {describe(exc)}", file=sys.stderr)
+        return 1
+
+
+def _delegate(command: str, argv: List[str]) -> int:
+    """Run a command that parses its own arguments, saying in one line when
+    it needs a package this installation lacks (the .pyz carries only what a
+    worker node needs: `serve` wants Flask and waitress)."""
+    import importlib
+
+    module, function = _DELEGATED[command]
+    try:
+        entry = getattr(importlib.import_module(f".{module}", __package__), function)
+        return entry(argv)
+    except ModuleNotFoundError as exc:
+        if (exc.name or "").split(".")[0] in ("gwtrace", ""):
+            raise
+        print(f"gwtrace {command}: needs the Python package '{exc.name}', which this gwtrace lacks "
+              f"(the .pyz carries only the sidecar): pip install gwtrace on this machine", file=sys.stderr)
         return 1
 
 

@@ -508,30 +508,14 @@ def _remove_tree(path: str) -> None:
 def auto_lib_path(work_dir: Optional[str]) -> Optional[str]:
     """gwtrace-auto.sh as a file bash can source. Inside a zipapp it is copied
     (with the files it loads) into WORK_DIR, the sidecar's private directory."""
-    from . import bashlib  # noqa: F401 - locates the package
+    from . import bashlib
 
-    base = os.path.dirname(os.path.abspath(bashlib.__file__))
-    path = os.path.join(base, AUTO_LIB)
-    if os.path.isfile(path):
-        return path
-    if not work_dir:
+    if not os.path.isfile(os.path.join(bashlib.HERE, AUTO_LIB)) and not work_dir:
         return None
     try:
-        import pkgutil
-
-        data = pkgutil.get_data("gwtrace.bashlib", AUTO_LIB)
+        return bashlib.real_path(AUTO_LIBS, work_dir)
     except (OSError, ValueError):
         return None
-    if data is None:
-        return None
-    for name in AUTO_LIBS:
-        part = data if name == AUTO_LIB else pkgutil.get_data("gwtrace.bashlib", name)
-        if part is None:
-            return None
-        fd = os.open(os.path.join(work_dir, name), os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-        with os.fdopen(fd, "wb") as f:
-            f.write(part)
-    return os.path.join(work_dir, AUTO_LIB)
 
 
 # --- entry points -----------------------------------------------------------
