@@ -110,3 +110,37 @@ def test_a_second_ingest_spool_sends_nothing_twice(tmp_path):
         assert len(receiver.spans) == 40
     finally:
         receiver.stop()
+
+
+def test_ingest_watch_follows_client_log_directories_as_glideins_complete(tmp_path):
+    """A .err that appears (and settles) after the watcher started is ingested
+    once; the watcher ends cleanly on SIGTERM; a missing directory is one line."""
+    import signal
+    import time
+
+    env = clean_env(GWTRACE_HOME=str(tmp_path / "node"), GWTRACE_EXPORT="ship-home")
+    gw = tmp_path / "gw"
+    gw.mkdir(mode=0o700)
+    assert run_bash(spans_script(15), dict(env, GWTRACE_DIR=str(gw))).returncode == 0
+    shipped = tmp_path / "shipped.err"
+    assert subprocess.run([GWTRACE, "sidecar", "stop", "--dir", str(gw), "--ship-to", str(shipped)], env=env,
+                          capture_output=True, timeout=60).returncode == 0
+    logs = tmp_path / "client" / "user_fe" / "glidein_gf" / "entry_E"
+    logs.mkdir(parents=True)
+    receiver = OtlpReceiver().start()
+    try:
+        wenv = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.endpoint, GWTRACE_HOME=str(tmp_path / "f"))
+        watcher = subprocess.Popen([GWTRACE, "ingest", "--watch", str(tmp_path / "client"), "--interval", "0.2",
+                                    "--settle", "0.5"], env=wenv, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.0)
+        (logs / "job.42.0.err").write_bytes(b"some glidein stderr\n" + shipped.read_bytes())
+        assert len(receiver.wait_for(15, timeout=30)) == 15
+        time.sleep(1.5)                                      # more scans: nothing twice
+        assert len(receiver.spans) == 15
+        watcher.send_signal(signal.SIGTERM)
+        assert watcher.wait(timeout=30) == 0
+        assert "ingested 1 block(s), 15 span(s) from 1 file(s)" in watcher.stderr.read()
+    finally:
+        receiver.stop()
+    missing = ingest(clean_env(GWTRACE_HOME=str(tmp_path / "f")), "--watch", str(tmp_path / "nope"))
+    assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "no directory" in missing.stderr

@@ -215,6 +215,74 @@ def ingest_files(paths: List[str], forwarder: Forwarder, ledger: Ledger, err: Te
     return totals, ok
 
 
+class Watcher:
+    """``gwtrace ingest --watch DIR...``: follow a factory's client log
+    directories as glideins complete.
+
+    Every INTERVAL seconds it looks for glidein output (``job.*.err`` and
+    ``job.*.out``) that changed since it last read it and has not changed for
+    SETTLE seconds (HTCondor writes the files back when the glidein ends; a
+    file still growing would show a half-written block as truncated), and
+    ingests those files. The ledger makes a file read twice cost nothing.
+    """
+
+    PATTERNS = ("job.*.err", "job.*.out")
+
+    def __init__(self, dirs: List[str], settle: float) -> None:
+        self.dirs = [Path(d) for d in dirs]
+        self.settle = settle
+        self.done: "dict[Path, tuple[int, float]]" = {}
+
+    def ready(self, now: float) -> List[Path]:
+        """Files that changed since they were read and have settled."""
+        found = []
+        for top in self.dirs:
+            for pattern in self.PATTERNS:
+                for path in top.rglob(pattern):
+                    try:
+                        st = path.stat()
+                    except OSError:
+                        continue
+                    key = (st.st_size, st.st_mtime)
+                    if self.done.get(path) != key and now - st.st_mtime >= self.settle:
+                        found.append(path)
+                        self.done[path] = key
+        return sorted(found)
+
+
+def watch(args: argparse.Namespace, err: TextIO) -> int:
+    """Ingest settled glidein output forever (or once with --once); SIGTERM ends it cleanly."""
+    import signal as _signal
+
+    for d in args.watch:
+        if not Path(d).is_dir():
+            raise IngestError(f"--watch: no directory at {d}")
+    stop = {"now": False}
+    _signal.signal(_signal.SIGTERM, lambda *_: stop.update(now=True))
+    watcher = Watcher(args.watch, args.settle)
+    forwarder = Forwarder()
+    ledger = Ledger(Path(args.ledger) if args.ledger else default_ledger(), forwarder.destination)
+    status = 0
+    try:
+        while not stop["now"]:
+            files = watcher.ready(time.time())
+            if files:
+                totals, ok = ingest_files([str(f) for f in files], forwarder, ledger, err)
+                if totals["blocks"] or not ok:
+                    print(f"gwtrace: ingested {totals['blocks']} block(s), {totals['spans']} span(s) from "
+                          f"{len(files)} file(s) into {forwarder.destination}", file=err)
+                status = status or (0 if ok else 1)
+            if args.once:
+                break
+            for _ in range(int(args.interval * 10)):
+                if stop["now"]:
+                    break
+                time.sleep(0.1)
+    finally:
+        forwarder.close()
+    return status
+
+
 def ingest_spool(directory: str, err: TextIO) -> int:
     from .control import ControlError, _drain_without_daemon, _existing_directory, _open_spool
     from .sidecar import format_counters
@@ -235,9 +303,23 @@ def ingest_main(argv: List[str]) -> int:
     p.add_argument("paths", nargs="*", help="glidein output files or directories of them")
     p.add_argument("--spool", metavar="DIR", help="recover the spans of a (dead) sidecar's state directory")
     p.add_argument("--ledger", help=f"file of digests already ingested (default ${{GWTRACE_HOME}}/{LEDGER_NAME})")
+    p.add_argument("--watch", nargs="+", metavar="DIR",
+                   help="follow client log directories: ingest job.*.err/.out files as glideins complete")
+    p.add_argument("--interval", type=float, default=60.0, help="--watch: seconds between scans (default 60)")
+    p.add_argument("--settle", type=float, default=30.0,
+                   help="--watch: a file is read once unchanged for this many seconds (default 30)")
+    p.add_argument("--once", action="store_true", help="--watch: one scan, then exit (for cron)")
     args = p.parse_args(argv)
+    if args.watch:
+        if args.paths or args.spool:
+            p.error("--watch takes its directories alone")
+        try:
+            return watch(args, sys.stderr)
+        except (IngestError, OSError) as exc:
+            print(f"gwtrace: {exc}", file=sys.stderr)
+            return 1
     if not args.paths and not args.spool:
-        p.error("give glidein output files/directories, or --spool DIR")
+        p.error("give glidein output files/directories, or --spool DIR, or --watch DIR")
     from .control import ControlError
 
     try:
