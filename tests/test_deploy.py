@@ -144,3 +144,28 @@ def test_ingest_watch_follows_client_log_directories_as_glideins_complete(tmp_pa
         receiver.stop()
     missing = ingest(clean_env(GWTRACE_HOME=str(tmp_path / "f")), "--watch", str(tmp_path / "nope"))
     assert missing.returncode == 1 and missing.stderr.count("\n") == 1 and "no directory" in missing.stderr
+
+
+def test_a_clean_stop_removes_the_directory_start_made_and_keeps_one_with_spans(tmp_path):
+    import re
+
+    receiver = OtlpReceiver().start()
+    try:
+        for endpoint, kept in ((receiver.endpoint, False), ("http://127.0.0.1:9/v1/traces", True)):
+            tmp = tmp_path / ("kept" if kept else "clean")
+            tmp.mkdir()
+            env = clean_env(TMPDIR=str(tmp), OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=endpoint,
+                            GWTRACE_HOME=str(tmp_path / "home"))
+            start = subprocess.run([GWTRACE, "sidecar", "start"], env=env, capture_output=True, text=True,
+                                   timeout=60)
+            assert start.returncode == 0, start.stderr
+            directory = re.search(r"GWTRACE_DIR='?([^';]+)", start.stdout).group(1)
+            assert Path(directory).parent == tmp
+            assert run_bash(spans_script(3), dict(env, GWTRACE_DIR=directory)).returncode == 0
+            stop = subprocess.run([GWTRACE, "sidecar", "stop", "--dir", directory], env=env,
+                                  capture_output=True, text=True, timeout=120)
+            assert stop.returncode == 0, stop.stderr
+            assert Path(directory).exists() == kept
+            assert ("gwtrace ingest --spool " + directory in stop.stderr) == kept
+    finally:
+        receiver.stop()

@@ -57,7 +57,27 @@ def choose_directory(explicit: Optional[str]) -> str:
     env_dir = os.environ.get("GWTRACE_DIR")
     if env_dir:
         return env_dir
-    return tempfile.mkdtemp(prefix="gwtrace.", dir=os.environ.get("TMPDIR") or None)
+    made = tempfile.mkdtemp(prefix="gwtrace.", dir=os.environ.get("TMPDIR") or None)
+    os.close(os.open(os.path.join(made, MADE_BY_START), os.O_WRONLY | os.O_CREAT, 0o600))
+    return made
+
+
+#: Marks a state directory that `sidecar start` made itself: a clean stop
+#: removes it (nothing left in /tmp), one with spans still in it is kept.
+MADE_BY_START = ".made-by-gwtrace-start"
+
+
+def _remove_if_done(spool: Spool, out: TextIO) -> None:
+    """After a stop: the directory `start` made for itself goes when every span
+    was delivered or shipped; otherwise it stays, and the line says where."""
+    if not os.path.exists(spool.path(MADE_BY_START)):
+        return
+    if spool.batch_seqs():
+        print(f"gwtrace: undelivered spans kept in {spool.dir}: gwtrace ingest --spool {spool.dir}", file=out)
+        return
+    import shutil
+
+    shutil.rmtree(spool.dir, ignore_errors=True)
 
 
 def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO,
@@ -198,6 +218,7 @@ def stop(directory: Optional[str], timeout: float, out: TextIO, ship_to: Optiona
     from .sidecar import format_counters
 
     print(f"gwtrace: sidecar stopped: {format_counters(spool.read_status())}", file=out)
+    _remove_if_done(spool, out)
     return 0
 
 
