@@ -90,8 +90,12 @@ def ingest_once(logs: Path, home: Path) -> Dict[str, object]:
         receiver.stop()
 
 
-def test_an_offline_glidein_brings_every_span_home_once(tmp_path, pyz):
-    area = web_area(tmp_path, pyz)
+@pytest.mark.parametrize("collector", [
+    [],                                                          # none configured: ship-home only
+    ["--attr", "GWTRACE_OTLP_ENDPOINT=http://127.0.0.1:9"],      # configured, but nothing listens
+], ids=["no-collector-configured", "collector-unreachable"])
+def test_an_offline_glidein_brings_every_span_home_once(tmp_path, pyz, collector):
+    area = web_area(tmp_path, pyz, *collector)
     try:
         run = tmp_path / "client_log"
         done = harness("run-glidein", "--keep", str(area), str(run), timeout=900)
