@@ -457,7 +457,7 @@ EOF
   assert_output unset
   run "$GW_PY" - "$LOG" <<'EOF'
 import sys
-from gwtrace.protocol import parse_line
+from gwtrace.wire.events import parse_line
 events = [parse_line(l) for l in open(sys.argv[1], "rb").read().split(b"\n")[:-1]]
 begins = [e for e in events if e.kind == "B"]
 ends = [e for e in events if e.kind == "E"]

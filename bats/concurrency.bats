@@ -199,7 +199,7 @@ EOF
   # every writer's spans are intact and their pad has the full length
   run "$GW_PY" - "$LOG" <<'EOF'
 import sys, collections
-from gwtrace.protocol import parse_line
+from gwtrace.wire.events import parse_line
 want = {"a": 10, "b": 900, "c": 2000, "d": 3800}
 spans = collections.Counter()
 for raw in open(sys.argv[1], "rb").read().split(b"\n")[:-1]:

@@ -169,7 +169,7 @@ EOF
   printf '%s\0' "${VALS[@]}" >"$BATS_TEST_TMPDIR/vals.bin"
   run "$GW_PY" - "$LOG" "$BATS_TEST_TMPDIR/vals.bin" <<'EOF'
 import sys
-from gwtrace.protocol import parse_line
+from gwtrace.wire.events import parse_line
 lines = open(sys.argv[1], "rb").read().split(b"\n")[:-1]
 want = open(sys.argv[2], "rb").read().split(b"\0")[:-1]
 got = [parse_line(raw) for raw in lines if raw.split(b"\t")[1] == b"A"]

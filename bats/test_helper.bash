@@ -6,7 +6,7 @@
 # Every scenario runs in a new `bash` process (gw_run / gw_run_raw), because
 # the library's contract is about what a host script sees. The scenario's
 # events land in $LOG ($GWTRACE_DIR/events.log, no sidecar needed); helpers
-# below split its TAB-separated lines the way sidecar/gwtrace/protocol.py does.
+# below split its TAB-separated lines the way sidecar/gwtrace/wire/events.py does.
 #
 # Field numbers are protocol.py's `fields[i]` (0-based):
 #   0 gw1  1 kind  2 ts_us  3 pid  4 trace_id  5 span_id
@@ -247,7 +247,7 @@ assert_no_log() {
 parse_log() {
   "$GW_PY" - "${1:-$LOG}" <<'EOF'
 import sys
-from gwtrace.protocol import ProtocolError, parse_line
+from gwtrace.wire.events import ProtocolError, parse_line
 data = open(sys.argv[1], "rb").read()
 if data and not data.endswith(b"\n"):
     print("log does not end with a newline")

@@ -1,7 +1,7 @@
 """Assembling events into spans, and everything that can go wrong doing it."""
 
-from gwtrace.assembler import Assembler
-from gwtrace.protocol import Event
+from gwtrace.sidecar.assembler import Assembler
+from gwtrace.wire.events import Event
 
 T = "4bf92f3577b34da6a3ce929d0e0e4736"
 A, B = "aaaaaaaaaaaaaaaa", "bbbbbbbbbbbbbbbb"

@@ -11,7 +11,7 @@ import pytest
 
 from conftest import GWTRACE, LIB, REPO, clean_env, run_bash
 
-from gwtrace.shiphome import BadBlock, Block, find_blocks, frame
+from gwtrace.wire.blocks import BadBlock, Block, find_blocks, frame
 
 SHIP_SPOOL = REPO / "shim" / "gwtrace-ship-spool"
 

@@ -2,8 +2,8 @@
 
 import os
 
-from gwtrace.eventlog import EventLogReader, create_event_log
-from gwtrace.protocol import MAX_LINE_BYTES
+from gwtrace.sidecar.eventlog import EventLogReader, create_event_log
+from gwtrace.wire.events import MAX_LINE_BYTES
 
 
 def test_log_is_private(tmp_path):

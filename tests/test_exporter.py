@@ -6,8 +6,8 @@ from opentelemetry.sdk.trace import Event as SdkEvent
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 
-from gwtrace.assembler import SpanRecord
-from gwtrace.exporter import SCOPE, to_readable_spans
+from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.export.otlp import SCOPE, to_readable_spans
 
 T1, T2 = "4bf92f3577b34da6a3ce929d0e0e4736", "0af7651916cd43dd8448eb211c80319c"
 
@@ -71,7 +71,7 @@ def test_shared_sdk_objects_encode_exactly_like_fresh_ones():
 
 
 def test_hashed_resource_is_the_same_resource():
-    from gwtrace.exporter import hashed_resource
+    from gwtrace.export.otlp import hashed_resource
 
     plain = Resource({"service.name": "glidein", "host.name": "wn042", "glidein.cores": 8}, "https://x/1.0")
     hashed = hashed_resource(plain)
@@ -83,7 +83,7 @@ def test_hashed_resource_is_the_same_resource():
 def test_span_contexts_built_as_tuples_equal_the_constructors(monkeypatch):
     import random
 
-    import gwtrace.exporter as exporter
+    import gwtrace.export.otlp as exporter
 
     assert exporter._span_context is not SpanContext     # this SDK passes the start-up probe
     rng = random.Random(7)

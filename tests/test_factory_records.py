@@ -9,12 +9,12 @@ import pytest
 from opentelemetry.sdk.resources import Resource
 
 import factory_gen as gen
-from gwtrace.exporter import to_readable_spans
+from gwtrace.export.otlp import to_readable_spans
 from gwtrace.factory.canonical import CATEGORIES, job_units
 from gwtrace.factory.cli import main
 from gwtrace.factory.collect import collect
 from gwtrace.factory.to_trace import glidein_trace_id, record_to_spans, resource_attributes, spans_to_lines
-from gwtrace.protocol import parse_line
+from gwtrace.wire.events import parse_line
 
 pytestmark = pytest.mark.skipif(not gen.samples_present(), reason="../shared/samples/glideinwms not found")
 

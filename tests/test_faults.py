@@ -169,8 +169,8 @@ def test_incomplete_spans_survive_a_sidecar_kill(sidecar, receiver):
 
 
 def test_a_batch_in_flight_at_a_crash_is_resent_and_counted(sidecar, receiver):
-    from gwtrace.assembler import SpanRecord
-    from gwtrace.spool import Checkpoint, Spool
+    from gwtrace.sidecar.assembler import SpanRecord
+    from gwtrace.sidecar.statedir import Checkpoint, Spool
 
     sp = Spool(str(sidecar.dir))
     spans = [SpanRecord("4bf92f3577b34da6a3ce929d0e0e4736", f"{i + 1:016x}", "", False, 1, "", f"b{i}",

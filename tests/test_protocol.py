@@ -2,7 +2,7 @@
 
 import pytest
 
-from gwtrace.protocol import ProtocolError, escape, format_event, parse_line, typed_value, unescape
+from gwtrace.wire.events import ProtocolError, escape, format_event, parse_line, typed_value, unescape
 
 T = "4bf92f3577b34da6a3ce929d0e0e4736"
 S = "00f067aa0ba902b7"
@@ -162,7 +162,7 @@ def test_fast_line_forms_agree_with_the_field_by_field_parser():
     # parse_line matches whole well-formed lines with one regex per kind and
     # falls back to _parse_fields for anything else: on every input both must
     # give the same event, or both reject it.
-    from gwtrace.protocol import _parse_fields
+    from gwtrace.wire.events import _parse_fields
 
     accepted = 0
     for text in _variants():
@@ -182,7 +182,7 @@ def test_fast_line_forms_agree_with_the_field_by_field_parser():
 @pytest.mark.parametrize("key", ["k", "process.executable.name", "x.namespace"])
 def test_attribute_typing_is_typed_value_except_under_names(key):
     # parse_attributes inlines typed_value; both must say the same.
-    from gwtrace.protocol import parse_attributes
+    from gwtrace.wire.events import parse_attributes
 
     for text in ["8", "-3", "0", "-0", "00", "08", "9" * 18, "9" * 19, "-" + "9" * 18, "-" + "9" * 19, "1.10",
                  "1e3", "", "-", "true", "false", "TRUE", "\u00b2", "\u0663", "12\u0663", " 1", "1 ", "+1"]:
@@ -192,7 +192,7 @@ def test_attribute_typing_is_typed_value_except_under_names(key):
 
 
 def test_python_producers_cut_long_values_and_keep_every_attribute() -> None:
-    from gwtrace.protocol import TRUNCATED, WRITE_LINE_BYTES
+    from gwtrace.wire.events import TRUNCATED, WRITE_LINE_BYTES
 
     attributes = {"a": "1", "big": "x" * 100_000, "c": "3", "utf8": "é日🚀" * 3000, "my_token": "v", "e": "5"}
     line = format_event("B", 1, 2, "a" * 32, "b" * 16, "-", "0", "01", "-", "s", attributes=attributes)

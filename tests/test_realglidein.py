@@ -22,7 +22,7 @@ from typing import Dict, List
 import pytest
 
 from conftest import GWTRACE, REPO, clean_env
-from gwtrace.shiphome import Block, find_blocks
+from gwtrace.wire.blocks import Block, find_blocks
 from otlp_receiver import OtlpReceiver
 
 HARNESS = REPO.parent / "shared" / "tools" / "realglidein"

@@ -1,7 +1,7 @@
 """One redaction rule, every producer: a conformance test.
 
 The rule of docs/protocol.md ("Secrets") lives once per language:
-bash/gwtrace.sh (_gwtrace_redacts), sidecar/gwtrace/redact.py and
+bash/gwtrace.sh (_gwtrace_redacts), sidecar/gwtrace/wire/redact.py and
 shim/gwtrace-job-wrapper (_gwtrace_jw_redacts). Every producer, and the
 sidecar's backstop, runs on the same table and must agree with it row by row:
 the bash library through both trace_begin paths (its fast path only checks
@@ -23,8 +23,8 @@ import pytest
 
 from conftest import GWTRACE, LIB, REPO, clean_env
 
-from gwtrace.protocol import format_event, parse_attributes, parse_line
-from gwtrace.redact import REDACTED, redact_attributes, redacts
+from gwtrace.wire.events import format_event, parse_attributes, parse_line
+from gwtrace.wire.redact import REDACTED, redact_attributes, redacts
 
 JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJl"
 

@@ -18,7 +18,7 @@ from typing import Dict, List
 import pytest
 
 from conftest import REPO
-from gwtrace.protocol import Event, parse_line
+from gwtrace.wire.events import Event, parse_line
 
 WRAPPER = REPO / "shim" / "gwtrace-job-wrapper"
 AD_TRACEPARENT = "00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01"

@@ -43,7 +43,7 @@ def pyz(tmp_path_factory) -> Iterator[Path]:
 def test_the_archive_is_pure_python_and_self_contained(pyz: Path) -> None:
     with zipfile.ZipFile(pyz) as zf:
         names = zf.namelist()
-    assert "__main__.py" in names and "gwtrace/cli.py" in names and "gwtrace/bashlib/gwtrace.sh" in names
+    assert "__main__.py" in names and "gwtrace/cli/__init__.py" in names and "gwtrace/bashlib/gwtrace.sh" in names
     assert any(n.startswith("google/protobuf/internal/python_message.py") for n in names)
     assert any(n.startswith("opentelemetry_sdk-") and n.endswith("entry_points.txt") for n in names)
     assert not [n for n in names if n.endswith((".so", ".pyd"))]

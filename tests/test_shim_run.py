@@ -21,7 +21,7 @@ import pytest
 from conftest import GWTRACE, clean_env
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
-from gwtrace.run import incoming_context, parse_run_args, parse_span_args, UsageError
+from gwtrace.shim.run import incoming_context, parse_run_args, parse_span_args, UsageError
 
 
 def run(args, env: Dict[str, str], **kw) -> subprocess.CompletedProcess:

@@ -7,7 +7,7 @@ import io
 
 from test_store import TRACE_A, TRACE_B, make_request
 
-from gwtrace.show import is_finished, show
+from gwtrace.cli.show import is_finished, show
 from gwtrace.store import TraceStore
 
 

@@ -17,8 +17,8 @@ from typing import Dict, List
 from conftest import GWTRACE, LIB, Sidecar, clean_env
 
 from gwtrace.cli import describe
-from gwtrace.control import ControlError
-from gwtrace.reachability import endpoint_problem
+from gwtrace.sidecar.control import ControlError
+from gwtrace.export.reachability import endpoint_problem
 
 
 def closed_port() -> int:
@@ -152,7 +152,7 @@ def test_cli_errors_are_one_line_without_doubled_prefix_or_internal_error(tmp_pa
 
 
 def test_describe_strips_relayed_prefixes_and_names_internal_errors() -> None:
-    from gwtrace.spool import SpoolError
+    from gwtrace.sidecar.statedir import SpoolError
 
     assert describe(ControlError("gwtrace: sidecar failed to start: boom\n")) == "sidecar failed to start: boom"
     assert describe(SpoolError("another sidecar owns /x")) == "another sidecar owns /x"

@@ -10,8 +10,8 @@ same trace: its setup computes ``glidein_trace_id`` from the same values
 import hashlib
 from typing import Any, Dict, List, Optional
 
-from ..assembler import SpanRecord
-from ..protocol import format_event
+from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.events import format_event
 from .record import GlideinRecord
 
 ID_DOMAIN = b"gwtrace-glidein-v1"
@@ -30,7 +30,7 @@ def span_id(trace_id: str, name: str) -> str:
 
 
 def resource_attributes(rec: GlideinRecord) -> Dict[str, Any]:
-    """Resource attributes named as ``gwtrace.resource`` names them for live glideins."""
+    """Resource attributes named as ``gwtrace.export.resource`` names them for live glideins."""
     pairs = {
         "service.name": "glidein",
         "glidein.uuid": rec.glidein_uuid,

@@ -23,7 +23,7 @@ import sys
 import time
 from typing import Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from .protocol import escape, format_event, is_hex_id
+from gwtrace.wire.events import escape, format_event, is_hex_id
 
 LEVELS = ("scripts", "functions", "commands")
 DEFAULT_LEVEL = "functions"
@@ -426,7 +426,7 @@ class Sink:
         directory = _sidecar_dir(environ)
         if directory and _sidecar_running(directory):
             return cls({}, directory, private=False)
-        from . import control
+        from gwtrace.sidecar import control
 
         out = io.StringIO()
         private_dir = _mkdtemp(environ)
@@ -442,8 +442,8 @@ class Sink:
         unless spans are still waiting there for delivery."""
         if not self.private or not self.directory:
             return
-        from . import control
-        from .spool import Spool
+        from gwtrace.sidecar import control
+        from gwtrace.sidecar.statedir import Spool
 
         control.stop(self.directory, 120.0, io.StringIO())
         status = Spool(self.directory).read_status()
@@ -475,7 +475,7 @@ def _sidecar_dir(environ: Dict[str, str]) -> Optional[str]:
 def _sidecar_running(directory: str) -> bool:
     if not os.path.isdir(directory):
         return False
-    from .spool import Spool, SpoolError
+    from gwtrace.sidecar.statedir import Spool, SpoolError
 
     try:
         return Spool(directory).is_owned()
@@ -508,7 +508,7 @@ def _remove_tree(path: str) -> None:
 def auto_lib_path(work_dir: Optional[str]) -> Optional[str]:
     """gwtrace-auto.sh as a file bash can source. Inside a zipapp it is copied
     (with the files it loads) into WORK_DIR, the sidecar's private directory."""
-    from . import bashlib
+    from gwtrace import bashlib
 
     if not os.path.isfile(os.path.join(bashlib.HERE, AUTO_LIB)) and not work_dir:
         return None
@@ -559,7 +559,7 @@ def run_main(argv: List[str]) -> int:
     try:
         sink = Sink.acquire(environ)
     except Exception as exc:  # noqa: BLE001 - tracing trouble never stops the command
-        from .cli import describe
+        from gwtrace.cli import describe
 
         print(f"gwtrace run: tracing off: {describe(exc)}", file=sys.stderr)
     sink_env = dict(sink.env) if sink else {}

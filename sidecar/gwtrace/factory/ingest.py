@@ -27,12 +27,12 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 
-from .assembler import Assembler
-from .exporter import RETRYABLE_STATUS, otlp_endpoint_configured, otlp_timeout_seconds, \
+from gwtrace.sidecar.assembler import Assembler
+from gwtrace.export.otlp import RETRYABLE_STATUS, otlp_endpoint_configured, otlp_timeout_seconds, \
     parse_retry_after, to_readable_spans
-from .protocol import ProtocolError, parse_line
-from .shiphome import BadBlock, Block, find_blocks
-from .sidecar import now_us
+from gwtrace.wire.events import ProtocolError, parse_line
+from gwtrace.wire.blocks import BadBlock, Block, find_blocks
+from gwtrace.sidecar.daemon import now_us
 
 LEDGER_NAME = "ingested.sha256"
 HTTP_ATTEMPTS = 5
@@ -92,7 +92,7 @@ class Forwarder:
                 env.get("OTEL_EXPORTER_OTLP_CERTIFICATE") or True
             self.session = requests.Session()
         else:
-            from .store import TraceStore
+            from gwtrace.store import TraceStore
 
             self.store = TraceStore()
 
@@ -284,8 +284,8 @@ def watch(args: argparse.Namespace, err: TextIO) -> int:
 
 
 def ingest_spool(directory: str, err: TextIO) -> int:
-    from .control import ControlError, _drain_without_daemon, _existing_directory, _open_spool
-    from .sidecar import format_counters
+    from gwtrace.sidecar.control import ControlError, _drain_without_daemon, _existing_directory, _open_spool
+    from gwtrace.sidecar.daemon import format_counters
 
     spool = _open_spool(_existing_directory(directory))   # a typo creates nothing
     if spool.is_owned():
@@ -320,7 +320,7 @@ def ingest_main(argv: List[str]) -> int:
             return 1
     if not args.paths and not args.spool:
         p.error("give glidein output files/directories, or --spool DIR, or --watch DIR")
-    from .control import ControlError
+    from gwtrace.sidecar.control import ControlError
 
     try:
         status = 0

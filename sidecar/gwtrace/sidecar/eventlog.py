@@ -11,7 +11,7 @@ from __future__ import annotations
 import os
 from typing import List, Optional, Tuple
 
-from .protocol import MAX_LINE_BYTES
+from gwtrace.wire.events import MAX_LINE_BYTES
 
 EVENT_LOG_NAME = "events.log"
 READ_CHUNK = 4 << 20

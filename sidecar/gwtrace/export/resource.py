@@ -16,7 +16,7 @@ from typing import Dict, Optional, Union
 
 from opentelemetry.sdk.resources import OTELResourceDetector, Resource
 
-log = logging.getLogger("gwtrace.resource")
+log = logging.getLogger("gwtrace.export.resource")
 
 DEFAULT_SERVICE = "glidein"
 

@@ -36,7 +36,7 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from .assembler import ROW_FIELDS, SpanRecord, replay, to_row
+from gwtrace.sidecar.assembler import ROW_FIELDS, SpanRecord, replay, to_row
 
 STATE_NAME = "state.json"
 STATUS_NAME = "status.json"

@@ -22,13 +22,13 @@ from typing import Dict, List, Optional, TextIO
 
 from opentelemetry.sdk.resources import Resource
 
-from .assembler import Assembler, Counters, SpanRecord
-from .eventlog import EventLogReader, create_event_log
-from .exporter import Delivery, Outcome, hashed_resource, to_readable_spans
-from .protocol import parse_text
-from .spool import Checkpoint, Spool
+from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
+from gwtrace.sidecar.eventlog import EventLogReader, create_event_log
+from gwtrace.export.otlp import Delivery, Outcome, hashed_resource, to_readable_spans
+from gwtrace.wire.events import parse_text
+from gwtrace.sidecar.statedir import Checkpoint, Spool
 
-log = logging.getLogger("gwtrace.sidecar")
+log = logging.getLogger("gwtrace.sidecar.daemon")
 
 BATCH_SPANS = 512
 #: Log bytes read per step (~5000 spans of bench/throughput). With a backlog
@@ -188,7 +188,7 @@ class Sidecar:
             self._exporter_thread.join(timeout=max(0.0, deadline - time.monotonic()) + 1
                                        if not self._unreachable_at_stop.is_set() else 1)
         if self.ship_to is not None and self.spool.batch_seqs():
-            from .shiphome import ship_outbox
+            from gwtrace.wire.blocks import ship_outbox
 
             shipped = ship_outbox(self.spool, self.ship_to)
             with self._lock:

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
-from .protocol import AttrValue, Event, ProtocolError, parse_text, unescape
+from gwtrace.wire.events import AttrValue, Event, ProtocolError, parse_text, unescape
 
 #: Attributes a span may carry; more are counted as dropped (OTel's default is 128).
 MAX_ATTRIBUTES = 128

@@ -19,10 +19,10 @@ import tempfile
 import time
 from typing import Dict, List, Optional, TextIO
 
-from .spool import LOG_NAME, Spool, SpoolError
-from .eventlog import EVENT_LOG_NAME
+from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
+from gwtrace.sidecar.eventlog import EVENT_LOG_NAME
 
-log = logging.getLogger("gwtrace.control")
+log = logging.getLogger("gwtrace.sidecar.control")
 
 READY_TIMEOUT_S = 30.0
 
@@ -165,9 +165,9 @@ def _daemonize(directory: str, glidein_config: Optional[str], ready_fd: int,
 def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Optional[int] = None,
                    ship_to: "Optional[str | TextIO]" = None) -> int:
     """Run a sidecar in this process until SIGTERM/SIGINT (``sidecar run``)."""
-    from .exporter import make_delivery
-    from .resource import build_resource
-    from .sidecar import Sidecar
+    from gwtrace.export.otlp import make_delivery
+    from gwtrace.export.resource import build_resource
+    from gwtrace.sidecar.daemon import Sidecar
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s gwtrace[%(process)d] %(levelname)s %(message)s")
     # Spans, events and their dicts are acyclic and short-lived: collecting
@@ -215,7 +215,7 @@ def stop(directory: Optional[str], timeout: float, out: TextIO, ship_to: Optiona
         _drain_without_daemon(spool)
     if ship_to:
         _ship_leftovers(spool, ship_to)
-    from .sidecar import format_counters
+    from gwtrace.sidecar.daemon import format_counters
 
     print(f"gwtrace: sidecar stopped: {format_counters(spool.read_status())}", file=out)
     _remove_if_done(spool, out)
@@ -232,7 +232,7 @@ def _ship_stream(ship_to: "Optional[str | TextIO]") -> Optional[TextIO]:
 
 def _ship_leftovers(spool: Spool, ship_to: str) -> None:
     """Write the outbox a stopped sidecar left behind, and count it."""
-    from .shiphome import ship_outbox
+    from gwtrace.wire.blocks import ship_outbox
 
     if not spool.batch_seqs():
         return
@@ -259,9 +259,9 @@ def _ship_leftovers(spool: Spool, ship_to: str) -> None:
 
 def _drain_without_daemon(spool: Spool) -> None:
     """What `stop` does when no sidecar runs: a foreground sidecar that stops at once."""
-    from .exporter import make_delivery
-    from .resource import build_resource
-    from .sidecar import Sidecar
+    from gwtrace.export.otlp import make_delivery
+    from gwtrace.export.resource import build_resource
+    from gwtrace.sidecar.daemon import Sidecar
 
     sidecar = Sidecar(spool, make_delivery(), build_resource(os.environ.get("GLIDEIN_CONFIG")),
                       stop_timeout=_float_env("GWTRACE_STOP_TIMEOUT", 10.0))

@@ -12,7 +12,7 @@ import sqlite3
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, TextIO
 
 if TYPE_CHECKING:
-    from .store import TraceStore
+    from gwtrace.store import TraceStore
 
 STATUS_NAMES = {0: "UNSET", 1: "OK", 2: "ERROR"}
 
@@ -93,7 +93,7 @@ def last_finished(store: Any) -> Optional[str]:
 
 def _open_store(db: Optional[str]) -> "TraceStore":
     """The store to read, opened without creating any file or directory (a typo in --db stays a typo)."""
-    from .store import StoreUnreadable, TraceStore, default_store_path
+    from gwtrace.store import StoreUnreadable, TraceStore, default_store_path
 
     path = pathlib.Path(db) if db else default_store_path()
     if not path.exists():
@@ -107,7 +107,7 @@ def _open_store(db: Optional[str]) -> "TraceStore":
 
 
 def show(trace_id: Optional[str], last: bool, db: Optional[str], out: TextIO) -> int:
-    from .store import StoreUnreadable
+    from gwtrace.store import StoreUnreadable
 
     store = _open_store(db)
     try:

@@ -7,13 +7,13 @@ import os
 import sys
 from typing import List, Optional
 
-from . import __version__
+from gwtrace import __version__
 
 
 def _lib_path() -> str:
     """Path of the bash library as a file bash can source (bash/gwtrace.sh in
     a checkout; extracted from a .pyz, see bashlib.real_path)."""
-    from . import bashlib
+    from gwtrace import bashlib
 
     return bashlib.real_path(["gwtrace.sh"])
 
@@ -58,9 +58,9 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 # Commands with their own argument parsing, in their own modules.
-_DELEGATED = {"serve": ("server", "serve_main"), "run": ("run", "run_main"),
-              "span": ("run", "span_main"), "ingest": ("ingest", "ingest_main"),
-              "glideins": ("factory.cli", "main")}
+_DELEGATED = {"serve": ("gwtrace.server", "serve_main"), "run": ("gwtrace.shim.run", "run_main"),
+              "span": ("gwtrace.shim.run", "span_main"), "ingest": ("gwtrace.factory.ingest", "ingest_main"),
+              "glideins": ("gwtrace.factory.cli", "main")}
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -88,7 +88,7 @@ def _delegate(command: str, argv: List[str]) -> int:
 
     module, function = _DELEGATED[command]
     try:
-        entry = getattr(importlib.import_module(f".{module}", __package__), function)
+        entry = getattr(importlib.import_module(module), function)
         return entry(argv)
     except ModuleNotFoundError as exc:
         if (exc.name or "").split(".")[0] in ("gwtrace", ""):
@@ -106,8 +106,8 @@ def describe(exc: BaseException) -> str:
     relayed from the daemon already carries, on one line; anything else is
     an internal error, named so that it can be reported.
     """
-    from .control import ControlError
-    from .spool import SpoolError
+    from gwtrace.sidecar.control import ControlError
+    from gwtrace.sidecar.statedir import SpoolError
 
     cause = exc.__context__
     if isinstance(cause, OSError) and str(exc) == str(cause):
@@ -127,7 +127,7 @@ def describe(exc: BaseException) -> str:
 def _warn_endpoint() -> None:
     """A malformed OTLP endpoint: one line where the person starting the
     sidecar sees it (the sidecar's log says it too)."""
-    from .reachability import endpoint_problem
+    from gwtrace.export.reachability import endpoint_problem
 
     problem = endpoint_problem()
     if problem:
@@ -135,13 +135,13 @@ def _warn_endpoint() -> None:
 
 
 def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
-    from . import control
+    from gwtrace.sidecar import control
 
     if args.command == "lib":
         print(_lib_path())
         return 0
     if args.command == "show":
-        from .show import show
+        from gwtrace.cli.show import show
 
         return show(args.trace_id, args.last, args.db, sys.stdout)
     if args.command == "sidecar":

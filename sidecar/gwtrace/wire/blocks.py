@@ -33,8 +33,8 @@ from typing import Dict, Iterator, List, Optional, TextIO, Union
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 
-from .exporter import to_readable_spans
-from .spool import Spool
+from gwtrace.export.otlp import to_readable_spans
+from gwtrace.sidecar.statedir import Spool
 
 BEGIN_RE = re.compile(rb"^=== gwtrace block v1 begin (?P<meta>[^\n]*?) ===\r?$", re.M)
 END_RE = re.compile(rb"^=== gwtrace block v1 end sha256=(?P<sha>[0-9a-f]{64}) ===\r?$")

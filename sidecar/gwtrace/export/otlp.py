@@ -27,11 +27,11 @@ from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 
-from . import __version__
-from .assembler import SpanRecord
-from .reachability import EndpointUnreachable, RecordingSession, endpoint_problem
+from gwtrace import __version__
+from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.export.reachability import EndpointUnreachable, RecordingSession, endpoint_problem
 
-log = logging.getLogger("gwtrace.exporter")
+log = logging.getLogger("gwtrace.export.otlp")
 
 SCOPE = InstrumentationScope("gwtrace.bash", __version__)
 DEFAULT_TIMEOUT_S = 10.0
@@ -190,7 +190,7 @@ class StoreSpanExporter(SpanExporter):
     """Writes spans, OTLP-encoded, into the embedded SQLite store."""
 
     def __init__(self, path: Optional[str] = None) -> None:
-        from .store import TraceStore  # imported late: only this exporter needs sqlite
+        from gwtrace.store import TraceStore  # imported late: only this exporter needs sqlite
 
         self.store = TraceStore(path)
         self.path = str(self.store.path)

@@ -20,9 +20,9 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
-from .redact import REDACTED
-from .redact import hinted as _hinted
-from .redact import redacts as _redacts
+from gwtrace.wire.redact import REDACTED
+from gwtrace.wire.redact import hinted as _hinted
+from gwtrace.wire.redact import redacts as _redacts
 
 PROTOCOL_TAG = b"gw1"
 

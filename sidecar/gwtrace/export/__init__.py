@@ -1,0 +1,1 @@
+"""Turning span records into OpenTelemetry spans and delivering them (OTLP/HTTP or the store)."""

@@ -1,0 +1,1 @@
+"""The sidecar daemon: reads the event log, assembles spans, keeps the state directory, delivers."""
