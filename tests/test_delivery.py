@@ -38,8 +38,10 @@ def test_rejected_batches_are_set_aside_counted_and_not_retried(sidecar, receive
     receiver.script = [(400, {})]
     env = sidecar.start()
     run_bash(spans_script(3, "first"), env)
-    receiver.wait_for(0, timeout=0.1)
-    time.sleep(0.6)                                  # the first batch meets the 400
+    deadline = time.monotonic() + 60                 # the first batch meets the 400 (a load-proof wait,
+    while receiver.requests < 1 and time.monotonic() < deadline:   # not a fixed sleep)
+        time.sleep(0.02)
+    assert receiver.requests == 1
     run_bash(spans_script(3, "second"), env)
     sidecar.stop()
     names = {s.name for s in receiver.wait_for(3)}
