@@ -80,8 +80,16 @@ def setup_env(**extra: str) -> Dict[str, str]:
 
 
 def run_setup(glidein: Dict[str, Path], env: Dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run(["bash", str(glidein["main"] / "gwtrace_setup.sh"), str(glidein["config"]), "main"],
-                          cwd=glidein["base"], env=env, capture_output=True, text=True, timeout=90)
+    """Run the set-up script as a glidein does: its stderr is the glidein's .err,
+    a file (the sidecar keeps it open to ship spans home there at the end, so a
+    pipe would not see EOF until the sidecar stops)."""
+    err = glidein["base"] / "job.err"
+    with open(err, "a") as stderr:
+        done = subprocess.run(["bash", str(glidein["main"] / "gwtrace_setup.sh"), str(glidein["config"]), "main"],
+                              cwd=glidein["base"], env=env, stdout=subprocess.PIPE, stderr=stderr, text=True,
+                              timeout=90)
+    done.stderr = err.read_text()
+    return done
 
 
 def result(glidein: Dict[str, Path]) -> Dict[str, str]:
