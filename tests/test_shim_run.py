@@ -21,7 +21,8 @@ import pytest
 from conftest import GWTRACE, clean_env
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
-from gwtrace.shim.run import incoming_context, parse_run_args, parse_span_args, UsageError
+from gwtrace.shim.args import UsageError, parse_run_args, parse_span_args
+from gwtrace.shim.context import incoming_context
 
 
 def run(args, env: Dict[str, str], **kw) -> subprocess.CompletedProcess:
