@@ -112,7 +112,8 @@ def test_usage_error_is_one_line() -> None:
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_sigterm_reaches_the_job_and_its_status_is_kept(shell, node) -> None:
-    job = ["/bin/sh", "-c", 'trap "kill $!; echo got-term; exit 7" TERM; echo ready; sleep 30 & wait']
+    # \$! is expanded when the trap runs (the sleep), not when it is set (empty)
+    job = ["/bin/sh", "-c", 'trap "kill \\$!; echo got-term; exit 7" TERM; echo ready; sleep 30 & wait']
     proc = subprocess.Popen([*shell, str(WRAPPER), *job], env=node["env"], stdout=subprocess.PIPE)
     assert proc.stdout.readline() == b"ready\n"
     proc.send_signal(signal.SIGTERM)
