@@ -149,7 +149,9 @@ t=$'\t'
 ts=${EPOCHREALTIME:-$(( $(date +%s) * 1000000 ))}
 printf '%s\n' "gw1${t}E${t}${ts}${t}$$${t}${trace}${t}${span}${t}0" >>"$log" 2>/dev/null
 # What could not be delivered rides home in the glidein's stderr (the .err).
-[[ -z $pyz ]] || "$python" "$pyz" sidecar stop --dir "$dir" --ship-to stderr >/dev/null || :
+# A live sidecar delivers with its own settings; with none left (it was
+# killed), the drain ships everything home rather than guess an exporter.
+[[ -z $pyz ]] || GWTRACE_EXPORT=ship-home "$python" "$pyz" sidecar stop --dir "$dir" --ship-to stderr >/dev/null || :
 EOF
   } >"$hook" && chmod 0755 "$hook"
 }
