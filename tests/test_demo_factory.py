@@ -54,7 +54,7 @@ def test_the_planted_problems_are_where_the_generator_says(tmp_path, capsys):
     assert failure_rate(by_site[where["failing"]]) > 0.3
     assert max(failure_rate(v) for k, v in by_site.items() if k != where["failing"]) < 0.1
     assert all(not r.jobs for r in by_entry[where["no_jobs"]] if r.status == "OK")
-    preempted = [j for r in by_entry[where["preempted"]] for j in r.jobs if j.get("preempted")]
+    preempted = [j for r in by_entry[where["preempted"]] for j in r.jobs if j.preempted]
     assert len(preempted) > len(by_entry[where["preempted"]]) / 2
 
 
