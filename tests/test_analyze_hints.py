@@ -1,0 +1,90 @@
+"""gwtrace analyze --hints: a planted factory gives exactly its planted problems, a clean one none."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from gwtrace.analysis.cli import main
+from gwtrace.analysis.hints import Thresholds, hints
+from gwtrace.factory.collect import collect
+
+HERE = Path(__file__).resolve().parent
+SPEC = importlib.util.spec_from_file_location("demo_factory", HERE.parent / "examples" / "demo_factory.py")
+demo = importlib.util.module_from_spec(SPEC)
+sys.modules.setdefault("demo_factory", demo)
+SPEC.loader.exec_module(demo)
+
+try:
+    import htcondor2  # noqa: F401
+except ImportError:
+    pytest.importorskip("htcondor", reason="the Condor-G event logs are read with HTCondor's bindings ([factory] extra)")
+
+EXPECTED = {"failing": ("failing_script", "site"), "slow_script": ("slow_script", "site"),
+            "long_tail": ("idle_tail", "entry"), "preempted": ("preempted_jobs", "entry"),
+            "ce_wait": ("ce_wait", "entry"), "no_jobs": ("no_jobs", "entry")}
+
+
+@pytest.fixture(scope="module")
+def planted(tmp_path_factory):
+    root = tmp_path_factory.mktemp("planted")
+    glideins, where = demo.generate(1200, 5, demo.PLANTS, 3.0, 1790000000)
+    demo.write_factory(root, glideins)
+    return root, where
+
+
+def _records(root):
+    found = collect([str(root)])
+    assert found.errors == []
+    return [r.to_dict() for r in found.records]
+
+
+def test_the_planted_problems_are_the_hints_with_their_scope(planted):
+    root, where = planted
+    found = hints(_records(root))
+    got = {(h.kind, tuple(sorted(h.scope.items()))) for h in found}
+    for plant, (kind, scope_key) in EXPECTED.items():
+        assert any(k == kind and dict(scope)[scope_key] == where[plant] for k, scope in got), (plant, got)
+    assert len(found) == len(EXPECTED), [h.summary for h in found]
+    assert [h.cost_hours_per_day for h in found] == sorted((h.cost_hours_per_day for h in found), reverse=True)
+    for hint in found:
+        assert hint.count > 0 and hint.glideins and all(len(g["trace_id"]) == 32 for g in hint.glideins)
+        assert hint.evidence and hint.action
+
+
+def test_the_script_hints_name_the_planted_script(planted):
+    root, where = planted
+    by_kind = {h.kind: h for h in hints(_records(root))}
+    assert by_kind["failing_script"].scope["script"].endswith("validate_node.sh")
+    assert by_kind["slow_script"].scope["script"].endswith("singularity_setup.sh")
+    assert by_kind["failing_script"].evidence["failure_rate"] > 0.3
+
+
+def test_a_clean_factory_gives_no_hint(tmp_path):
+    glideins, where = demo.generate(1200, 9, [], 3.0, 1790000000)
+    assert where == {}
+    demo.write_factory(tmp_path, glideins)
+    assert hints(_records(tmp_path)) == []
+
+
+def test_thresholds_are_settable_and_a_bad_one_is_one_error(planted, capsys):
+    root, _ = planted
+    loose = hints(_records(root), Thresholds.parse(["idle_tail=100000", "min_glideins=10"]))
+    assert "idle_tail" not in {h.kind for h in loose}
+    with pytest.raises(ValueError, match="not a threshold"):
+        Thresholds.parse(["nonsense=1"])
+    with pytest.raises(SystemExit):
+        main(["--factory-logs", str(root), "--threshold", "idle_tail"])
+    assert "not a threshold" in capsys.readouterr().err
+
+
+def test_cli_json_has_entries_and_ranked_hints(planted, capsys):
+    root, where = planted
+    assert main(["--factory-logs", str(root), "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert {row["entry"] for row in body["entries"]} >= {where["long_tail"], where["no_jobs"]}
+    assert body["hints"][0]["cost_hours_per_day"] >= body["hints"][-1]["cost_hours_per_day"]
+    tail = next(r for r in body["entries"] if r["entry"] == where["long_tail"])
+    assert tail["idle_tail"]["p50"] > 3600
