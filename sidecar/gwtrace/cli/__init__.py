@@ -54,6 +54,8 @@ def build_parser() -> argparse.ArgumentParser:
     sub.add_parser("ingest", help="recover spans from glidein .out/.err files or a spool", add_help=False)
     sub.add_parser("glideins", help="one record per glidein, from a factory's client log directories",
                    add_help=False)
+    sub.add_parser("account", help="pilot time in canonical hours per category and time bucket",
+                   add_help=False)
     sub.add_parser("analyze", help="where glidein time goes per entry, and ranked hints on what to change",
                    add_help=False)
     return p
@@ -62,7 +64,8 @@ def build_parser() -> argparse.ArgumentParser:
 # Commands with their own argument parsing, in their own modules.
 _DELEGATED = {"serve": ("gwtrace.server", "serve_main"), "run": ("gwtrace.shim.run", "run_main"),
               "span": ("gwtrace.shim.run", "span_main"), "ingest": ("gwtrace.factory.ingest", "ingest_main"),
-              "glideins": ("gwtrace.factory.cli", "main"), "analyze": ("gwtrace.analysis.cli", "main")}
+              "glideins": ("gwtrace.factory.cli", "main"), "analyze": ("gwtrace.analysis.cli", "main"),
+              "account": ("gwtrace.factory.account_cli", "main")}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -1,0 +1,117 @@
+"""``gwtrace account``: where pilot time went, in canonical hours, per time bucket.
+
+Prints the six OSG pilot categories per bucket (and per site/entry/frontend
+with ``--by``), the two site-side categories as not computable when there is
+no demand data, and analyze_entries' totals for the same period.  ``--plot``
+draws the series as a stacked area with matplotlib (the ``[factory]`` extra).
+"""
+
+from __future__ import annotations
+
+import argparse
+import csv
+import json
+import sys
+import time
+from typing import Any, Dict, List, Optional, TextIO, Tuple
+
+from .account import BUCKETS, DEMAND_CATEGORIES, NOT_COMPUTABLE, entries_totals, series
+from .canonical import CATEGORIES
+from .cli import parse_time, select
+from .collect import collect
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The options of ``gwtrace account``."""
+    parser = argparse.ArgumentParser(prog="gwtrace account", description="Pilot time in canonical hours.")
+    parser.add_argument("--factory-logs", nargs="+", metavar="DIR", required=True,
+                        help="factory client log directories (job.C.P.out/.err, condor_activity_*.log)")
+    parser.add_argument("--since", type=parse_time, help="period start (epoch or ISO-8601)")
+    parser.add_argument("--until", type=parse_time, help="period end (epoch or ISO-8601)")
+    parser.add_argument("--bucket", choices=sorted(BUCKETS), default="1d")
+    parser.add_argument("--by", choices=("site", "entry", "frontend"))
+    parser.add_argument("--site", help="only this GLIDEIN_Site")
+    parser.add_argument("--entry", help="only this entry")
+    parser.add_argument("--frontend", help="only this frontend (or its part before the first '.')")
+    parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    parser.add_argument("--plot", metavar="FILE.svg|png", help="also draw the series (stacked area per category)")
+    return parser
+
+
+def _stamp(epoch: int) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(epoch))
+
+
+def rows_of(data: Dict[Tuple[str, int], Dict[str, float]], by: Optional[str]) -> List[Dict[str, Any]]:
+    """One row per (group, bucket), canonical hours rounded to 0.01."""
+    rows = []
+    for (group, start), cell in data.items():
+        row: Dict[str, Any] = {"bucket": _stamp(start), "bucket_start": start}
+        if by:
+            row[by] = group
+        row.update({cat: round(cell[cat] / 3600.0, 2) for cat in CATEGORIES + ("total",)})
+        row.update(dict.fromkeys(DEMAND_CATEGORIES, NOT_COMPUTABLE))
+        rows.append(row)
+    return rows
+
+
+def render(rows: List[Dict[str, Any]], totals: Dict[str, Dict[str, Any]], fmt: str, by: Optional[str],
+           out: TextIO) -> None:
+    """Write the series and the totals as a table, JSON or CSV (CSV: the series only)."""
+    if fmt == "json":
+        json.dump({"unit": "canonical hours", "series": rows, "analyze_entries": totals,
+                   "demand": {c: NOT_COMPUTABLE for c in DEMAND_CATEGORIES}}, out, indent=1)
+        out.write("\n")
+        return
+    columns = ["bucket"] + ([by] if by else []) + list(CATEGORIES) + ["total"]
+    if fmt == "csv":
+        writer = csv.DictWriter(out, fieldnames=columns + list(DEMAND_CATEGORIES), extrasaction="ignore")
+        writer.writeheader()
+        writer.writerows(rows)
+        return
+    _table(out, columns, [[str(r[c]) for c in columns] for r in rows])
+    out.write(f"canonical hours (1 core + 2 GB); {', '.join(DEMAND_CATEGORIES)}: {NOT_COMPUTABLE}\n\n")
+    head = ["group", "glideins", "time_h", "used_h", "validating_h", "idle_h", "wasted_h", "badput_h",
+            "time_eff", "goodput_frac"]
+    keys = ["glideins", "time", "time_used", "time_validating", "time_idle", "time_wasted", "badput",
+            "time_efficiency", "goodput_fraction"]
+    body = [[name] + [_cell(t[k], k) for k in keys] for name, t in totals.items()]
+    out.write("analyze_entries totals (glideins that ended in the period; GlideinWMS's own per-glidein figures):\n")
+    _table(out, head, body)
+
+
+def _cell(value: Any, key: str) -> str:
+    if value is None:
+        return "-"
+    if key in ("time_efficiency", "goodput_fraction"):
+        return f"{value:.3f}"
+    return str(value) if key == "glideins" else f"{value / 3600.0:.1f}"
+
+
+def _table(out: TextIO, head: List[str], body: List[List[str]]) -> None:
+    cells = [head] + body
+    widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
+    for line in cells:
+        out.write("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() + "\n")
+
+
+def plot(rows: List[Dict[str, Any]], path: str, title: str) -> None:
+    """A stacked area per category over time (all groups summed), SVG or PNG by the file's suffix."""
+    from .account_plot import stacked_area  # matplotlib is imported only when a picture is asked for
+
+    stacked_area(rows, path, title)
+
+
+def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
+    """Run ``gwtrace account``; 0 if every file was read, 1 if some could not be (what was read is counted)."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    args = build_parser().parse_args(argv)
+    found = collect(args.factory_logs)
+    records = select(found.records, args)
+    rows = rows_of(series(records, BUCKETS[args.bucket], args.by, args.since, args.until), args.by)
+    render(rows, entries_totals(records, args.by, args.since, args.until), args.format, args.by, stdout)
+    if args.plot:
+        plot(rows, args.plot, f"pilot time by category, canonical hours per {args.bucket}")
+    for line in found.errors:
+        stderr.write(f"gwtrace account: {line}\n")
+    return 1 if found.errors else 0

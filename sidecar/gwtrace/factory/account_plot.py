@@ -1,0 +1,59 @@
+"""The accounting series as a picture, drawn by matplotlib.
+
+A kept plotting library rather than hand-written SVG: stacking, time axes,
+legends and both SVG and PNG come with it.  It is a factory-side dependency
+(the ``[factory]`` extra), imported only when a picture is asked for.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timezone
+from typing import Any, Dict, List
+
+from .canonical import CATEGORIES
+
+#: one colour per category, the same in every picture (good to bad, then overhead).
+COLOURS = {"goodput": "#2e7d32", "overhead": "#9e9e9e", "validation_fail": "#c62828", "decision_problem": "#ef6c00",
+           "misconfig_badput": "#6a1b9a", "preemption_badput": "#1565c0"}
+ORDER = ("goodput", "overhead", "preemption_badput", "misconfig_badput", "decision_problem", "validation_fail")
+
+
+def _pyplot() -> Any:
+    try:
+        import matplotlib
+    except ImportError:
+        raise ValueError("--plot needs matplotlib, which this installation lacks: pip install 'gwtrace[factory]'") from None
+    matplotlib.use("Agg")  # no display on a factory host
+    import matplotlib.pyplot as plt
+
+    return plt
+
+
+def stacked_area(rows: List[Dict[str, Any]], path: str, title: str) -> None:
+    """Write ``rows`` (``rows_of`` output: canonical hours per bucket) summed over groups to ``path``."""
+    if not path.endswith((".svg", ".png")):
+        raise ValueError(f"--plot writes .svg or .png files: {path}")
+    plt = _pyplot()
+    per_bucket: Dict[int, Dict[str, float]] = defaultdict(lambda: dict.fromkeys(CATEGORIES, 0.0))
+    for row in rows:
+        for cat in CATEGORIES:
+            per_bucket[row["bucket_start"]][cat] += row[cat]
+    starts = sorted(per_bucket)
+    fig, ax = plt.subplots(figsize=(9, 4.5))
+    try:
+        if starts:
+            times = [datetime.fromtimestamp(s, tz=timezone.utc) for s in starts]
+            ax.stackplot(times, [[per_bucket[s][c] for s in starts] for c in ORDER],
+                         labels=[c.replace("_", " ") for c in ORDER], colors=[COLOURS[c] for c in ORDER],
+                         step="post" if len(starts) > 1 else None)
+        else:
+            ax.text(0.5, 0.5, "no glidein time in this period", ha="center", va="center", transform=ax.transAxes)
+        ax.set_title(title)
+        ax.set_ylabel("canonical hours (1 core + 2 GB)")
+        ax.legend(loc="upper left", fontsize="small", ncol=3)
+        fig.autofmt_xdate()
+        fig.tight_layout()
+        fig.savefig(path, metadata={"Date": None} if path.endswith(".svg") else None)
+    finally:
+        plt.close(fig)

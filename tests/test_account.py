@@ -1,0 +1,119 @@
+"""gwtrace account: canonical time series that add up, analyze_entries' totals, pictures by matplotlib."""
+
+import json
+import sys
+
+import pytest
+
+import factory_gen as gen
+from gwtrace.factory.account import (NOT_COMPUTABLE, EntryTotals, clip, entries_totals, mill_range, series)
+from gwtrace.factory.account_cli import main
+from gwtrace.factory.canonical import CATEGORIES, Segment
+from gwtrace.factory.collect import collect
+
+pytestmark = pytest.mark.skipif(not gen.samples_present(), reason="../shared/samples/glideinwms not found")
+
+
+@pytest.fixture(scope="module")
+def factory(tmp_path_factory):
+    root = tmp_path_factory.mktemp("factory")
+    gen.factory_dir(root)
+    return root
+
+
+@pytest.fixture(scope="module")
+def records(factory):
+    found = collect([str(factory)])
+    return found.records
+
+
+@pytest.mark.parametrize("bucket", [3600, 86400])
+def test_each_glideins_buckets_add_up_to_its_own_totals(records, bucket):
+    assert records
+    for rec in records:
+        got = series([rec], bucket)
+        for cat in CATEGORIES:
+            assert sum(cell[cat] for cell in got.values()) == pytest.approx(rec.canonical[cat], abs=1e-6), (rec.cluster, cat)
+        if rec.segments:  # a glidein crossing bucket edges is split by time
+            first, last = rec.segments[0].start, rec.segments[-1].end
+            assert len(got) == len({int(first // bucket), int((last - 1e-9) // bucket)}) or len(got) > 2
+
+
+def test_groups_partition_the_whole(records):
+    whole = series(records, 3600)
+    for by in ("site", "entry", "frontend"):
+        parts = series(records, 3600, by)
+        assert sum(c["total"] for c in parts.values()) == pytest.approx(sum(c["total"] for c in whole.values()))
+
+
+def test_a_period_counts_only_the_time_inside_it():
+    seg = Segment(1000, 5000, {"goodput": 2.0, "overhead": 1.0})
+    inside = clip([seg], 2000, 3000)
+    assert [(s.start, s.end) for s in inside] == [(2000, 3000)]
+    assert clip([seg], 6000, 7000) == []
+
+
+def test_per_mille_labels_are_glideinwms_ranges():
+    labels = [mill_range(m) for m in (0, 1.9, 2, 14.9, 15, 59, 60, 179, 180, 399, 400, 699, 700, 998, 998.5, 1000)]
+    assert labels == ["None", "None", "5m", "5m", "25m", "25m", "100m", "100m", "250m", "250m", "500m", "500m",
+                      "Most", "Most", "All", "All"]
+
+
+def test_analyze_entries_figures_from_the_glideinwms_per_glidein_stats():
+    # the worked example of get_completed_stats (notes 7.1): G 8376, C 8307, V 63, T 4200, goodput 450
+    totals = EntryTotals()
+    totals.add({"duration": 8376, "condor_started": True, "jobsnr": 3,
+                "jobs_duration": {"total": 4200, "goodput": 450, "terminated": 450},
+                "wastemill": {"validation": 1000 * 63 / 8376, "idle": 1000 * 4107 / 8307}})
+    got = totals.to_dict()
+    assert got["time"] == 8376 and got["time_used"] == 4200 and got["time_wasted"] == 8376 - 4200
+    assert got["badput"] == 8376 - 450
+    assert got["time_validating"] == pytest.approx(63)
+    assert got["time_validating_buckets"] == pytest.approx(8376 * 0.005)   # 7.5 per mille files under "5m"
+    assert got["time_idle"] == pytest.approx(8376 * 4107 / 8307)          # idle per mille is against C, weighted by G
+    assert got["time_idle_buckets"] == pytest.approx(8376 * 0.5)          # 494 per mille files under "500m"
+    assert got["time_efficiency"] == pytest.approx(4200 / 8376)
+    assert got["goodput_fraction"] == pytest.approx(450 / 8376)
+
+
+def test_totals_count_the_glideins_that_ended_in_the_period(records):
+    every = entries_totals(records)["all"]["glideins"]
+    assert every == sum(1 for r in records if r.gwms)
+    latest = max(r.ended for r in records if r.ended is not None)
+    assert entries_totals(records, since=latest + 1) == {}
+
+
+def test_cli_json_table_csv(factory, capsys):
+    assert main(["--factory-logs", str(factory), "--format", "json", "--bucket", "1h", "--by", "site"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["demand"] == {"provisioning_bottleneck": NOT_COMPUTABLE, "insufficient_demand": NOT_COMPUTABLE}
+    assert all(row["provisioning_bottleneck"] == NOT_COMPUTABLE for row in body["series"])
+    assert body["series"] and all(row["total"] == pytest.approx(sum(row[c] for c in CATEGORIES), abs=0.05)
+                                  for row in body["series"])
+    assert main(["--factory-logs", str(factory), "--format", "csv"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].startswith("bucket,validation_fail,") and len(lines) > 1
+    assert main(["--factory-logs", str(factory)]) == 0
+    text = capsys.readouterr().out
+    assert "analyze_entries totals" in text and NOT_COMPUTABLE in text
+
+
+def test_plot_is_a_stacked_area_drawn_by_matplotlib(factory, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    svg = tmp_path / "acc.svg"
+    assert main(["--factory-logs", str(factory), "--bucket", "1h", "--plot", str(svg)]) == 0
+    text = svg.read_text()
+    assert text.startswith("<?xml") and "Matplotlib" in text
+    assert text.count("<path") > 6 and "goodput" in text
+    png = tmp_path / "acc.png"
+    assert main(["--factory-logs", str(factory), "--plot", str(png)]) == 0
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+
+
+def test_plot_without_matplotlib_is_one_clear_line(factory, tmp_path, monkeypatch, capsys):
+    from gwtrace.cli import main as gwtrace_main
+
+    monkeypatch.setitem(sys.modules, "matplotlib", None)
+    assert gwtrace_main(["account", "--factory-logs", str(factory), "--plot", str(tmp_path / "x.svg")]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err == ["gwtrace: --plot needs matplotlib, which this installation lacks: pip install 'gwtrace[factory]'"]
