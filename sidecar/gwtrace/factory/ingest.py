@@ -296,6 +296,23 @@ def ingest_spool(directory: str, err: TextIO) -> int:
     return 0
 
 
+def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
+    """Backfill glideins from factory files; 1 if a file could not be read (the rest is sent)."""
+    from .backfill import backfill
+
+    forwarder = Forwarder()
+    try:
+        glideins, spans, unreadable = backfill(dirs, forwarder.send, err)
+    except IngestError as exc:
+        print(f"gwtrace: {exc}; nothing is lost: run the same command again", file=err)
+        return 1
+    finally:
+        forwarder.close()
+    print(f"gwtrace: backfilled {glideins} glidein(s), {spans} span(s) into {forwarder.destination}; "
+          f"{unreadable} file(s) unreadable", file=err)
+    return 1 if unreadable else 0
+
+
 def ingest_main(argv: List[str]) -> int:
     p = argparse.ArgumentParser(prog="gwtrace ingest",
                                 description="Forward spans shipped home in glidein .out/.err files, "
@@ -309,7 +326,14 @@ def ingest_main(argv: List[str]) -> int:
     p.add_argument("--settle", type=float, default=30.0,
                    help="--watch: a file is read once unchanged for this many seconds (default 30)")
     p.add_argument("--once", action="store_true", help="--watch: one scan, then exit (for cron)")
+    p.add_argument("--factory-logs", nargs="+", metavar="DIR",
+                   help="backfill: every glidein of these client log directories becomes a trace "
+                        "(from its .out/.err and the Condor-G logs; docs/accounting.md)")
     args = p.parse_args(argv)
+    if args.factory_logs:
+        if args.paths or args.spool or args.watch:
+            p.error("--factory-logs takes its directories alone")
+        return ingest_factory_logs(args.factory_logs, sys.stderr)
     if args.watch:
         if args.paths or args.spool:
             p.error("--watch takes its directories alone")

@@ -77,7 +77,8 @@ def record_to_spans(rec: GlideinRecord) -> List[SpanRecord]:
     build = _Builder(rec)
     start = rec.submitted if rec.submitted is not None else rec.started
     root = build.add("glidein", "glidein", start, rec.ended, status=_status(rec.status),
-                     **{"glidein.failed_script": rec.failed_script, "glidein.incomplete": rec.incomplete})
+                     **{"glidein.failed_script": rec.failed_script, "glidein.incomplete": rec.incomplete,
+                        "glidein.incomplete_reasons": "; ".join(rec.incomplete_reasons) or None})
     if root is None:
         return []
     for hold in rec.holds:
