@@ -51,7 +51,13 @@ $(BATS):
 	mkdir -p $(TOOLS)
 	npm install --silent --no-audit --no-fund --prefix $(TOOLS) bats@1.13.0 bats-support@0.3.0 bats-assert@2.2.4 >/dev/null
 
-demo: install
+# the demo's second half reads a factory's Condor-G logs (HTCondor's bindings) and
+# draws the accounting picture (matplotlib): the [factory] extra.
+$(VENV)/.installed-factory: $(STAMP)
+	$(PIP) install --quiet -e '.[factory]'
+	touch $@
+
+demo: install $(VENV)/.installed-factory
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
 
 test: install-test lint pytest bats

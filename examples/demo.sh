@@ -1,11 +1,32 @@
 #!/usr/bin/env bash
-# make demo: a glidein-like run (examples/glidein) traced by `gwtrace run` with no
-# change to its scripts, on the embedded default store; prints the trace tree
-# and where to browse it. (examples/glidein_like.sh shows the bash API itself.)
+# make demo: (1) a glidein-like run (examples/glidein) traced by `gwtrace run` with no
+# change to its scripts, on the embedded default store: its trace tree; (2) what an
+# operator looks at first: a demo factory's client log directories (written by
+# examples/demo_factory.py, problems planted) backfilled into the same store, the
+# accounting summary in canonical hours and the top hints; then where to browse it.
+# (examples/glidein_like.sh shows the bash API itself.)
 set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 bash "$here/glidein/run_demo.sh"
 trace_id=$(gwtrace show --last | awk 'NR == 1 { print $2 }')
+
+data=${GWTRACE_HOME:-$HOME/.local/share/gwtrace}
+factory="$data/demo-factory"
+echo
+echo "== A demo factory: its client log directories, backfilled into the same store"
+rm -rf "$factory"
+python3 "$here/demo_factory.py" --out "$factory" --glideins "${DEMO_GLIDEINS:-1000}" --seed 7
+gwtrace ingest --factory-logs "$factory"
+echo
+echo "== Where pilot time went (gwtrace account --bucket 1d)"
+gwtrace account --factory-logs "$factory" --bucket 1d --plot "$data/demo-accounting.svg"
+echo "(picture: $data/demo-accounting.svg)"
+echo
+echo "== What to change first (gwtrace analyze --hints)"
+hints=$(gwtrace analyze --factory-logs "$factory" --hints)
+printf '%s\n' "$hints" | awk '/^[0-9]+\. / { n++ } n > 3 { exit } { print }'
+first=$(printf '%s\n' "$hints" | sed -n 's/.*(trace \([0-9a-f]\{32\}\)).*/\1/p' | head -n 1)
 echo
 echo "Browse it: run 'gwtrace serve' (it reads the same store), then open"
-echo "  http://127.0.0.1:4318/trace/$trace_id"
+echo "  http://127.0.0.1:4318/trace/$trace_id          (the traced glidein-like run)"
+[[ -z $first ]] || echo "  http://127.0.0.1:4318/trace/$first          (a glidein behind the top hint)"

@@ -33,3 +33,22 @@ def test_the_glidein_example_is_traced_end_to_end(receiver, tmp_path: Path) -> N
     glidein = next(g for g in by_name["glidein"] if g.span_id == jobs[0].parent_id)
     assert all(j.parent_id == glidein.span_id for j in jobs)
     assert not [s.name for s in spans if s.attributes.get("gwtrace.incomplete")]
+
+
+def test_make_demo_ends_with_the_accounting_summary_and_the_top_hints(tmp_path: Path) -> None:
+    import pytest
+
+    pytest.importorskip("matplotlib")
+    env = clean_env(GWTRACE_HOME=str(tmp_path / "home"), TMPDIR=str(tmp_path), DEMO_GLIDEINS="400")
+    out = subprocess.run(["bash", str(REPO / "examples" / "demo.sh")], env=env, capture_output=True, text=True,
+                         timeout=300)
+    assert out.returncode == 0, out.stderr
+    text = out.stdout
+    assert "backfilled 400 glidein(s)" in out.stderr
+    assert "== Where pilot time went" in text and "goodput" in text and "not computable: no demand data" in text
+    hints = text[text.index("== What to change first"):]
+    assert "1. [" in hints and "3. [" in hints and "4. [" not in hints
+    assert "killed by the glidein's end" in hints  # the most costly planted problem comes first
+    urls = [line.split()[0] for line in text.splitlines() if line.strip().startswith("http://127.0.0.1:4318/trace/")]
+    assert len(urls) == 2
+    assert (tmp_path / "home" / "demo-accounting.svg").read_text().startswith("<?xml")

@@ -78,6 +78,10 @@ def render(rows: List[Dict[str, Any]], totals: Dict[str, Dict[str, Any]], fmt: s
     body = [[name] + [_cell(t[k], k) for k in keys] for name, t in totals.items()]
     out.write("analyze_entries totals (glideins that ended in the period; GlideinWMS's own per-glidein figures):\n")
     _table(out, head, body)
+    if any(t["time_used"] > t["time"] for t in totals.values()):
+        out.write("note: as in GlideinWMS >= 3.10.12, time used is core-summed while time is the pilots' wall time: "
+                  "multi-core pilots push time used above time (efficiency > 1, negative idle/waste); the canonical "
+                  "series above count cores and memory (docs/accounting.md)\n")
 
 
 def _cell(value: Any, key: str) -> str:
