@@ -14,7 +14,7 @@ import sys
 from collections import defaultdict
 from typing import Any, Callable, Dict, List, Optional, TextIO
 
-from gwtrace.factory.cli import parse_time, select
+from gwtrace.factory.cli import add_record_options, select
 from gwtrace.factory.collect import collect
 from .hints import Hint, Record, Thresholds, ce_wait, first_job_wait, hints, idle_tail
 
@@ -32,13 +32,7 @@ MEASURES: Dict[str, Callable[[Record], Optional[float]]] = {
 def build_parser() -> argparse.ArgumentParser:
     """The options of ``gwtrace analyze``."""
     parser = argparse.ArgumentParser(prog="gwtrace analyze", description="Where glidein time goes, and what to change.")
-    parser.add_argument("--factory-logs", nargs="+", metavar="DIR", required=True,
-                        help="factory client log directories (job.C.P.out/.err, condor_activity_*.log)")
-    parser.add_argument("--since", type=parse_time, help="glideins ending at or after T")
-    parser.add_argument("--until", type=parse_time, help="glideins starting before T")
-    parser.add_argument("--site", help="GLIDEIN_Site")
-    parser.add_argument("--entry", help="factory entry name")
-    parser.add_argument("--frontend", help="frontend client name, or its part before the first '.'")
+    add_record_options(parser)
     parser.add_argument("--hints", action="store_true", help="only the ranked hints")
     parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                         help="change a hint threshold (docs/analysis.md lists them)")

@@ -195,37 +195,34 @@ def _per_entry(records: List[Record], t: Thresholds, measure: Callable[[Record],
             yield entry, values, statistics.median(v for v, _ in values)
 
 
-def slow_first_job(records: List[Record], t: Thresholds, days: float) -> List[Hint]:
-    """Glideins waiting long for their first job: too many idle glideins requested for the demand."""
+def _waits(records: List[Record], t: Thresholds, days: float, kind: str, measure: Callable[[Record], Optional[float]],
+           threshold: float, summary: str, action: str) -> List[Hint]:
+    """Entries whose median ``measure`` is at least ``threshold``: the wait, in canonical hours, is the cost."""
     hints = []
-    for entry, values, median in _per_entry(records, t, first_job_wait):
-        if median < t.first_job_wait:
+    for entry, values, median in _per_entry(records, t, measure):
+        if median < threshold:
             continue
         cost = sum(v * units(r) for v, r in values) / 3600.0
-        hints.append(Hint(
-            "first_job_wait", {"entry": entry},
-            f"glideins at {entry} wait {median / 60:.0f} min (median) for their first job",
-            "request fewer idle glideins for this entry (frontend `idle_glideins_per_entry`, "
-            "`max_idle`) or let them give up sooner (`GLIDEIN_Max_Idle`)",
-            cost / days, {"median_s": median, "glideins": len(values)},
-            _examples((r for _, r in values), order=lambda r: first_job_wait(r) or 0.0), len(values)))
+        hints.append(Hint(kind, {"entry": entry}, summary.format(entry=entry, minutes=median / 60), action,
+                          cost / days, {"median_s": median, "glideins": len(values)},
+                          _examples((r for _, r in values), order=lambda r: measure(r) or 0.0), len(values)))
     return hints
+
+
+def slow_first_job(records: List[Record], t: Thresholds, days: float) -> List[Hint]:
+    """Glideins waiting long for their first job: too many idle glideins requested for the demand."""
+    return _waits(records, t, days, "first_job_wait", first_job_wait, t.first_job_wait,
+                  "glideins at {entry} wait {minutes:.0f} min (median) for their first job",
+                  "request fewer idle glideins for this entry (frontend `idle_glideins_per_entry`, "
+                  "`max_idle`) or let them give up sooner (`GLIDEIN_Max_Idle`)")
 
 
 def long_tails(records: List[Record], t: Thresholds, days: float) -> List[Hint]:
     """Glideins idling long after their last job before they end."""
-    hints = []
-    for entry, values, median in _per_entry(records, t, idle_tail):
-        if median < t.idle_tail:
-            continue
-        cost = sum(v * units(r) for v, r in values) / 3600.0
-        hints.append(Hint(
-            "idle_tail", {"entry": entry},
-            f"glideins at {entry} stay {median / 60:.0f} min (median) idle after their last job",
-            "shorten the idle tail: `GLIDEIN_Max_Tail` (seconds a glidein waits for a new job once it has "
-            "run one)", cost / days, {"median_s": median, "glideins": len(values)},
-            _examples((r for _, r in values), order=lambda r: idle_tail(r) or 0.0), len(values)))
-    return hints
+    return _waits(records, t, days, "idle_tail", idle_tail, t.idle_tail,
+                  "glideins at {entry} stay {minutes:.0f} min (median) idle after their last job",
+                  "shorten the idle tail: `GLIDEIN_Max_Tail` (seconds a glidein waits for a new job once it has "
+                  "run one)")
 
 
 def preempted_jobs(records: List[Record], t: Thresholds, days: float) -> List[Hint]:

@@ -17,22 +17,16 @@ from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from .account import BUCKETS, DEMAND_CATEGORIES, NOT_COMPUTABLE, entries_totals, series
 from .canonical import CATEGORIES
-from .cli import parse_time, select
+from .cli import add_record_options, select
 from .collect import collect
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The options of ``gwtrace account``."""
     parser = argparse.ArgumentParser(prog="gwtrace account", description="Pilot time in canonical hours.")
-    parser.add_argument("--factory-logs", nargs="+", metavar="DIR", required=True,
-                        help="factory client log directories (job.C.P.out/.err, condor_activity_*.log)")
-    parser.add_argument("--since", type=parse_time, help="period start (epoch or ISO-8601)")
-    parser.add_argument("--until", type=parse_time, help="period end (epoch or ISO-8601)")
+    add_record_options(parser)
     parser.add_argument("--bucket", choices=sorted(BUCKETS), default="1d")
     parser.add_argument("--by", choices=("site", "entry", "frontend"))
-    parser.add_argument("--site", help="only this GLIDEIN_Site")
-    parser.add_argument("--entry", help="only this entry")
-    parser.add_argument("--frontend", help="only this frontend (or its part before the first '.')")
     parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
     parser.add_argument("--plot", metavar="FILE.svg|png", help="also draw the series (stacked area per category)")
     return parser

@@ -37,15 +37,20 @@ def parse_time(text: str) -> int:
 def build_parser() -> argparse.ArgumentParser:
     """The options of ``gwtrace glideins``."""
     parser = argparse.ArgumentParser(prog="gwtrace glideins", description="One record per glidein.")
+    add_record_options(parser)
+    parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
+    return parser
+
+
+def add_record_options(parser: argparse.ArgumentParser) -> None:
+    """Where the records come from and which are kept: the same options for every command over records."""
     parser.add_argument("--factory-logs", nargs="+", metavar="DIR", required=True,
                         help="factory client log directories (job.C.P.out/.err, condor_activity_*.log)")
-    parser.add_argument("--since", type=parse_time, help="glideins ending at or after T")
-    parser.add_argument("--until", type=parse_time, help="glideins starting before T")
+    parser.add_argument("--since", type=parse_time, help="glideins ending at or after T (epoch or ISO-8601)")
+    parser.add_argument("--until", type=parse_time, help="glideins starting before T (epoch or ISO-8601)")
     parser.add_argument("--site", help="GLIDEIN_Site")
     parser.add_argument("--entry", help="factory entry name")
     parser.add_argument("--frontend", help="frontend client name, or its part before the first '.'")
-    parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    return parser
 
 
 def select(records: Iterable[GlideinRecord], args: argparse.Namespace) -> List[GlideinRecord]:
