@@ -117,3 +117,14 @@ def test_plot_without_matplotlib_is_one_clear_line(factory, tmp_path, monkeypatc
     assert gwtrace_main(["account", "--factory-logs", str(factory), "--plot", str(tmp_path / "x.svg")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert err == ["gwtrace: --plot needs matplotlib, which this installation lacks: pip install 'gwtrace[factory]'"]
+
+
+def test_per_mille_labels_equal_glideinwms_own_getMillRange():
+    import gwms_upstream
+
+    upstream = gwms_upstream.load()
+    if upstream is None:
+        pytest.skip(gwms_upstream.HINT)
+    theirs = upstream[1].getMillRange
+    for tenth in range(0, 10011):
+        assert mill_range(tenth / 10) == theirs(tenth / 10), tenth / 10
