@@ -39,6 +39,22 @@ def test_each_glideins_buckets_add_up_to_its_own_totals(records, bucket):
             assert len(got) == len({int(first // bucket), int((last - 1e-9) // bucket)}) or len(got) > 2
 
 
+@pytest.mark.parametrize("bucket", [3600, 86400])
+def test_the_series_is_canonical_split_buckets_summed(records, bucket):
+    from gwtrace.factory.canonical import split_buckets
+
+    expected = {}
+    for rec in records:
+        for start, cell in split_buckets(rec.segments, bucket).items():
+            acc = expected.setdefault(start, dict.fromkeys(CATEGORIES, 0.0))
+            for cat in CATEGORIES:
+                acc[cat] += cell[cat]
+    got = series(records, bucket)
+    assert sorted(start for _, start in got) == sorted(expected)
+    for (_, start), cell in got.items():
+        assert {c: cell[c] for c in CATEGORIES} == pytest.approx(expected[start])
+
+
 def test_groups_partition_the_whole(records):
     whole = series(records, 3600)
     for by in ("site", "entry", "frontend"):

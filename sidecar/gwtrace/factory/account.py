@@ -20,7 +20,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Dict, Iterable, List, Optional, Tuple
 
-from .canonical import CATEGORIES, Segment, split_buckets
+from .canonical import CATEGORIES, Segment
 from .record import GlideinRecord
 
 BUCKETS = {"1h": 3600, "1d": 86400}
@@ -62,15 +62,47 @@ def clip(segs: Iterable[Segment], since: Optional[float], until: Optional[float]
 def series(records: Iterable[GlideinRecord], bucket: int, by: Optional[str] = None, since: Optional[float] = None,
            until: Optional[float] = None) -> Dict[Tuple[str, int], Dict[str, float]]:
     """Canonical CPU seconds per (group, bucket start) and category (all six, plus ``total``)."""
-    out: Dict[Tuple[str, int], Dict[str, float]] = {}
+    cells: Dict[Tuple[str, int], List[float]] = {}
     for rec in records:
-        group = group_of(rec, by)
-        for start, cell in split_buckets(clip(rec.segments, since, until), bucket).items():
-            acc = out.setdefault((group, start), dict.fromkeys(CATEGORIES + ("total",), 0.0))
-            for cat in CATEGORIES:
-                acc[cat] += cell[cat]
-                acc["total"] += cell[cat]
-    return dict(sorted(out.items()))
+        accumulate(cells, group_of(rec, by), rec.segments, bucket, since, until)
+    out = {}
+    for key in sorted(cells):
+        values = cells[key]
+        row = dict(zip(CATEGORIES, values))
+        row["total"] = sum(values)
+        out[key] = row
+    return out
+
+
+_INDEX = {cat: i for i, cat in enumerate(CATEGORIES)}
+
+
+def accumulate(cells: Dict[Tuple[str, int], List[float]], group: str, segs: Iterable[Segment], bucket: int,
+               since: Optional[float], until: Optional[float]) -> None:
+    """Add segments, cut at bucket edges and at the period, into ``cells`` (one list per group and bucket).
+
+    The same arithmetic as ``canonical.split_buckets`` (a test holds them equal), in the shape that
+    keeps 100 000 glideins' worth of segments fast: lists indexed by category, no dict per cell.
+    """
+    for seg in segs:
+        lo = seg.start if since is None or seg.start > since else since
+        hi = seg.end if until is None or seg.end < until else until
+        if hi <= lo:
+            continue
+        shares = [(_INDEX[cat], units) for cat, units in seg.cpu.items()]
+        index = int(lo // bucket)
+        while lo < hi:
+            edge = (index + 1) * bucket
+            top = hi if hi < edge else edge
+            key = (group, index * bucket)
+            cell = cells.get(key)
+            if cell is None:
+                cell = cells[key] = [0.0] * len(CATEGORIES)
+            width = top - lo
+            for at, units in shares:
+                cell[at] += units * width
+            lo = top
+            index += 1
 
 
 @dataclass
