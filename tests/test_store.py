@@ -17,7 +17,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 
 from conftest import GWTRACE, clean_env
 from synthetic import set_attr
-from gwtrace.store import StoreUnreadable, TraceStore, default_store_path
+from gwtrace.store import SCHEMA_VERSION, StoreUnreadable, TraceStore, default_store_path
 
 T0 = 1_700_000_000_000_000_000
 TRACE_A = bytes.fromhex("0af7651916cd43dd8448eb211c80319c")
@@ -378,7 +378,7 @@ def test_version_1_store_is_upgraded(tmp_path):
         assert s.ingest(make_request([dict(span=1)]))[:2] == (1, 0)
         assert s.purge(now_ns=T0 + 10**15, older_than_days=1) == 1
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     assert conn.execute("SELECT count(*) FROM sqlite_master WHERE name = 'traces_end'").fetchone()[0] == 0
     conn.close()
 
@@ -408,7 +408,7 @@ def test_version_2_store_gets_trace_ops_keyed_by_trace(tmp_path):
         assert s.purge(now_ns=T0 + 10**15, older_than_days=1) == 2
         assert s.services() == []
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == 3
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     names = {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     assert "trace_ops_v2" not in names and "trace_ops_trace" not in names
     assert "PRIMARY KEY (trace_id" in conn.execute(

@@ -1,8 +1,8 @@
 """``gwtrace analyze``: where glidein time goes per entry, and the ranked hints.
 
-Records come from a factory's client log directories (``--factory-logs``),
-the same ones ``gwtrace glideins`` reads; the filters mean what they mean
-there.
+Records come from the store (``gwtrace ingest --factory-logs`` fills it) or
+straight from a factory's client log directories (``--factory-logs``), as for
+``gwtrace glideins``; the filters mean what they mean there.
 """
 
 from __future__ import annotations
@@ -14,8 +14,7 @@ import sys
 from collections import defaultdict
 from typing import Any, Callable, Dict, List, Optional, TextIO
 
-from gwtrace.factory.cli import add_record_options, select
-from gwtrace.factory.collect import collect
+from gwtrace.factory.cli import add_record_options, load_records
 from .hints import Hint, Record, Thresholds, ce_wait, first_job_wait, hints, idle_tail
 
 #: per-entry measures: name -> seconds for one record (None when the record cannot say).
@@ -95,8 +94,7 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
         thresholds = Thresholds.parse(args.threshold)
     except ValueError as exc:
         parser.error(str(exc))
-    found = collect(args.factory_logs)
-    records = [r.to_dict() for r in select(found.records, args)]
+    records, errors = load_records(args)
     ranked = hints(records, thresholds)
     rows = entry_summary(records)
     if args.format == "json":
@@ -107,6 +105,6 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
         stdout.write("\n")
     else:
         render_table(rows, ranked, args.hints, stdout)
-    for line in found.errors:
+    for line in errors:
         stderr.write(f"gwtrace analyze: {line}\n")
-    return 1 if found.errors else 0
+    return 1 if errors else 0

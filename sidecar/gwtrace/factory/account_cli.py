@@ -13,11 +13,12 @@ import csv
 import json
 import sys
 import time
+from collections import defaultdict
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
-from .account import BUCKETS, DEMAND_CATEGORIES, NOT_COMPUTABLE, entries_totals, series
+from .account import BUCKETS, DEMAND_CATEGORIES, NOT_COMPUTABLE, EntryTotals, entries_totals, series
 from .canonical import CATEGORIES
-from .cli import add_record_options, select
+from .cli import add_record_options, open_store, select
 from .collect import collect
 
 
@@ -100,16 +101,33 @@ def plot(rows: List[Dict[str, Any]], path: str, title: str) -> None:
     stacked_area(rows, path, title)
 
 
+def from_files(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], Dict[str, Dict[str, Any]], List[str]]:
+    """Series rows and totals straight from a factory's files."""
+    found = collect(args.factory_logs)
+    records = select(found.records, args)
+    rows = rows_of(series(records, BUCKETS[args.bucket], args.by, args.since, args.until), args.by)
+    return rows, entries_totals(records, args.by, args.since, args.until), list(found.errors)
+
+
+def from_store(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], Dict[str, Dict[str, Any]], List[str]]:
+    """Series rows and totals from the store's records: SQLite sums the hourly cells kept at ingest."""
+    filters = {"site": args.site, "entry": args.entry, "frontend": args.frontend}
+    with open_store(args) as store:
+        data = store.glidein_series(BUCKETS[args.bucket], args.by, args.since, args.until, **filters)
+        groups: Dict[str, EntryTotals] = defaultdict(EntryTotals)
+        for name, figures in store.glidein_gwms(args.by, args.since, args.until, **filters):
+            groups[name].add(figures)
+    return rows_of(data, args.by), {k: v.to_dict() for k, v in sorted(groups.items())}, []
+
+
 def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     """Run ``gwtrace account``; 0 if every file was read, 1 if some could not be (what was read is counted)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
-    found = collect(args.factory_logs)
-    records = select(found.records, args)
-    rows = rows_of(series(records, BUCKETS[args.bucket], args.by, args.since, args.until), args.by)
-    render(rows, entries_totals(records, args.by, args.since, args.until), args.format, args.by, stdout)
+    rows, totals, errors = from_files(args) if args.factory_logs else from_store(args)
+    render(rows, totals, args.format, args.by, stdout)
     if args.plot:
         plot(rows, args.plot, f"pilot time by category, canonical hours per {args.bucket}")
-    for line in found.errors:
+    for line in errors:
         stderr.write(f"gwtrace account: {line}\n")
-    return 1 if found.errors else 0
+    return 1 if errors else 0

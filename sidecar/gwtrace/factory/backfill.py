@@ -5,12 +5,14 @@ Every glidein a client log directory knows of (``collect``) becomes the trace
 embedded store, or the OTLP endpoint). The ids are derived from the
 glidein's identity, so a second run sends spans the store already holds
 (it keeps one copy) and a glidein that also ran gwtrace lands in its own
-trace. Incomplete glideins are sent too: their root span says why.
+trace. Incomplete glideins are sent too: their root span says why. Into
+the embedded store, the records themselves are kept as well (for
+``gwtrace account``/``analyze``/``glideins`` without re-reading files).
 """
 
 from __future__ import annotations
 
-from typing import Callable, List, TextIO
+from typing import Callable, List, Optional, Sequence, TextIO
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -18,14 +20,21 @@ from opentelemetry.sdk.resources import Resource
 
 from gwtrace.export.otlp import to_readable_spans
 from .collect import collect
+from .record import GlideinRecord
 from .to_trace import record_to_spans, resource_attributes
 
 BATCH = 200  # glideins per request: a few MB at most, few enough round trips
 
 
-def backfill(dirs: List[str], send: Callable[[ExportTraceServiceRequest], None], err: TextIO) -> "tuple[int, int, int]":
-    """Send every glidein of ``dirs``; returns (glideins, spans, files that could not be read)."""
+def backfill(dirs: List[str], send: Callable[[ExportTraceServiceRequest], None], err: TextIO,
+             keep: Optional[Callable[[Sequence[GlideinRecord]], None]] = None) -> "tuple[int, int, int]":
+    """Send every glidein of ``dirs``; returns (glideins, spans, files that could not be read).
+
+    ``keep`` receives the records themselves (the embedded store keeps them for accounting).
+    """
     found = collect(dirs)
+    if keep is not None:
+        keep(found.records)
     for line in found.errors:
         err.write(f"gwtrace ingest: {line}\n")
     glideins = spans = 0

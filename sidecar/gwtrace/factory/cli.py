@@ -1,7 +1,9 @@
-"""``gwtrace glideins``: one line (or JSON object) per glidein, from factory files.
+"""``gwtrace glideins``: one line (or JSON object) per glidein, from the store or factory files.
 
-``main(argv)`` is what the real CLI hooks in; records from the store come
-later through the same ``GlideinRecord`` contract.
+Also the home of what every command over records shares: the options that
+say where records come from and which are kept (``add_record_options``),
+and reading them (``load_records``): from the store that
+``gwtrace ingest --factory-logs`` fills, or straight from a factory's files.
 """
 
 import argparse
@@ -9,7 +11,7 @@ import csv
 import json
 import sys
 from datetime import datetime, timezone
-from typing import Any, Dict, Iterable, List, Optional, TextIO
+from typing import Any, Dict, Iterable, List, Optional, TextIO, Tuple
 
 from .canonical import CATEGORIES
 from .collect import collect
@@ -44,13 +46,34 @@ def build_parser() -> argparse.ArgumentParser:
 
 def add_record_options(parser: argparse.ArgumentParser) -> None:
     """Where the records come from and which are kept: the same options for every command over records."""
-    parser.add_argument("--factory-logs", nargs="+", metavar="DIR", required=True,
-                        help="factory client log directories (job.C.P.out/.err, condor_activity_*.log)")
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--factory-logs", nargs="+", metavar="DIR",
+                        help="read factory client log directories (job.C.P.out/.err, condor_activity_*.log) "
+                             "instead of the store")
+    source.add_argument("--store", metavar="PATH",
+                        help="the trace store holding the records (default: the one `gwtrace serve` reads; "
+                             "`gwtrace ingest --factory-logs` fills it)")
     parser.add_argument("--since", type=parse_time, help="glideins ending at or after T (epoch or ISO-8601)")
     parser.add_argument("--until", type=parse_time, help="glideins starting before T (epoch or ISO-8601)")
     parser.add_argument("--site", help="GLIDEIN_Site")
     parser.add_argument("--entry", help="factory entry name")
     parser.add_argument("--frontend", help="frontend client name, or its part before the first '.'")
+
+
+def open_store(args: argparse.Namespace) -> Any:
+    """The store named by ``--store`` (or the default), opened for reading: a missing one is one clear error."""
+    from gwtrace.store import TraceStore
+
+    return TraceStore(args.store, create=False)
+
+
+def load_records(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], List[str]]:
+    """The selected records as dicts (``GlideinRecord.to_dict()`` shape) and the lines for unreadable files."""
+    if args.factory_logs:
+        found = collect(args.factory_logs)
+        return [r.to_dict() for r in select(found.records, args)], list(found.errors)
+    with open_store(args) as store:
+        return list(store.glidein_records(args.since, args.until, args.site, args.entry, args.frontend)), []
 
 
 def select(records: Iterable[GlideinRecord], args: argparse.Namespace) -> List[GlideinRecord]:
@@ -69,20 +92,20 @@ def select(records: Iterable[GlideinRecord], args: argparse.Namespace) -> List[G
     return out
 
 
-def _flat(rec: GlideinRecord) -> Dict[str, Any]:
-    row: Dict[str, Any] = {k: getattr(rec, k) for k in TABLE}
-    row.update({k: getattr(rec, k) for k in ("schedd", "factory", "frontend", "glidein_uuid", "submitted")})
-    row["incomplete_reasons"] = "; ".join(rec.incomplete_reasons)
-    row["gwms_duration"] = rec.gwms.get("duration")
-    row["gwms_jobsnr"] = rec.gwms.get("jobsnr")
-    row.update({f"canonical_{c}": round(rec.canonical.get(c, 0.0), 3) for c in CATEGORIES})
+def _flat(rec: Dict[str, Any]) -> Dict[str, Any]:
+    row: Dict[str, Any] = {k: rec.get(k) for k in TABLE}
+    row.update({k: rec.get(k) for k in ("schedd", "factory", "frontend", "glidein_uuid", "submitted")})
+    row["incomplete_reasons"] = "; ".join(rec.get("incomplete_reasons") or [])
+    row["gwms_duration"] = (rec.get("gwms") or {}).get("duration")
+    row["gwms_jobsnr"] = (rec.get("gwms") or {}).get("jobsnr")
+    row.update({f"canonical_{c}": round((rec.get("canonical") or {}).get(c, 0.0), 3) for c in CATEGORIES})
     return row
 
 
-def render(records: List[GlideinRecord], fmt: str, stream: TextIO) -> None:
-    """Write records as a table, JSON (one array) or CSV."""
+def render(records: List[Dict[str, Any]], fmt: str, stream: TextIO) -> None:
+    """Write records (dicts) as a table, JSON (one array) or CSV."""
     if fmt == "json":
-        json.dump([r.to_dict() for r in records], stream, indent=1)
+        json.dump(records, stream, indent=1)
         stream.write("\n")
         return
     rows = [_flat(r) for r in records]
@@ -97,14 +120,15 @@ def render(records: List[GlideinRecord], fmt: str, stream: TextIO) -> None:
         stream.write("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() + "\n")
 
 
-def main(argv: Optional[List[str]] = None, stdout: TextIO = sys.stdout, stderr: TextIO = sys.stderr) -> int:
+def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     """Run ``gwtrace glideins``; 0 if every file was read, 1 if some could not be."""
+    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
     args = build_parser().parse_args(argv)
-    found = collect(args.factory_logs)
-    render(select(found.records, args), args.format, stdout)
-    for line in found.errors:
+    records, errors = load_records(args)
+    render(records, args.format, stdout)
+    for line in errors:
         stderr.write(f"gwtrace glideins: {line}\n")
-    return 1 if found.errors else 0
+    return 1 if errors else 0
 
 
 if __name__ == "__main__":

@@ -302,7 +302,8 @@ def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
 
     forwarder = Forwarder()
     try:
-        glideins, spans, unreadable = backfill(dirs, forwarder.send, err)
+        keep = forwarder.store.put_glidein_records if forwarder.store is not None else None
+        glideins, spans, unreadable = backfill(dirs, forwarder.send, err, keep)
     except IngestError as exc:
         print(f"gwtrace: {exc}; nothing is lost: run the same command again", file=err)
         return 1

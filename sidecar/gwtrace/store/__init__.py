@@ -54,6 +54,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
+from . import glideins
 from .chunks import plan_request
 from .connections import BUSY_TIMEOUT_MS, CHECKPOINT_BYTES, Connections
 from .query import TraceFinder, TraceQuery
@@ -256,6 +257,40 @@ class TraceStore:
             limit=limit,
         )
         return TraceFinder(self._connections.reader(), self._resources).find(query)
+
+    # ---------------------------------------------------------- glidein records
+
+    def put_glidein_records(self, records: Sequence[Any]) -> None:
+        """Store (or replace) ``GlideinRecord``s, keyed by their trace id, with their hourly cells."""
+        from gwtrace.factory.to_trace import glidein_trace_id
+
+        with self._connections.transaction() as conn:
+            for rec in records:
+                trace_id = bytes.fromhex(glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc))
+                glideins.put(conn, trace_id, rec)
+
+    def glidein_records(self, since: Optional[int] = None, until: Optional[int] = None, site: Optional[str] = None,
+                        entry: Optional[str] = None, frontend: Optional[str] = None) -> Iterator[Dict[str, Any]]:
+        """Stored records (``GlideinRecord.to_dict()`` + ``trace_id``); filters as ``gwtrace glideins``."""
+        return glideins.records(self._connections.reader(), since=since, until=until, site=site, entry=entry,
+                                frontend=frontend)
+
+    def glidein_record_rows(self, since: Optional[int] = None, until: Optional[int] = None,
+                            site: Optional[str] = None, entry: Optional[str] = None,
+                            frontend: Optional[str] = None) -> Iterator[Tuple[Any, ...]]:
+        """Light tuples in ``store.glideins.ROW_COLUMNS`` order, no JSON decoded."""
+        return glideins.rows(self._connections.reader(), since=since, until=until, site=site, entry=entry,
+                             frontend=frontend)
+
+    def glidein_series(self, bucket: int, by: Optional[str] = None, since: Optional[int] = None,
+                       until: Optional[int] = None, **filters: Optional[str]) -> Dict[Tuple[str, int], Dict[str, float]]:
+        """Canonical CPU seconds per (group, bucket start) and category, from the hourly cells."""
+        return glideins.hours(self._connections.reader(), bucket, by, since, until, **filters)
+
+    def glidein_gwms(self, by: Optional[str] = None, since: Optional[int] = None, until: Optional[int] = None,
+                     **filters: Optional[str]) -> Iterator[Tuple[str, Dict[str, Any]]]:
+        """(group, GlideinWMS per-glidein figures) of the glideins that ended in [since, until)."""
+        return glideins.gwms_figures(self._connections.reader(), by, since, until, **filters)
 
 
 def _create_file(path: pathlib.Path) -> None:

@@ -16,6 +16,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from .chunks import Chunk, Plan, chunk_of_spans, split_ids
+from . import glideins
 from .connections import Connections
 from .known import KnownTraces
 from .schema import TRACE_UPSERT
@@ -241,6 +242,7 @@ class Writer:
                 marks = ",".join("?" * len(batch))
                 for table in ("chunks", "trace_resources", "trace_ops", "traces"):
                     conn.execute(f"DELETE FROM {table} WHERE trace_id IN ({marks})", batch)
+                glideins.forget(conn, batch)
             if old:
                 # One pass over trace_ops (it is keyed by trace, not by operation).
                 conn.execute(

@@ -1,0 +1,191 @@
+"""Glidein records kept beside the traces, for accounting and analysis without decoding spans.
+
+Why a table of records and one of hourly cells: ``gwtrace account`` over a
+pool's 100 000 glideins must answer in a second or two, and rebuilding each
+glidein's canonical segments (dozens per glidein) in Python costs several
+seconds.  So the cells are cut once, when the record is stored (at ingest),
+and a period's series is a ``GROUP BY`` over a few rows per glidein.
+Records are keyed by the glidein's trace id (``factory.to_trace``): storing
+the same glidein again replaces it, as the spans are replaced.
+
+``glideins``       one row per glidein: the filter columns, GlideinWMS's own
+                   per-glidein figures, the six canonical totals, the record JSON
+``glidein_hours``  canonical CPU seconds per glidein, UTC hour and category,
+                   with the group columns copied so a series needs no join
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+CATEGORIES = ("validation_fail", "decision_problem", "misconfig_badput", "goodput", "preemption_badput", "overhead")
+HOUR = 3600
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS glideins (
+    trace_id   BLOB PRIMARY KEY,
+    cluster    INTEGER, proc INTEGER, schedd TEXT, factory TEXT,
+    site       TEXT, entry TEXT, frontend TEXT,
+    submitted  INTEGER, started INTEGER, ended INTEGER,
+    status     TEXT, incomplete INTEGER NOT NULL,
+    cpus       INTEGER, memory_mb INTEGER, gpus INTEGER,
+    validation_fail REAL, decision_problem REAL, misconfig_badput REAL,
+    goodput    REAL, preemption_badput REAL, overhead REAL, total REAL,
+    gwms       TEXT,
+    record     TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS glideins_ended ON glideins (ended);
+
+CREATE TABLE IF NOT EXISTS glidein_hours (
+    trace_id BLOB    NOT NULL,
+    hour     INTEGER NOT NULL,
+    site     TEXT, entry TEXT, frontend TEXT,
+    validation_fail REAL, decision_problem REAL, misconfig_badput REAL,
+    goodput  REAL, preemption_badput REAL, overhead REAL,
+    PRIMARY KEY (trace_id, hour)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS glidein_hours_hour ON glidein_hours (hour);
+"""
+
+#: the columns of ``rows()``, in order (the light form accounting reads).
+ROW_COLUMNS = ("trace_id", "cluster", "proc", "schedd", "factory", "site", "entry", "frontend", "submitted",
+               "started", "ended", "status", "incomplete", "cpus", "memory_mb", "gpus") + CATEGORIES + ("total",)
+GROUPS = ("site", "entry", "frontend")
+#: a frontend filter matches the client name or its part before the first '.' (as ``factory.cli.select``).
+_FRONTEND = ("({p}frontend = ? OR (instr({p}frontend, '.') > 0"
+             " AND substr({p}frontend, 1, instr({p}frontend, '.') - 1) = ?))")
+
+
+def hour_cells(segments: Iterable[Any]) -> Dict[int, List[float]]:
+    """Canonical CPU seconds per UTC hour and category from a record's segments."""
+    index = {cat: i for i, cat in enumerate(CATEGORIES)}
+    cells: Dict[int, List[float]] = {}
+    for seg in segments:
+        lo, hi = seg.start, seg.end
+        shares = [(index[cat], units) for cat, units in seg.cpu.items()]
+        hour = int(lo // HOUR)
+        while lo < hi:
+            top = min(hi, (hour + 1) * HOUR)
+            cell = cells.setdefault(hour * HOUR, [0.0] * len(CATEGORIES))
+            for at, units in shares:
+                cell[at] += units * (top - lo)
+            lo = top
+            hour += 1
+    return cells
+
+
+def put(conn: sqlite3.Connection, trace_id: bytes, record: Any) -> None:
+    """Store (or replace) one ``GlideinRecord`` and its hourly cells (the caller holds a write transaction)."""
+    data = record.to_dict()
+    canon = record.canonical or {}
+    conn.execute(
+        f"INSERT OR REPLACE INTO glideins VALUES ({','.join('?' * 25)})",
+        (trace_id, record.cluster, record.proc, record.schedd, record.factory, record.site, record.entry,
+         record.frontend, record.submitted, record.started, record.ended, record.status, int(record.incomplete),
+         record.cpus, record.memory_mb, record.gpus)
+        + tuple(canon.get(c, 0.0) for c in CATEGORIES) + (canon.get("total", 0.0), json.dumps(record.gwms),
+                                                         json.dumps(data, separators=(",", ":"))))
+    conn.execute("DELETE FROM glidein_hours WHERE trace_id = ?", (trace_id,))
+    conn.executemany(
+        "INSERT INTO glidein_hours VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        [(trace_id, hour, record.site, record.entry, record.frontend, *cell)
+         for hour, cell in hour_cells(record.segments).items()])
+
+
+def _where(since: Optional[int], until: Optional[int], site: Optional[str], entry: Optional[str],
+           frontend: Optional[str], prefix: str = "") -> Tuple[str, List[Any]]:
+    """The record filters of ``gwtrace glideins`` as SQL (unknown times never exclude a record)."""
+    clauses, args = [], []  # type: List[str], List[Any]
+    if since is not None:
+        clauses.append(f"({prefix}ended IS NULL OR {prefix}ended >= ?)")
+        args.append(since)
+    if until is not None:
+        clauses.append(f"({prefix}started IS NULL OR {prefix}started < ?)")
+        args.append(until)
+    for column, value in (("site", site), ("entry", entry)):
+        if value:
+            clauses.append(f"{prefix}{column} = ?")
+            args.append(value)
+    if frontend:  # the whole client name, or its part before the first '.'
+        clauses.append(_FRONTEND.format(p=prefix))
+        args.extend([frontend, frontend])
+    return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
+
+
+def records(conn: sqlite3.Connection, **filters: Any) -> Iterator[Dict[str, Any]]:
+    """The stored records (``GlideinRecord.to_dict()`` shape plus ``trace_id``), oldest start first."""
+    where, args = _where(**filters)
+    for trace_id, text in conn.execute(f"SELECT trace_id, record FROM glideins{where} ORDER BY started", args):
+        data = json.loads(text)
+        data["trace_id"] = bytes(trace_id).hex()
+        yield data
+
+
+def rows(conn: sqlite3.Connection, **filters: Any) -> Iterator[Tuple[Any, ...]]:
+    """Light tuples in ``ROW_COLUMNS`` order (trace id as hex), no JSON decoded."""
+    where, args = _where(**filters)
+    for row in conn.execute(f"SELECT {', '.join(ROW_COLUMNS)} FROM glideins{where}", args):
+        yield (bytes(row[0]).hex(),) + tuple(row[1:])
+
+
+def gwms_figures(conn: sqlite3.Connection, by: Optional[str], since: Optional[int], until: Optional[int],
+                 **filters: Any) -> Iterator[Tuple[str, Dict[str, Any]]]:
+    """(group, GlideinWMS per-glidein figures) for the glideins that ended in [since, until)."""
+    where, args = _where(None, None, **filters)
+    extra = []
+    if since is not None:
+        extra.append("ended >= ?")
+        args.append(since)
+    if until is not None:
+        extra.append("ended < ?")
+        args.append(until)
+    if extra:
+        where = (where + " AND " if where else " WHERE ") + " AND ".join(extra)
+    group = f"coalesce({by}, 'unknown')" if by in GROUPS else "'all'"
+    for name, text in conn.execute(f"SELECT {group}, gwms FROM glideins{where}", args):
+        figures = json.loads(text) if text else {}
+        if figures:
+            yield name, figures
+
+
+def hours(conn: sqlite3.Connection, bucket: int, by: Optional[str], since: Optional[int], until: Optional[int],
+          site: Optional[str] = None, entry: Optional[str] = None, frontend: Optional[str] = None
+          ) -> Dict[Tuple[str, int], Dict[str, float]]:
+    """Canonical CPU seconds per (group, bucket) and category, summed by SQLite from the hourly cells.
+
+    The period is cut at whole hours (``since`` rounded down, ``until`` up): the store keeps hours.
+    """
+    clauses, args = [], []  # type: List[str], List[Any]
+    if since is not None:
+        clauses.append("hour >= ?")
+        args.append(since // HOUR * HOUR)
+    if until is not None:
+        clauses.append("hour < ?")
+        args.append(-(-until // HOUR) * HOUR)
+    for column, value in (("site", site), ("entry", entry)):
+        if value:
+            clauses.append(f"{column} = ?")
+            args.append(value)
+    if frontend:
+        clauses.append(_FRONTEND.format(p=""))
+        args.extend([frontend, frontend])
+    where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
+    group = f"coalesce({by}, 'unknown')" if by in GROUPS else "'all'"
+    sums = ", ".join(f"sum({c})" for c in CATEGORIES)
+    out: Dict[Tuple[str, int], Dict[str, float]] = {}
+    query = (f"SELECT {group} AS g, hour / {bucket} * {bucket} AS b, {sums} FROM glidein_hours{where} "
+             "GROUP BY g, b ORDER BY g, b")
+    for row in conn.execute(query, args):
+        cell = dict(zip(CATEGORIES, row[2:]))
+        cell["total"] = sum(row[2:])
+        out[(row[0], row[1])] = cell
+    return out
+
+
+def forget(conn: sqlite3.Connection, trace_ids: Sequence[bytes]) -> None:
+    """Drop the records of purged traces."""
+    marks = ",".join("?" * len(trace_ids))
+    conn.execute(f"DELETE FROM glideins WHERE trace_id IN ({marks})", list(trace_ids))
+    conn.execute(f"DELETE FROM glidein_hours WHERE trace_id IN ({marks})", list(trace_ids))
