@@ -135,3 +135,22 @@ def test_no_store_yet_is_one_clear_line(tmp_path, capsys):
     assert main(["account", "--store", str(tmp_path / "none.db")]) == 1
     err = capsys.readouterr().err.strip().splitlines()
     assert len(err) == 1 and "none.db" in err[0]
+
+
+def test_a_glidein_whose_files_changed_replaces_its_hours(tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("GWTRACE_HOME", str(tmp_path / "home"))
+    for key in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT"):
+        monkeypatch.delenv(key, raising=False)
+    root = tmp_path / "factory"
+    gen.factory_dir(root)
+    assert main(["ingest", "--factory-logs", str(root)]) == 0
+    killed = next(root.rglob("job.9.0.out"))  # a hard-killed glidein: its .out ends early
+    jobs = [gen.Job(100, 3600), gen.Job(200, 600, "signal", 9)]
+    killed.write_text(gen.cms_out(jobs))      # ... and later the whole .out arrives
+    capsys.readouterr()
+    assert main(["ingest", "--factory-logs", str(root)]) == 0
+    files = _json(capsys, "account", "--factory-logs", str(root), "--bucket", "1h", "--format", "json")
+    stored = _json(capsys, "account", "--bucket", "1h", "--format", "json")
+    assert [r["bucket"] for r in stored["series"]] == [r["bucket"] for r in files["series"]]
+    for mine, theirs in zip(stored["series"], files["series"]):
+        assert {c: mine[c] for c in CATEGORIES} == pytest.approx({c: theirs[c] for c in CATEGORIES}, abs=0.02)

@@ -9,15 +9,19 @@ Records are keyed by the glidein's trace id (``factory.to_trace``): storing
 the same glidein again replaces it, as the spans are replaced.
 
 ``glideins``       one row per glidein: the filter columns, GlideinWMS's own
-                   per-glidein figures, the six canonical totals, the record JSON
-``glidein_hours``  canonical CPU seconds per glidein, UTC hour and category,
-                   with the group columns copied so a series needs no join
+                   per-glidein figures, the six canonical totals, its hourly
+                   cells (packed) and the record JSON
+``glidein_hours``  the cells of all glideins summed per UTC hour, site, entry
+                   and frontend: a month of a pool is some ten thousand rows,
+                   whatever the number of glideins. A glidein stored again
+                   first takes its old cells out; a purged one too.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
+from array import array
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 CATEGORIES = ("validation_fail", "decision_problem", "misconfig_badput", "goodput", "preemption_badput", "overhead")
@@ -34,19 +38,18 @@ CREATE TABLE IF NOT EXISTS glideins (
     validation_fail REAL, decision_problem REAL, misconfig_badput REAL,
     goodput    REAL, preemption_badput REAL, overhead REAL, total REAL,
     gwms       TEXT,
+    cells      BLOB,
     record     TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS glideins_ended ON glideins (ended);
 
 CREATE TABLE IF NOT EXISTS glidein_hours (
-    trace_id BLOB    NOT NULL,
     hour     INTEGER NOT NULL,
-    site     TEXT, entry TEXT, frontend TEXT,
+    site     TEXT NOT NULL, entry TEXT NOT NULL, frontend TEXT NOT NULL,
     validation_fail REAL, decision_problem REAL, misconfig_badput REAL,
     goodput  REAL, preemption_badput REAL, overhead REAL,
-    PRIMARY KEY (trace_id, hour)
+    PRIMARY KEY (hour, site, entry, frontend)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS glidein_hours_hour ON glidein_hours (hour);
 """
 
 #: the columns of ``rows()``, in order (the light form accounting reads).
@@ -58,40 +61,80 @@ _FRONTEND = ("({p}frontend = ? OR (instr({p}frontend, '.') > 0"
              " AND substr({p}frontend, 1, instr({p}frontend, '.') - 1) = ?))")
 
 
+_INDEX = {cat: i for i, cat in enumerate(CATEGORIES)}
+_WIDTH = 1 + len(CATEGORIES)
+
+
 def hour_cells(segments: Iterable[Any]) -> Dict[int, List[float]]:
-    """Canonical CPU seconds per UTC hour and category from a record's segments."""
-    index = {cat: i for i, cat in enumerate(CATEGORIES)}
+    """Canonical CPU seconds per UTC hour and category from a record's segments (in time order)."""
     cells: Dict[int, List[float]] = {}
+    current, cell = None, [0.0]
     for seg in segments:
         lo, hi = seg.start, seg.end
-        shares = [(index[cat], units) for cat, units in seg.cpu.items()]
-        hour = int(lo // HOUR)
+        shares = [(_INDEX[cat], units) for cat, units in seg.cpu.items()]
         while lo < hi:
-            top = min(hi, (hour + 1) * HOUR)
-            cell = cells.setdefault(hour * HOUR, [0.0] * len(CATEGORIES))
+            hour = int(lo // HOUR) * HOUR
+            if hour != current:
+                cell = cells.get(hour) or cells.setdefault(hour, [0.0] * len(CATEGORIES))
+                current = hour
+            top = hour + HOUR if hour + HOUR < hi else hi
+            width = top - lo
             for at, units in shares:
-                cell[at] += units * (top - lo)
+                cell[at] += units * width
             lo = top
-            hour += 1
     return cells
 
 
+def pack(cells: Dict[int, List[float]]) -> bytes:
+    """Cells as one blob: per hour, the hour then the six values (doubles)."""
+    flat = array("d")
+    for hour, values in cells.items():
+        flat.append(hour)
+        flat.extend(values)
+    return flat.tobytes()
+
+
+def unpack(blob: Optional[bytes]) -> Iterator[Tuple[int, Sequence[float]]]:
+    """The (hour, values) pairs of ``pack``."""
+    flat = array("d")
+    flat.frombytes(blob or b"")
+    for at in range(0, len(flat), _WIDTH):
+        yield int(flat[at]), flat[at + 1:at + _WIDTH]
+
+
+_ADD = (f"INSERT INTO glidein_hours VALUES (?,?,?,?,{','.join('?' * len(CATEGORIES))}) "
+        "ON CONFLICT (hour, site, entry, frontend) DO UPDATE SET "
+        + ", ".join(f"{c} = {c} + excluded.{c}" for c in CATEGORIES))
+
+
+def _roll(conn: sqlite3.Connection, group: Tuple[str, str, str], cells: Iterable[Tuple[int, Sequence[float]]],
+          sign: float) -> None:
+    conn.executemany(_ADD, [(hour, *group, *(sign * v for v in values)) for hour, values in cells])
+
+
+def _group(site: Optional[str], entry: Optional[str], frontend: Optional[str]) -> Tuple[str, str, str]:
+    return (site or "", entry or "", frontend or "")
+
+
 def put(conn: sqlite3.Connection, trace_id: bytes, record: Any) -> None:
-    """Store (or replace) one ``GlideinRecord`` and its hourly cells (the caller holds a write transaction)."""
-    data = record.to_dict()
+    """Store (or replace) one ``GlideinRecord`` and add its hourly cells (the caller holds a write transaction)."""
+    text = json.dumps(record.to_dict(), separators=(",", ":"))
+    old = conn.execute("SELECT site, entry, frontend, cells, record FROM glideins WHERE trace_id = ?",
+                       (trace_id,)).fetchone()
+    if old is not None:
+        if old[4] == text:
+            return  # the same glidein ingested again
+        _roll(conn, _group(*old[:3]), unpack(old[3]), -1.0)
+    cells = hour_cells(record.segments)
     canon = record.canonical or {}
     conn.execute(
-        f"INSERT OR REPLACE INTO glideins VALUES ({','.join('?' * 25)})",
+        f"INSERT OR REPLACE INTO glideins VALUES ({','.join('?' * 26)})",
         (trace_id, record.cluster, record.proc, record.schedd, record.factory, record.site, record.entry,
          record.frontend, record.submitted, record.started, record.ended, record.status, int(record.incomplete),
          record.cpus, record.memory_mb, record.gpus)
-        + tuple(canon.get(c, 0.0) for c in CATEGORIES) + (canon.get("total", 0.0), json.dumps(record.gwms),
-                                                         json.dumps(data, separators=(",", ":"))))
-    conn.execute("DELETE FROM glidein_hours WHERE trace_id = ?", (trace_id,))
-    conn.executemany(
-        "INSERT INTO glidein_hours VALUES (?,?,?,?,?,?,?,?,?,?,?)",
-        [(trace_id, hour, record.site, record.entry, record.frontend, *cell)
-         for hour, cell in hour_cells(record.segments).items()])
+        + tuple(canon.get(c, 0.0) for c in CATEGORIES)
+        + (canon.get("total", 0.0), json.dumps(record.gwms), pack(cells), text))
+    _roll(conn, _group(record.site, record.entry, record.frontend), cells.items(), 1.0)
 
 
 def _where(since: Optional[int], until: Optional[int], site: Optional[str], entry: Optional[str],
@@ -153,7 +196,7 @@ def gwms_figures(conn: sqlite3.Connection, by: Optional[str], since: Optional[in
 def hours(conn: sqlite3.Connection, bucket: int, by: Optional[str], since: Optional[int], until: Optional[int],
           site: Optional[str] = None, entry: Optional[str] = None, frontend: Optional[str] = None
           ) -> Dict[Tuple[str, int], Dict[str, float]]:
-    """Canonical CPU seconds per (group, bucket) and category, summed by SQLite from the hourly cells.
+    """Canonical CPU seconds per (group, bucket) and category, summed by SQLite from the hourly rollup.
 
     The period is cut at whole hours (``since`` rounded down, ``until`` up): the store keeps hours.
     """
@@ -172,7 +215,7 @@ def hours(conn: sqlite3.Connection, bucket: int, by: Optional[str], since: Optio
         clauses.append(_FRONTEND.format(p=""))
         args.extend([frontend, frontend])
     where = (" WHERE " + " AND ".join(clauses)) if clauses else ""
-    group = f"coalesce({by}, 'unknown')" if by in GROUPS else "'all'"
+    group = f"coalesce(nullif({by}, ''), 'unknown')" if by in GROUPS else "'all'"
     sums = ", ".join(f"sum({c})" for c in CATEGORIES)
     out: Dict[Tuple[str, int], Dict[str, float]] = {}
     query = (f"SELECT {group} AS g, hour / {bucket} * {bucket} AS b, {sums} FROM glidein_hours{where} "
@@ -185,7 +228,11 @@ def hours(conn: sqlite3.Connection, bucket: int, by: Optional[str], since: Optio
 
 
 def forget(conn: sqlite3.Connection, trace_ids: Sequence[bytes]) -> None:
-    """Drop the records of purged traces."""
+    """Drop the records of purged traces, and take their cells out of the rollup."""
     marks = ",".join("?" * len(trace_ids))
+    for site, entry, frontend, cells in conn.execute(
+            f"SELECT site, entry, frontend, cells FROM glideins WHERE trace_id IN ({marks})", list(trace_ids)).fetchall():
+        _roll(conn, _group(site, entry, frontend), unpack(cells), -1.0)
     conn.execute(f"DELETE FROM glideins WHERE trace_id IN ({marks})", list(trace_ids))
-    conn.execute(f"DELETE FROM glidein_hours WHERE trace_id IN ({marks})", list(trace_ids))
+    conn.execute("DELETE FROM glidein_hours WHERE abs(validation_fail) + abs(decision_problem) + "
+                 "abs(misconfig_badput) + abs(goodput) + abs(preemption_badput) + abs(overhead) < 1e-6")
