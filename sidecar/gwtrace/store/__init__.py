@@ -264,10 +264,9 @@ class TraceStore:
         """Store (or replace) ``GlideinRecord``s, keyed by their trace id, with their hourly cells."""
         from gwtrace.factory.to_trace import glidein_trace_id
 
+        pairs = [(bytes.fromhex(glidein_trace_id(r.factory, r.schedd, r.cluster, r.proc)), r) for r in records]
         with self._connections.transaction() as conn:
-            for rec in records:
-                trace_id = bytes.fromhex(glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc))
-                glideins.put(conn, trace_id, rec)
+            glideins.put_many(conn, pairs)
 
     def glidein_records(self, since: Optional[int] = None, until: Optional[int] = None, site: Optional[str] = None,
                         entry: Optional[str] = None, frontend: Optional[str] = None) -> Iterator[Dict[str, Any]]:

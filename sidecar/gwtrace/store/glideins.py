@@ -116,25 +116,52 @@ def _group(site: Optional[str], entry: Optional[str], frontend: Optional[str]) -
     return (site or "", entry or "", frontend or "")
 
 
-def put(conn: sqlite3.Connection, trace_id: bytes, record: Any) -> None:
-    """Store (or replace) one ``GlideinRecord`` and add its hourly cells (the caller holds a write transaction)."""
-    text = json.dumps(record.to_dict(), separators=(",", ":"))
-    old = conn.execute("SELECT site, entry, frontend, cells, record FROM glideins WHERE trace_id = ?",
-                       (trace_id,)).fetchone()
-    if old is not None:
-        if old[4] == text:
-            return  # the same glidein ingested again
-        _roll(conn, _group(*old[:3]), unpack(old[3]), -1.0)
-    cells = hour_cells(record.segments)
-    canon = record.canonical or {}
-    conn.execute(
-        f"INSERT OR REPLACE INTO glideins VALUES ({','.join('?' * 26)})",
-        (trace_id, record.cluster, record.proc, record.schedd, record.factory, record.site, record.entry,
-         record.frontend, record.submitted, record.started, record.ended, record.status, int(record.incomplete),
-         record.cpus, record.memory_mb, record.gpus)
-        + tuple(canon.get(c, 0.0) for c in CATEGORIES)
-        + (canon.get("total", 0.0), json.dumps(record.gwms), pack(cells), text))
-    _roll(conn, _group(record.site, record.entry, record.frontend), cells.items(), 1.0)
+def _stored(conn: sqlite3.Connection, trace_ids: List[bytes]) -> Dict[bytes, Tuple[Any, ...]]:
+    """The stored rows (site, entry, frontend, cells, record) of those glideins that are already there."""
+    out: Dict[bytes, Tuple[Any, ...]] = {}
+    for at in range(0, len(trace_ids), 500):
+        batch = trace_ids[at:at + 500]
+        marks = ",".join("?" * len(batch))
+        for row in conn.execute(f"SELECT trace_id, site, entry, frontend, cells, record FROM glideins"
+                                f" WHERE trace_id IN ({marks})", batch):
+            out[bytes(row[0])] = row[1:]
+    return out
+
+
+def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]]) -> None:
+    """Store (or replace) ``(trace id, GlideinRecord)`` pairs and roll their hourly cells up.
+
+    The caller holds a write transaction. The rollup is summed in Python over the whole batch first:
+    the glideins of one ingest share their hours, so one upsert per (hour, group) serves many.
+    """
+    rollup: Dict[Tuple[int, str, str, str], List[float]] = {}
+
+    def roll(group: Tuple[str, str, str], cells: Iterable[Tuple[int, Sequence[float]]], sign: float) -> None:
+        for hour, values in cells:
+            acc = rollup.setdefault((hour, *group), [0.0] * len(CATEGORIES))
+            for at, value in enumerate(values):
+                acc[at] += sign * value
+
+    pairs = list(items)
+    stored = _stored(conn, [trace_id for trace_id, _ in pairs])
+    for trace_id, record in pairs:
+        text = json.dumps(record.to_dict(), separators=(",", ":"), check_circular=False)
+        old = stored.get(trace_id)
+        if old is not None:
+            if old[4] == text:
+                continue  # the same glidein ingested again
+            roll(_group(*old[:3]), unpack(old[3]), -1.0)
+        cells = hour_cells(record.segments)
+        canon = record.canonical or {}
+        conn.execute(
+            f"INSERT OR REPLACE INTO glideins VALUES ({','.join('?' * 26)})",
+            (trace_id, record.cluster, record.proc, record.schedd, record.factory, record.site, record.entry,
+             record.frontend, record.submitted, record.started, record.ended, record.status, int(record.incomplete),
+             record.cpus, record.memory_mb, record.gpus)
+            + tuple(canon.get(c, 0.0) for c in CATEGORIES)
+            + (canon.get("total", 0.0), json.dumps(record.gwms), pack(cells), text))
+        roll(_group(record.site, record.entry, record.frontend), cells.items(), 1.0)
+    conn.executemany(_ADD, [(*key, *values) for key, values in rollup.items()])
 
 
 def _where(since: Optional[int], until: Optional[int], site: Optional[str], entry: Optional[str],
