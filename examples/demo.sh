@@ -2,7 +2,8 @@
 # make demo: (1) a glidein-like run (examples/glidein) traced by `gwtrace run` with no
 # change to its scripts, on the embedded default store: its trace tree; (2) what an
 # operator looks at first: a demo factory's client log directories (written by
-# examples/demo_factory.py, problems planted) backfilled into the same store, the
+# examples/demo_factory.py, problems planted) backfilled into the same store (spans and
+# glidein records), then read back from the store: the
 # accounting summary in canonical hours and the top hints; then where to browse it.
 # (examples/glidein_like.sh shows the bash API itself.)
 set -euo pipefail
@@ -19,11 +20,11 @@ python3 "$here/demo_factory.py" --out "$factory" --glideins "${DEMO_GLIDEINS:-10
 gwtrace ingest --factory-logs "$factory"
 echo
 echo "== Where pilot time went (gwtrace account --bucket 1d)"
-gwtrace account --factory-logs "$factory" --bucket 1d --plot "$data/demo-accounting.svg"
+gwtrace account --bucket 1d --plot "$data/demo-accounting.svg"
 echo "(picture: $data/demo-accounting.svg)"
 echo
 echo "== What to change first (gwtrace analyze --hints)"
-hints=$(gwtrace analyze --factory-logs "$factory" --hints)
+hints=$(gwtrace analyze --hints)
 printf '%s\n' "$hints" | awk '/^[0-9]+\. / { n++ } n > 3 { exit } { print }'
 first=$(printf '%s\n' "$hints" | sed -n 's/.*(trace \([0-9a-f]\{32\}\)).*/\1/p' | head -n 1)
 echo
