@@ -94,11 +94,11 @@ def _table(out: TextIO, head: List[str], body: List[List[str]]) -> None:
         out.write("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() + "\n")
 
 
-def plot(rows: List[Dict[str, Any]], path: str, title: str) -> None:
+def plot(rows: List[Dict[str, Any]], path: str, title: str, width: int) -> None:
     """A stacked area per category over time (all groups summed), SVG or PNG by the file's suffix."""
     from .account_plot import stacked_area  # matplotlib is imported only when a picture is asked for
 
-    stacked_area(rows, path, title)
+    stacked_area(rows, path, title, width)
 
 
 def from_files(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], Dict[str, Dict[str, Any]], List[str]]:
@@ -127,7 +127,7 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
     rows, totals, errors = from_files(args) if args.factory_logs else from_store(args)
     render(rows, totals, args.format, args.by, stdout)
     if args.plot:
-        plot(rows, args.plot, f"pilot time by category, canonical hours per {args.bucket}")
+        plot(rows, args.plot, f"pilot time by category, canonical hours per {args.bucket}", BUCKETS[args.bucket])
     for line in errors:
         stderr.write(f"gwtrace account: {line}\n")
     return 1 if errors else 0

@@ -30,8 +30,8 @@ def _pyplot() -> Any:
     return plt
 
 
-def stacked_area(rows: List[Dict[str, Any]], path: str, title: str) -> None:
-    """Write ``rows`` (``rows_of`` output: canonical hours per bucket) summed over groups to ``path``."""
+def stacked_area(rows: List[Dict[str, Any]], path: str, title: str, width: int = 3600) -> None:
+    """Write ``rows`` (``rows_of`` output: canonical hours per ``width``-second bucket) summed over groups."""
     if not path.endswith((".svg", ".png")):
         raise ValueError(f"--plot writes .svg or .png files: {path}")
     plt = _pyplot()
@@ -43,10 +43,12 @@ def stacked_area(rows: List[Dict[str, Any]], path: str, title: str) -> None:
     fig, ax = plt.subplots(figsize=(9, 4.5))
     try:
         if starts:
-            times = [datetime.fromtimestamp(s, tz=timezone.utc) for s in starts]
-            ax.stackplot(times, [[per_bucket[s][c] for s in starts] for c in ORDER],
+            # each bucket is drawn over its whole width: its values again at its end
+            edges = starts + [starts[-1] + width]
+            times = [datetime.fromtimestamp(s, tz=timezone.utc) for s in edges]
+            ax.stackplot(times, [[per_bucket[s][c] for s in starts] + [per_bucket[starts[-1]][c]] for c in ORDER],
                          labels=[c.replace("_", " ") for c in ORDER], colors=[COLOURS[c] for c in ORDER],
-                         step="post" if len(starts) > 1 else None)
+                         step="post")
         else:
             ax.text(0.5, 0.5, "no glidein time in this period", ha="center", va="center", transform=ax.transAxes)
         ax.set_title(title)

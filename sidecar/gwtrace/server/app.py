@@ -9,7 +9,7 @@ from typing import Optional
 from flask import Flask, Response, request
 
 from ..store import TraceStore
-from . import api, otlp_http, ui
+from . import accounting, api, otlp_http, ui
 from .answers import RETRY_AFTER_SECONDS, envelope_answer, to_response
 from .auth import PUBLIC_ENDPOINTS, BearerAuth, common_headers
 
@@ -33,6 +33,7 @@ def create_app(
     auth = BearerAuth(token)
     app.register_blueprint(api.bp)
     app.register_blueprint(ui.bp)
+    app.register_blueprint(accounting.bp)
     app.wsgi_app = otlp_http.IngestMiddleware(app.wsgi_app, store, auth, max_body_bytes)  # type: ignore[method-assign]
     _register_hooks(app, auth)
     return app

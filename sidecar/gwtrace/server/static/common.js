@@ -61,12 +61,38 @@ const gw = (() => {
     }
   }
 
-  /** GET a JSON API path with the tab's token; 401 opens the token form. */
-  async function api(path) {
-    const headers = { Accept: "application/json" };
+  /** GET a path with the tab's token (the one place the token is sent). */
+  function fetchWithToken(path, accept) {
+    const headers = { Accept: accept };
     const token = sessionStorage.getItem(TOKEN_KEY);
     if (token) headers.Authorization = "Bearer " + token;
-    const resp = await fetch(path, { headers, credentials: "omit" });
+    return fetch(path, { headers, credentials: "omit" });
+  }
+
+  /** GET a picture (SVG) with the tab's token, as a data: URL an <img> can show (no script runs in it). */
+  async function picture(path) {
+    const resp = await fetchWithToken(path, "image/svg+xml");
+    if (resp.status === 401) {
+      showAuth();
+      throw new ApiError(401, "this server needs a token");
+    }
+    if (!resp.ok) {
+      let msg = resp.status + " " + resp.statusText;
+      try {
+        const body = await resp.json();
+        if (body && body.error) msg = typeof body.error === "string" ? body.error : body.error.message;
+      } catch (e) { /* not JSON: keep the status line */ }
+      throw new ApiError(resp.status, msg);
+    }
+    const bytes = new Uint8Array(await resp.arrayBuffer());
+    let binary = "";
+    for (let i = 0; i < bytes.length; i += 8192) binary += String.fromCharCode(...bytes.subarray(i, i + 8192));
+    return "data:image/svg+xml;base64," + btoa(binary);
+  }
+
+  /** GET a JSON API path with the tab's token; 401 opens the token form. */
+  async function api(path) {
+    const resp = await fetchWithToken(path, "application/json");
     let body = null;
     try {
       body = await resp.json();
@@ -197,5 +223,5 @@ const gw = (() => {
     document.body.dataset.ready = "1";
   }
 
-  return { el, clear, api, ready, ApiError, showMessage, fmtDuration, fmtTime, fmtValue, statusOf, tagValue, kvTable, renderDetail, ticks };
+  return { el, clear, api, picture, ready, ApiError, showMessage, fmtDuration, fmtTime, fmtValue, statusOf, tagValue, kvTable, renderDetail, ticks };
 })();

@@ -1,0 +1,160 @@
+"""Accounting pages: pilot time by category over time, by site/entry/frontend, and the glideins behind it.
+
+The numbers come from the glidein records the store keeps at ingest
+(``store/glideins.py``): the same ones, the same code, as ``gwtrace account``
+and ``gwtrace glideins``.  The chart is drawn on the server by matplotlib
+(``factory/account_plot.py``) and fetched by the page like any data (so a
+server token covers it too); the page shows it as an image, where nothing in
+it can run.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import tempfile
+from typing import Any, Dict, Optional
+
+from flask import Blueprint, Response, current_app, render_template, request
+
+from ..factory.account import BUCKETS, DEMAND_CATEGORIES, NOT_COMPUTABLE, EntryTotals
+from ..factory.account_cli import rows_of
+from ..factory.canonical import CATEGORIES
+from ..factory.cli import parse_time
+from ..store import TraceStore
+from .jsonutil import json_response
+
+bp = Blueprint("accounting", __name__, template_folder="templates")
+GROUPS = ("site", "entry", "frontend")
+MAX_GLIDEINS = 5000
+
+
+class BadQuery(ValueError):
+    """A query parameter that cannot be used; its message is the answer's one line."""
+
+
+def _store() -> TraceStore:
+    return current_app.config["GWTRACE_STORE"]
+
+
+def query() -> Dict[str, Any]:
+    """The page's parameters: since/until (epoch or ISO-8601), bucket, by, site/entry/frontend filters."""
+    args = request.args
+    out: Dict[str, Any] = {"bucket": args.get("bucket") or "1d", "by": args.get("by") or None}
+    if out["bucket"] not in BUCKETS:
+        raise BadQuery(f"bucket must be one of {', '.join(sorted(BUCKETS))}")
+    if out["by"] is not None and out["by"] not in GROUPS:
+        raise BadQuery(f"by must be one of {', '.join(GROUPS)}")
+    for key in ("since", "until"):
+        try:
+            out[key] = parse_time(args[key]) if args.get(key) else None
+        except argparse.ArgumentTypeError as exc:
+            raise BadQuery(str(exc)) from None
+    for key in GROUPS:
+        out[key] = args.get(key) or None
+    return out
+
+
+def _filters(q: Dict[str, Any]) -> Dict[str, Optional[str]]:
+    return {k: q[k] for k in GROUPS}
+
+
+def accounting_data(store: TraceStore, q: Dict[str, Any]) -> Dict[str, Any]:
+    """What ``gwtrace account --format json`` prints for the same query, plus per-group totals."""
+    series = store.glidein_series(BUCKETS[q["bucket"]], q["by"], q["since"], q["until"], **_filters(q))
+    rows = rows_of(series, q["by"])
+    totals: Dict[str, EntryTotals] = {}
+    for name, figures in store.glidein_gwms(q["by"], q["since"], q["until"], **_filters(q)):
+        totals.setdefault(name, EntryTotals()).add(figures)
+    groups: Dict[str, Dict[str, float]] = {}
+    for (group, _start), cell in series.items():
+        acc = groups.setdefault(group, dict.fromkeys(CATEGORIES + ("total",), 0.0))
+        for key in acc:
+            acc[key] += cell[key] / 3600.0
+    return {
+        "unit": "canonical hours", "bucket": q["bucket"], "by": q["by"], "since": q["since"], "until": q["until"],
+        "series": rows,
+        "groups": [{"group": g, **{k: round(v, 2) for k, v in cells.items()}} for g, cells in sorted(groups.items())],
+        "analyze_entries": {k: v.to_dict() for k, v in sorted(totals.items())},
+        "demand": {c: NOT_COMPUTABLE for c in DEMAND_CATEGORIES},
+    }
+
+
+@bp.route("/accounting")
+def accounting_page() -> str:
+    return render_template("accounting.html", page="accounting")
+
+
+@bp.route("/glideins")
+def glideins_page() -> str:
+    return render_template("glideins.html", page="glideins")
+
+
+@bp.route("/ui/api/accounting")
+def accounting() -> Response:
+    try:
+        q = query()
+    except BadQuery as exc:
+        return json_response({"error": str(exc)}, 400)
+    return json_response(accounting_data(_store(), q))
+
+
+@bp.route("/ui/api/accounting.svg")
+def accounting_svg() -> Response:
+    try:
+        q = query()
+    except BadQuery as exc:
+        return json_response({"error": str(exc)}, 400)
+    rows = accounting_data(_store(), q)["series"]
+    try:
+        svg = _draw(rows, f"pilot time by category, canonical hours per {q['bucket']}", BUCKETS[q["bucket"]])
+    except ValueError as exc:  # no matplotlib on this server: the page says so in one line
+        return json_response({"error": str(exc)}, 501)
+    return Response(svg, mimetype="image/svg+xml")
+
+
+def _draw(rows: Any, title: str, width: int) -> bytes:
+    from ..factory.account_plot import stacked_area
+
+    handle, path = tempfile.mkstemp(suffix=".svg")
+    os.close(handle)
+    try:
+        stacked_area(rows, path, title, width)
+        with open(path, "rb") as f:
+            return f.read()
+    finally:
+        os.unlink(path)
+
+
+def _glidein_row(rec: Dict[str, Any]) -> Dict[str, Any]:
+    canon = rec.get("canonical") or {}
+    return {
+        "trace_id": rec.get("trace_id"), "cluster": rec.get("cluster"), "proc": rec.get("proc"),
+        "schedd": rec.get("schedd"), "site": rec.get("site"), "entry": rec.get("entry"),
+        "frontend": rec.get("frontend"), "started": rec.get("started"), "ended": rec.get("ended"),
+        "status": rec.get("status"), "failed_script": rec.get("failed_script"),
+        "incomplete": rec.get("incomplete"), "cpus": rec.get("cpus"), "jobs": len(rec.get("jobs") or []),
+        "canonical_hours": {c: round(canon.get(c, 0.0) / 3600.0, 2) for c in CATEGORIES + ("total",)},
+    }
+
+
+@bp.route("/ui/api/glidein-records")
+def glidein_records() -> Response:
+    """The glideins behind a number: the same filters, optionally only those with time in one category."""
+    try:
+        q = query()
+    except BadQuery as exc:
+        return json_response({"error": str(exc)}, 400)
+    category = request.args.get("category") or None
+    if category is not None and category not in CATEGORIES:
+        return json_response({"error": f"category must be one of {', '.join(CATEGORIES)}"}, 400)
+    found, more = [], False
+    for rec in _store().glidein_records(q["since"], q["until"], **_filters(q)):
+        if category and not (rec.get("canonical") or {}).get(category):
+            continue
+        if len(found) == MAX_GLIDEINS:
+            more = True
+            break
+        found.append(_glidein_row(rec))
+    return json_response({"glideins": found, "truncated": more, "limit": MAX_GLIDEINS})
+
