@@ -156,6 +156,25 @@ EOF
   } >"$hook" && chmod 0755 "$hook"
 }
 
+# glidein_traceparent: the glidein's context as the factory's backfill derives it
+# (`gwtrace ingest --factory-logs`, docs/accounting.md): trace id
+# sha256("gwtrace-glidein-v1\0<factory>\0<schedd>\0<cluster>.<proc>")[:32], parent
+# the backfilled root span, sha256("<trace id>/glidein")[:16]. So the spans this
+# glidein sends live and those made later from its .out/.err share one trace.
+glidein_traceparent() {
+  local factory schedd cluster proc trace_id span_id
+  factory=$(gconfig_get GLIDEIN_Factory "$glidein_config")
+  schedd=$(gconfig_get CONDORG_SCHEDD "$glidein_config")
+  cluster=$(gconfig_get CONDORG_CLUSTER "$glidein_config")
+  proc=$(gconfig_get CONDORG_SUBCLUSTER "$glidein_config")
+  [[ -n $cluster && -n $proc ]] && command -v sha256sum >/dev/null || return 1
+  trace_id=$(printf 'gwtrace-glidein-v1\0%s\0%s\0%s.%s' "$factory" "$schedd" "$cluster" "$proc" | sha256sum)
+  span_id=$(printf '%s/glidein' "${trace_id:0:32}" | sha256sum)
+  span_id=${span_id:0:16}
+  [[ $span_id != 0000000000000000 ]] || span_id=0000000000000001
+  printf '00-%s-%s-01\n' "${trace_id:0:32}" "$span_id"
+}
+
 main() {
   local disable
   disable=$(gconfig_get GWTRACE_DISABLE "$glidein_config")
@@ -174,10 +193,11 @@ main() {
     start_sidecar
   fi
 
-  # The glidein span, child of the factory's context if it gave one (else of
-  # the context this script runs in, if any).
+  # The glidein span, child of the factory's context if it gave one, else of
+  # the context this script runs in, else of the glidein's own backfill root.
   local parent
   parent=$(gconfig_get GLIDEIN_TRACEPARENT "$glidein_config")
+  [[ -n $parent || -n ${TRACEPARENT-} ]] || parent=$(glidein_traceparent) || parent=
   [[ -n $parent ]] && export TRACEPARENT=$parent
   # shellcheck source=/dev/null
   source "$gwtrace_here/gwtrace.sh"

@@ -112,6 +112,7 @@ def test_an_offline_glidein_brings_every_span_home_once(tmp_path, pyz, collector
     assert {"glidein", "gwtrace_setup.sh"} <= names
     glidein = next(s for s in got if s.name == "glidein")
     assert glidein.resource.get("glidein.site") == "TEST_SITE"
+    live_and_backfill_join(run, glidein, tmp_path / "joined")
 
     # The user job, through the glidein's own condor_job_wrapper.sh and the
     # environment its condor_config gives jobs (STARTER_JOB_ENVIRONMENT).
@@ -128,6 +129,29 @@ def test_an_offline_glidein_brings_every_span_home_once(tmp_path, pyz, collector
     assert f"TRACEPARENT=00-{glidein.trace_id}-" in out.stdout
     log = (work / "gwtrace" / "sidecar" / "events.log").read_text()
     assert f"\t{glidein.trace_id}\t" in log and "\tanalysis\t" in log and "\tstage_out\t" in log
+
+
+def live_and_backfill_join(run: Path, glidein, home: Path) -> None:
+    """The live glidein span is in the trace the factory's backfill gives the same glidein, under its root."""
+    from gwtrace.factory.collect import collect
+    from gwtrace.factory.to_trace import glidein_trace_id, span_id
+    from gwtrace.store import TraceStore
+
+    rec = collect([str(run)]).records[0]
+    expected = glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc)
+    assert (rec.factory, rec.cluster, rec.proc) != (None, None, None)
+    assert glidein.trace_id == expected
+    assert glidein.parent_id == span_id(expected, "glidein")
+    env = clean_env(GWTRACE_HOME=str(home))
+    for args in (["--factory-logs", str(run)], [str(run / "job.7.0.err")]):
+        done = subprocess.run([GWTRACE, "ingest", *args], env=env, capture_output=True, text=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+    with TraceStore(home / "traces.db") as store:
+        assert store.trace_count() == 1
+        spans = store.get_trace(expected)
+        roots = [s for s in spans if s["name"] == "glidein"]
+        assert len(roots) == 2 and roots[0]["span_id"] == span_id(expected, "glidein")
+        assert [r["trace_id"] for r in store.glidein_records()] == [expected]
 
 
 def starter_job_environment(condor_config: Path) -> Dict[str, str]:
