@@ -262,15 +262,41 @@ class TraceStore:
 
     def put_glidein_records(self, records: Sequence[Any]) -> None:
         """Store (or replace) ``GlideinRecord``s, keyed by their trace id, with their hourly cells."""
-        from gwtrace.factory.to_trace import glidein_trace_id
-
-        pairs = [(bytes.fromhex(glidein_trace_id(r.factory, r.schedd, r.cluster, r.proc)), r) for r in records]
+        pairs = [(glideins.record_key(r), r) for r in records]
         with self._connections.transaction() as conn:
             glideins.put_many(conn, pairs)
+
+    def refresh_glidein_records(self) -> int:
+        """(Re)make the records of traced glideins whose spans arrived since; return how many were made.
+
+        Ingest only marks such traces (cheap, in its own transaction); the spans are read back and
+        turned into records here, before any read of records. A glidein the factory's files were
+        backfilled for keeps the record made from the files.
+        """
+        from gwtrace.factory.from_trace import record_from_trace
+
+        reader = self._connections.reader()
+        pending = glideins.dirty(reader)
+        if not pending:
+            return 0
+        from_files = glideins.from_files(reader, pending)
+        made = []
+        for trace_id in pending:
+            if trace_id in from_files:
+                continue
+            rec = record_from_trace(self.get_trace(trace_id))
+            if rec is not None:
+                rec.trace_id = trace_id.hex()  # type: ignore[attr-defined]  # where its spans are
+                made.append((glideins.record_key(rec, trace_id), rec))
+        with self._connections.transaction() as conn:
+            glideins.put_many(conn, made, source="trace")
+            glideins.clean(conn, pending)
+        return len(made)
 
     def glidein_records(self, since: Optional[int] = None, until: Optional[int] = None, site: Optional[str] = None,
                         entry: Optional[str] = None, frontend: Optional[str] = None) -> Iterator[Dict[str, Any]]:
         """Stored records (``GlideinRecord.to_dict()`` + ``trace_id``); filters as ``gwtrace glideins``."""
+        self.refresh_glidein_records()
         return glideins.records(self._connections.reader(), since=since, until=until, site=site, entry=entry,
                                 frontend=frontend)
 
@@ -278,17 +304,20 @@ class TraceStore:
                             site: Optional[str] = None, entry: Optional[str] = None,
                             frontend: Optional[str] = None) -> Iterator[Tuple[Any, ...]]:
         """Light tuples in ``store.glideins.ROW_COLUMNS`` order, no JSON decoded."""
+        self.refresh_glidein_records()
         return glideins.rows(self._connections.reader(), since=since, until=until, site=site, entry=entry,
                              frontend=frontend)
 
     def glidein_series(self, bucket: int, by: Optional[str] = None, since: Optional[int] = None,
                        until: Optional[int] = None, **filters: Optional[str]) -> Dict[Tuple[str, int], Dict[str, float]]:
         """Canonical CPU seconds per (group, bucket start) and category, from the hourly cells."""
+        self.refresh_glidein_records()
         return glideins.hours(self._connections.reader(), bucket, by, since, until, **filters)
 
     def glidein_gwms(self, by: Optional[str] = None, since: Optional[int] = None, until: Optional[int] = None,
                      **filters: Optional[str]) -> Iterator[Tuple[str, Dict[str, Any]]]:
         """(group, GlideinWMS per-glidein figures) of the glideins that ended in [since, until)."""
+        self.refresh_glidein_records()
         return glideins.gwms_figures(self._connections.reader(), by, since, until, **filters)
 
 

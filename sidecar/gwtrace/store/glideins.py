@@ -11,6 +11,10 @@ the same glidein again replaces it, as the spans are replaced.
 ``glideins``       one row per glidein: the filter columns, GlideinWMS's own
                    per-glidein figures, the six canonical totals, its hourly
                    cells (packed) and the record JSON
+``glidein_dirty``  traces whose glidein spans arrived since their record was
+                   made: records of traced glideins are (re)made from their spans
+                   on the next read (ingest only marks them: one row per chunk
+                   that holds a glidein's spans)
 ``glidein_hours``  the cells of all glideins summed per UTC hour, site, entry
                    and frontend: a month of a pool is some ten thousand rows,
                    whatever the number of glideins. A glidein stored again
@@ -39,9 +43,13 @@ CREATE TABLE IF NOT EXISTS glideins (
     goodput    REAL, preemption_badput REAL, overhead REAL, total REAL,
     gwms       TEXT,
     cells      BLOB,
+    source     TEXT NOT NULL,
     record     TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS glideins_ended ON glideins (ended);
+
+-- traces with a glidein span written since their record was last made from spans
+CREATE TABLE IF NOT EXISTS glidein_dirty (trace_id BLOB PRIMARY KEY) WITHOUT ROWID;
 
 CREATE TABLE IF NOT EXISTS glidein_hours (
     hour     INTEGER NOT NULL,
@@ -116,19 +124,29 @@ def _group(site: Optional[str], entry: Optional[str], frontend: Optional[str]) -
     return (site or "", entry or "", frontend or "")
 
 
+def record_key(record: Any, trace_id: Optional[bytes] = None) -> bytes:
+    """A glidein's key: the trace id its identity gives (factory, schedd, cluster.proc), so that its
+    record from the files and from a trace with another id are one; the trace's own id when unknown."""
+    from gwtrace.factory.to_trace import glidein_trace_id
+
+    if record.cluster is None and trace_id is not None:
+        return trace_id
+    return bytes.fromhex(glidein_trace_id(record.factory, record.schedd, record.cluster, record.proc))
+
+
 def _stored(conn: sqlite3.Connection, trace_ids: List[bytes]) -> Dict[bytes, Tuple[Any, ...]]:
-    """The stored rows (site, entry, frontend, cells, record) of those glideins that are already there."""
+    """The stored rows (site, entry, frontend, cells, record, source) of those glideins that are already there."""
     out: Dict[bytes, Tuple[Any, ...]] = {}
     for at in range(0, len(trace_ids), 500):
         batch = trace_ids[at:at + 500]
         marks = ",".join("?" * len(batch))
-        for row in conn.execute(f"SELECT trace_id, site, entry, frontend, cells, record FROM glideins"
+        for row in conn.execute(f"SELECT trace_id, site, entry, frontend, cells, record, source FROM glideins"
                                 f" WHERE trace_id IN ({marks})", batch):
             out[bytes(row[0])] = row[1:]
     return out
 
 
-def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]]) -> None:
+def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], source: str = "files") -> None:
     """Store (or replace) ``(trace id, GlideinRecord)`` pairs and roll their hourly cells up.
 
     The caller holds a write transaction. The rollup is summed in Python over the whole batch first:
@@ -145,21 +163,26 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]]) -> No
     pairs = list(items)
     stored = _stored(conn, [trace_id for trace_id, _ in pairs])
     for trace_id, record in pairs:
-        text = json.dumps(record.to_dict(), separators=(",", ":"), check_circular=False)
+        data = record.to_dict()
+        if source == "trace" and getattr(record, "trace_id", None):
+            data["trace_id"] = record.trace_id  # the trace the spans are in, when not the glidein's own id
+        text = json.dumps(data, separators=(",", ":"), check_circular=False)
         old = stored.get(trace_id)
         if old is not None:
             if old[4] == text:
                 continue  # the same glidein ingested again
+            if source == "trace" and old[5] == "files":
+                continue  # the record made from the factory's files knows more: it stays
             roll(_group(*old[:3]), unpack(old[3]), -1.0)
         cells = hour_cells(record.segments)
         canon = record.canonical or {}
         conn.execute(
-            f"INSERT OR REPLACE INTO glideins VALUES ({','.join('?' * 26)})",
+            f"INSERT OR REPLACE INTO glideins VALUES ({','.join('?' * 27)})",
             (trace_id, record.cluster, record.proc, record.schedd, record.factory, record.site, record.entry,
              record.frontend, record.submitted, record.started, record.ended, record.status, int(record.incomplete),
              record.cpus, record.memory_mb, record.gpus)
             + tuple(canon.get(c, 0.0) for c in CATEGORIES)
-            + (canon.get("total", 0.0), json.dumps(record.gwms), pack(cells), text))
+            + (canon.get("total", 0.0), json.dumps(record.gwms), pack(cells), source, text))
         roll(_group(record.site, record.entry, record.frontend), cells.items(), 1.0)
     conn.executemany(_ADD, [(*key, *values) for key, values in rollup.items()])
 
@@ -189,7 +212,7 @@ def records(conn: sqlite3.Connection, **filters: Any) -> Iterator[Dict[str, Any]
     where, args = _where(**filters)
     for trace_id, text in conn.execute(f"SELECT trace_id, record FROM glideins{where} ORDER BY started", args):
         data = json.loads(text)
-        data["trace_id"] = bytes(trace_id).hex()
+        data.setdefault("trace_id", bytes(trace_id).hex())
         yield data
 
 
@@ -254,6 +277,32 @@ def hours(conn: sqlite3.Connection, bucket: int, by: Optional[str], since: Optio
     return out
 
 
+def from_files(conn: sqlite3.Connection, trace_ids: List[bytes]) -> set:
+    """Those of ``trace_ids`` whose record was made from the factory's files."""
+    out = set()
+    for at in range(0, len(trace_ids), 500):
+        batch = trace_ids[at:at + 500]
+        marks = ",".join("?" * len(batch))
+        out.update(bytes(r[0]) for r in conn.execute(
+            f"SELECT trace_id FROM glideins WHERE source = 'files' AND trace_id IN ({marks})", batch))
+    return out
+
+
+def mark(conn: sqlite3.Connection, trace_ids: Iterable[bytes]) -> None:
+    """Traces that received glidein spans: their records are (re)made on the next read."""
+    conn.executemany("INSERT OR IGNORE INTO glidein_dirty (trace_id) VALUES (?)", [(t,) for t in trace_ids])
+
+
+def dirty(conn: sqlite3.Connection) -> List[bytes]:
+    """Traces whose glidein spans changed since their record was made (the caller rebuilds, then ``clean``s)."""
+    return [bytes(r[0]) for r in conn.execute("SELECT trace_id FROM glidein_dirty")]
+
+
+def clean(conn: sqlite3.Connection, trace_ids: Sequence[bytes]) -> None:
+    """Mark records as made."""
+    conn.executemany("DELETE FROM glidein_dirty WHERE trace_id = ?", [(t,) for t in trace_ids])
+
+
 def forget(conn: sqlite3.Connection, trace_ids: Sequence[bytes]) -> None:
     """Drop the records of purged traces, and take their cells out of the rollup."""
     marks = ",".join("?" * len(trace_ids))
@@ -261,5 +310,6 @@ def forget(conn: sqlite3.Connection, trace_ids: Sequence[bytes]) -> None:
             f"SELECT site, entry, frontend, cells FROM glideins WHERE trace_id IN ({marks})", list(trace_ids)).fetchall():
         _roll(conn, _group(site, entry, frontend), unpack(cells), -1.0)
     conn.execute(f"DELETE FROM glideins WHERE trace_id IN ({marks})", list(trace_ids))
+    conn.execute(f"DELETE FROM glidein_dirty WHERE trace_id IN ({marks})", list(trace_ids))
     conn.execute("DELETE FROM glidein_hours WHERE abs(validation_fail) + abs(decision_problem) + "
                  "abs(misconfig_badput) + abs(goodput) + abs(preemption_badput) + abs(overhead) < 1e-6")

@@ -106,6 +106,8 @@ class Writer:
         self._connections = connections
         self.known = KnownTraces()
         self._group = GroupCommit(self._commit_plans)
+        #: resources of glideins (service "glidein"): their traces get records (store/glideins.py)
+        self._glidein_resources: Set[int] = set()
 
     def write(self, plan: Plan) -> None:
         """Write one request's chunks (sharing a transaction with concurrent callers)."""
@@ -122,6 +124,8 @@ class Writer:
                         for chunk in chunks:
                             if self._store_chunk(conn, chunk, resource_id, service):
                                 replaced_in.add(chunk.trace_id)
+                        if resource_id in self._glidein_resources:
+                            glideins.mark(conn, {chunk.trace_id for chunk in chunks})
                 for trace_id in replaced_in:
                     self._recompute_trace(conn, trace_id)
         except BaseException:
@@ -139,6 +143,8 @@ class Writer:
             "SELECT id, service FROM resources WHERE body = ? AND schema_url = ?", (body, schema_url)
         ).fetchone()
         if row:
+            if row[1] == "glidein":
+                self._glidein_resources.add(row[0])
             return row[0], row[1]
         attrs = attributes_to_dict(resource.attributes)
         service = attrs.get("service.name")
@@ -149,6 +155,8 @@ class Writer:
             (body, schema_url, service, uuid),
         )
         resource_id = cur.lastrowid
+        if service == "glidein":
+            self._glidein_resources.add(resource_id)
         conn.executemany(
             "INSERT OR IGNORE INTO resource_attrs (key, value, resource_id) VALUES (?, ?, ?)",
             [(k, tag_text(v), resource_id) for k, v in attrs.items()],

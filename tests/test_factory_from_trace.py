@@ -1,0 +1,107 @@
+"""Glidein records made from stored traces: traced glideins get records too, kept up at ingest."""
+
+import random
+
+import pytest
+
+import factory_gen as gen
+import synthetic
+from gwtrace.factory.canonical import CATEGORIES
+from gwtrace.factory.collect import collect
+from gwtrace.factory.from_trace import NO_OUT, record_from_trace
+from gwtrace.factory.to_trace import glidein_trace_id
+from gwtrace.store import TraceStore
+
+SECOND = 10**9
+START = 1_790_000_000 * SECOND
+
+
+def _store_with(tmp_path, *requests):
+    store = TraceStore(tmp_path / "traces.db")
+    for request in requests:
+        store.ingest(request)
+    return store
+
+
+def test_a_traced_glidein_gets_a_record_from_its_spans(tmp_path):
+    rng = random.Random(3)
+    request = synthetic.glidein_trace(rng, START, n_jobs=3, uuid="g-1", site="UCSD")
+    with _store_with(tmp_path, request) as store:
+        records = list(store.glidein_records())
+    assert len(records) == 1
+    rec = records[0]
+    assert (rec["site"], rec["entry"], rec["factory"], rec["glidein_uuid"], rec["cpus"]) == (
+        "UCSD", "OSG_UCSD_ce1", "OSG", "g-1", 8)
+    assert rec["incomplete"] and NO_OUT in rec["incomplete_reasons"] and rec["gwms"] == {}
+    assert len(rec["jobs"]) == 3 and all(j["exit_code"] == 0 for j in rec["jobs"])
+    assert [s["id"] for s in rec["scripts"]] == [name for _, name in synthetic.VALIDATION_SCRIPTS]
+    assert rec["condor_start"] is not None and rec["status"] == "OK"
+    total = sum(rec["canonical"][c] for c in CATEGORIES)
+    assert total == pytest.approx(rec["canonical"]["total"]) and total > 0
+    assert rec["canonical"]["goodput"] > 0 and rec["canonical"]["overhead"] > 0
+
+
+def test_a_traced_glidein_that_failed_validation_is_a_validation_fail(tmp_path):
+    request = synthetic.glidein_trace(random.Random(4), START, fail=True, uuid="g-2", site="CERN")
+    with _store_with(tmp_path, request) as store:
+        (rec,) = store.glidein_records()
+    assert rec["status"] == "ERROR" and rec["failed_script"] == "validate_node.sh"
+    assert rec["canonical"]["validation_fail"] == pytest.approx(rec["canonical"]["total"])
+    assert rec["canonical"]["total"] > 0
+
+
+def test_records_are_kept_up_as_spans_arrive_and_reads_see_them(tmp_path):
+    rng = random.Random(5)
+    with _store_with(tmp_path) as store:
+        assert list(store.glidein_records()) == []
+        for index in range(5):
+            store.ingest(synthetic.glidein_trace(rng, START + index * 3600 * SECOND, n_jobs=2))
+            assert len(list(store.glidein_record_rows())) == index + 1
+        assert store.refresh_glidein_records() == 0     # nothing left to make
+        series = store.glidein_series(3600)
+        assert sum(c["total"] for c in series.values()) == pytest.approx(
+            sum(r["canonical"]["total"] for r in store.glidein_records()))
+
+
+@pytest.mark.skipif(not gen.samples_present(), reason="../shared/samples/glideinwms not found")
+def test_a_backfilled_trace_rebuilds_the_record_its_files_gave(tmp_path):
+    """A store that only got the backfilled spans (e.g. through OTLP) still has a record: the same
+    identity, times, scripts, jobs and categories as the one made from the files."""
+    from gwtrace.export.otlp import to_readable_spans
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.resources import Resource
+    from gwtrace.factory.to_trace import record_to_spans, resource_attributes
+
+    gen.factory_dir(tmp_path / "factory")
+    files = [r for r in collect([str(tmp_path / "factory")]).records if r.started is not None and r.ended]
+    with TraceStore(tmp_path / "traces.db") as store:
+        for rec in files:
+            store.ingest(encode_spans(to_readable_spans(record_to_spans(rec), Resource(resource_attributes(rec)))))
+        rebuilt = {r["trace_id"]: r for r in store.glidein_records()}
+    for rec in files:
+        mine = rebuilt[glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc)]
+        for key in ("cluster", "proc", "schedd", "factory", "site", "entry", "frontend", "glidein_uuid", "cpus",
+                    "memory_mb", "gpus", "submitted", "started", "ended", "failed_script"):
+            assert mine[key] == getattr(rec, key), (rec.cluster, key)
+        if rec.condor_start is not None and rec.condor_end is not None:  # a span needs both ends
+            assert (mine["condor_start"], mine["condor_end"]) == (rec.condor_start, rec.condor_end)
+        # scripts in time order (ties within the XML's one-second resolution in any order)
+        assert sorted((s["start"], s["id"]) for s in mine["scripts"]) == sorted((s.start, s.id) for s in rec.scripts)
+        assert len(mine["jobs"]) == len([j for j in rec.jobs if j.start is not None and j.end is not None])
+        if all(j.start is not None and j.end is not None for j in rec.jobs) and rec.jobs:
+            for cat in ("goodput", "preemption_badput"):
+                assert mine["canonical"][cat] == pytest.approx(rec.canonical[cat], rel=1e-6, abs=1e-6), (rec.cluster, cat)
+
+
+def test_the_files_record_wins_over_the_traced_one(tmp_path):
+    rng = random.Random(6)
+    request = synthetic.glidein_trace(rng, START, uuid="g-3", site="FNAL")
+    with _store_with(tmp_path, request) as store:
+        (traced,) = store.glidein_records()
+        rec = record_from_trace(store.get_trace(traced["trace_id"]))
+        rec.gwms = {"duration": 100, "condor_started": True, "jobsnr": 1}
+        rec.incomplete, rec.incomplete_reasons = False, []
+        store.put_glidein_records([rec])        # as `ingest --factory-logs` would (same identity, same id)
+        store.ingest(synthetic.glidein_trace(random.Random(6), START, uuid="g-3", site="FNAL"))  # spans again
+        (kept,) = store.glidein_records()
+    assert kept["gwms"]["duration"] == 100 and not kept["incomplete"]
