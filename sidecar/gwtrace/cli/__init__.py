@@ -47,6 +47,8 @@ def build_parser() -> argparse.ArgumentParser:
     show.add_argument("trace_id", nargs="?", help="trace id (32 hex digits)")
     show.add_argument("--last", action="store_true", help="the most recent trace (default)")
     show.add_argument("--db", help="store file (default: ${GWTRACE_HOME:-~/.local/share/gwtrace}/traces.db)")
+    show.add_argument("--critical-path", action="store_true",
+                      help="mark the critical path (what set the trace's length) and print self-time per operation")
 
     sub.add_parser("serve", help="trace store, Jaeger-compatible API and web UI", add_help=False)
     sub.add_parser("run", help="run a command traced, with no change to its scripts", add_help=False)
@@ -80,6 +82,9 @@ def main(argv: Optional[List[str]] = None) -> int:
         return _dispatch(parser, args)
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:  # `gwtrace show | head`: the reader has what it wanted
+        sys.stderr.close()
+        return 141
     except Exception as exc:  # noqa: BLE001 - one clear line, never a traceback
         print(f"gwtrace: {describe(exc)}", file=sys.stderr)
         return 1
@@ -148,7 +153,7 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     if args.command == "show":
         from gwtrace.cli.show import show
 
-        return show(args.trace_id, args.last, args.db, sys.stdout)
+        return show(args.trace_id, args.last, args.db, sys.stdout, args.critical_path)
     if args.command == "sidecar":
         if args.action == "start":
             _warn_endpoint()

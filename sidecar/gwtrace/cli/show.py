@@ -33,9 +33,11 @@ def format_duration(ns: int) -> str:
     return f"{hours}h{minutes:02d}m{seconds:02.0f}s"
 
 
-def render_tree(spans: List[Dict[str, Any]], out: TextIO) -> None:
+def render_tree(spans: List[Dict[str, Any]], out: TextIO, path: Optional[Dict[str, Any]] = None) -> None:
     """Print spans nested under their parents; orphans (parent not in this
-    trace, e.g. the factory's span) are shown as roots."""
+    trace, e.g. the factory's span) are shown as roots. With ``path``
+    (``critical_marks``), spans on the critical path are starred with their
+    share of it."""
     ids = {s["span_id"] for s in spans}
     children: Dict[str, List[Dict[str, Any]]] = {}
     roots = []
@@ -55,7 +57,13 @@ def render_tree(spans: List[Dict[str, Any]], out: TextIO) -> None:
         if span.get("attributes", {}).get("gwtrace.incomplete"):
             detail += "  [incomplete]"
         duration = format_duration(span["end_ns"] - span["start_ns"])
-        out.write(f"{'  ' * depth}{span['name']}  {duration}  {status}{detail}\n")
+        if path is not None:
+            share = path["share"].get(span["span_id"], 0)
+            star = "* " if span["span_id"] in path["on"] else "  "
+            detail += f"  [critical {format_duration(share)}]" if share else ""
+            out.write(f"{star}{'  ' * depth}{span['name']}  {duration}  {status}{detail}\n")
+        else:
+            out.write(f"{'  ' * depth}{span['name']}  {duration}  {status}{detail}\n")
         for child in children.get(span["span_id"], []):
             line(child, depth + 1)
 
@@ -106,7 +114,28 @@ def _open_store(db: Optional[str]) -> "TraceStore":
         raise StoreUnreadable(f"store unreadable: {path}: {exc}") from None
 
 
-def show(trace_id: Optional[str], last: bool, db: Optional[str], out: TextIO) -> int:
+def critical_marks(spans: List[Dict[str, Any]]) -> Dict[str, Any]:
+    """What ``render_tree`` marks: the spans the critical path passes through, and each one's own share."""
+    from gwtrace.analysis.critical_path import on_path, path_share
+
+    return {"on": on_path(spans), "share": path_share(spans)}
+
+
+def render_self_times(spans: List[Dict[str, Any]], out: TextIO, top: int = 15) -> None:
+    """Self-time per operation (span name), largest first."""
+    from gwtrace.analysis.critical_path import self_time_by_operation
+
+    rows = self_time_by_operation(spans)
+    total = sum(t for _, t, _ in rows) or 1
+    out.write("\nself-time by operation (time not in child spans):\n")
+    width = max((len(name) for name, _, _ in rows[:top]), default=0)
+    for name, value, count in rows[:top]:
+        out.write(f"  {name.ljust(width)}  {format_duration(value):>10}  {100 * value / total:5.1f}%  {count} span(s)\n")
+    if len(rows) > top:
+        out.write(f"  ... {len(rows) - top} more operations\n")
+
+
+def show(trace_id: Optional[str], last: bool, db: Optional[str], out: TextIO, critical: bool = False) -> int:
     from gwtrace.store import StoreUnreadable
 
     store = _open_store(db)
@@ -120,7 +149,12 @@ def show(trace_id: Optional[str], last: bool, db: Optional[str], out: TextIO) ->
             raise LookupError(f"no trace {trace_id} in {store.path}")
         service = spans[0].get("service") or "?"
         out.write(f"trace {trace_id}  service={service}  spans={len(spans)}\n")
-        render_tree(spans, out)
+        if critical:
+            out.write("* = on the critical path; [critical T] = the time of the path spent in the span itself\n")
+            render_tree(spans, out, critical_marks(spans))
+            render_self_times(spans, out)
+        else:
+            render_tree(spans, out)
     except sqlite3.DatabaseError as exc:  # damaged pages show up on the first read of them
         raise StoreUnreadable(f"store unreadable: {store.path}: {exc}") from None
     finally:

@@ -168,6 +168,25 @@ def search() -> Response:
     return json_response({"traces": [_summary_json(t) for t in found], "limit": limit})
 
 
+@bp.route("/ui/api/critical/<trace_id>")
+def critical(trace_id: str) -> Response:
+    """The trace's critical path and each span's self-time (``analysis.critical_path``), for the trace page."""
+    from ..analysis.critical_path import on_path, path_share, self_time_by_operation, self_times
+
+    try:
+        spans = _store().get_trace(trace_id)
+    except ValueError as exc:
+        return _bad(str(exc))
+    if not spans:
+        return json_response({"error": f"no trace {trace_id}"}, 404)
+    return json_response({
+        "onPath": sorted(on_path(spans)),
+        "share": {k: v // 1000 for k, v in path_share(spans).items()},
+        "selfTime": {k: v // 1000 for k, v in self_times(spans).items()},
+        "byOperation": [[name, value // 1000, count] for name, value, count in self_time_by_operation(spans)],
+    })
+
+
 @bp.route("/ui/api/glideins")
 def glideins() -> Response:
     try:

@@ -190,10 +190,40 @@
     }
   }
 
+  /** Mark the spans on the critical path and show each span's self-time (computed by the server). */
+  async function critical() {
+    const data = await api("/ui/api/critical/" + encodeURIComponent(traceId));
+    const onPath = new Set(data.onPath);
+    for (const node of document.querySelectorAll("#wf-rows .wf-row")) {
+      const id = node.dataset.spanId;
+      if (onPath.has(id)) node.classList.add("critical");
+      const self = data.selfTime[id];
+      if (self !== undefined) node.title += " — self " + fmtDuration(self);
+      if (data.share[id]) node.title += " — on the critical path " + fmtDuration(data.share[id]);
+    }
+    const total = data.byOperation.reduce((acc, row) => acc + row[1], 0) || 1;
+    const body = clear(document.querySelector("#self-times tbody"));
+    for (const [name, value, count] of data.byOperation) {
+      body.append(el("tr", null, el("td", { text: name }), el("td", { className: "num", text: fmtDuration(value) }),
+        el("td", { className: "num", text: (100 * value / total).toFixed(1) + "%" }),
+        el("td", { className: "num", text: String(count) })));
+    }
+    const toggle = document.getElementById("show-critical");
+    const apply = () => document.getElementById("waterfall").classList.toggle("show-critical", toggle.checked);
+    toggle.addEventListener("change", apply);
+    toggle.checked = location.search.includes("critical=1");
+    apply();
+  }
+
   async function main() {
     try {
       const body = await api("/api/traces/" + encodeURIComponent(traceId));
       render(body.data[0]);
+      try {
+        await critical();
+      } catch (e) {
+        showMessage("No critical path: " + e.message, "info");
+      }
     } catch (e) {
       showMessage(e.status === 404 ? "No trace " + traceId + " in this store." : "Cannot load the trace: " + e.message);
     } finally {
