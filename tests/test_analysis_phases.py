@@ -106,3 +106,20 @@ def test_traced_glideins_tile_too(tmp_path):
     for rec in records:
         names = [p.name for p in assert_tiles(rec)]
         assert any(n.startswith("script:") for n in names)
+
+
+def test_trends_flag_a_site_whose_last_day_is_worse():
+    from gwtrace.analysis.stats import trends
+
+    day = 86400
+    records = []
+    for d in range(3):
+        for i in range(40):
+            failed = (d == 2 and i < 12) or (d < 2 and i == 0)
+            records.append({"site": "X", "started": 1_790_006_400 + d * day + i * 60, "status": "ERROR" if failed
+                            else "OK", "scripts": []})
+            records.append({"site": "Y", "started": 1_790_006_400 + d * day + i * 60, "status": "OK", "scripts": []})
+    by_site = {t["site"]: t for t in trends(records)}
+    assert by_site["X"]["worse"] and "30%" in by_site["X"]["worse"]
+    assert by_site["Y"]["worse"] is None
+    assert [d["failure_rate"] for d in by_site["X"]["days"]] == [0.025, 0.025, 0.3]

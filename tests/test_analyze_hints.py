@@ -80,11 +80,18 @@ def test_thresholds_are_settable_and_a_bad_one_is_one_error(planted, capsys):
     assert "not a threshold" in capsys.readouterr().err
 
 
-def test_cli_json_has_entries_and_ranked_hints(planted, capsys):
+def test_cli_json_has_the_phases_the_scripts_and_ranked_hints(planted, capsys):
     root, where = planted
     assert main(["--factory-logs", str(root), "--format", "json"]) == 0
     body = json.loads(capsys.readouterr().out)
-    assert {row["entry"] for row in body["entries"]} >= {where["long_tail"], where["no_jobs"]}
+    assert {row["entry"] for row in body["phases"]} >= {where["long_tail"], where["no_jobs"]}
     assert body["hints"][0]["cost_hours_per_day"] >= body["hints"][-1]["cost_hours_per_day"]
-    tail = next(r for r in body["entries"] if r["entry"] == where["long_tail"])
-    assert tail["idle_tail"]["p50"] > 3600
+    tail = next(r for r in body["phases"] if r["entry"] == where["long_tail"] and r["phase"] == "idle_tail")
+    assert tail["p50_s"] > 3600
+    others = [r for r in body["phases"] if r["entry"] != where["long_tail"] and r["phase"] == "idle_tail"]
+    assert others and max(r["p50_s"] for r in others) < 1800
+    failing = [r for r in body["scripts"] if r["failed"] and r["failure_rate"] > 0.3]
+    assert [(r["site"], r["script"].endswith("validate_node.sh")) for r in failing] == [(where["failing"], True)]
+    assert failing[0]["messages"][0]["message"] == "/cvmfs/oasis.opensciencegrid.org is not mounted"
+    queued = [r for r in body["phases"] if r["phase"] in ("factory_queue", "ce_queue")]
+    assert queued and all(r["canonical_hours"] is None for r in queued)   # queues are not pilot time

@@ -1,4 +1,4 @@
-"""``gwtrace analyze``: where glidein time goes per entry, and the ranked hints.
+"""``gwtrace analyze``: where glidein time goes, per entry or site and phase, and the ranked hints.
 
 Records come from the store (``gwtrace ingest --factory-logs`` fills it) or
 straight from a factory's client log directories (``--factory-logs``), as for
@@ -9,29 +9,19 @@ from __future__ import annotations
 
 import argparse
 import json
-import statistics
 import sys
-from collections import defaultdict
-from typing import Any, Callable, Dict, List, Optional, TextIO
+from typing import Any, Dict, List, Optional, TextIO
 
 from gwtrace.factory.cli import add_record_options, load_records
-from .hints import Hint, Record, Thresholds, ce_wait, first_job_wait, hints, idle_tail
-
-#: per-entry measures: name -> seconds for one record (None when the record cannot say).
-MEASURES: Dict[str, Callable[[Record], Optional[float]]] = {
-    "ce_wait": ce_wait,
-    "validation": lambda r: (float(r["scripts"][-1]["end"] - r["started"])
-                             if r.get("scripts") and r["scripts"][-1].get("end") is not None
-                             and r.get("started") is not None else None),
-    "first_job_wait": first_job_wait,
-    "idle_tail": idle_tail,
-}
+from .hints import Hint, Thresholds, hints
+from .stats import phase_table, script_table, trends
 
 
 def build_parser() -> argparse.ArgumentParser:
     """The options of ``gwtrace analyze``."""
     parser = argparse.ArgumentParser(prog="gwtrace analyze", description="Where glidein time goes, and what to change.")
     add_record_options(parser)
+    parser.add_argument("--by", choices=("entry", "site"), default="entry", help="group the phases by (default entry)")
     parser.add_argument("--hints", action="store_true", help="only the ranked hints")
     parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                         help="change a hint threshold (docs/analysis.md lists them)")
@@ -39,43 +29,37 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _quantile(values: List[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, int(q * len(ordered)))]
+def _table(out: TextIO, head: List[str], body: List[List[str]]) -> None:
+    cells = [head] + body
+    widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
+    for line in cells:
+        out.write("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() + "\n")
 
 
-def entry_summary(records: List[Record]) -> List[Dict[str, Any]]:
-    """Per entry: glideins, failures, canonical hours, and p50/p90 of each measure."""
-    by_entry: Dict[str, List[Record]] = defaultdict(list)
-    for rec in records:
-        by_entry[rec.get("entry") or "?"].append(rec)
-    rows = []
-    for entry, recs in sorted(by_entry.items()):
-        row: Dict[str, Any] = {"entry": entry, "site": recs[0].get("site"), "glideins": len(recs),
-                               "failed": sum(r.get("status") == "ERROR" for r in recs),
-                               "canonical_hours": round(sum(r["canonical"].get("total", 0.0) for r in recs) / 3600, 1)}
-        for name, measure in MEASURES.items():
-            values = [v for v in map(measure, recs) if v is not None]
-            row[name] = ({"n": len(values), "p50": statistics.median(values), "p90": _quantile(values, 0.9)}
-                         if values else {"n": 0})
-        rows.append(row)
-    return rows
+def _minutes(seconds: Optional[float]) -> str:
+    return "-" if seconds is None else f"{seconds / 60:.1f}"
 
 
-def _minutes(cell: Dict[str, Any]) -> str:
-    return f"{cell['p50'] / 60:.1f}/{cell['p90'] / 60:.1f}" if cell.get("n") else "-"
+def render_report(report: Dict[str, Any], by: str, out: TextIO) -> None:
+    """The phases, the failing scripts and the flagged sites, as text (minutes)."""
+    out.write(f"phases per {by} (minutes per glidein; canonical hours in total, none for time in queues):\n")
+    _table(out, [by, "phase", "glideins", "failed", "p50", "p90", "p99", "canon_h"],
+           [[r[by], r["phase"], str(r["glideins"]), str(r["failed"]), _minutes(r["p50_s"]), _minutes(r["p90_s"]),
+             _minutes(r["p99_s"]), "-" if r["canonical_hours"] is None else str(r["canonical_hours"])]
+            for r in report["phases"]])
+    failing = [r for r in report["scripts"] if r["failed"]]
+    out.write("\nfailing scripts by site:\n" if failing else "\nfailing scripts: none\n")
+    if failing:
+        _table(out, ["script", "site", "runs", "failed", "rate", "most common message"],
+               [[r["script"], r["site"], str(r["runs"]), str(r["failed"]), f"{r['failure_rate']:.0%}",
+                 f"{r['messages'][0]['message'][:60]} ({r['messages'][0]['count']})"] for r in failing])
+    worse = [t for t in report["trends"] if t["worse"]]
+    out.write("\ngetting worse: " + ("; ".join(f"{t['site']}: {t['worse']}" for t in worse) if worse else "no site")
+              + "\n\n")
 
 
-def render_table(rows: List[Dict[str, Any]], found: List[Hint], only_hints: bool, out: TextIO) -> None:
-    """Plain text for a terminal: the entries (minutes, p50/p90), then the hints."""
-    if not only_hints:
-        head = ["entry", "site", "glideins", "failed", "canon_h"] + [f"{m} min p50/p90" for m in MEASURES]
-        cells = [head] + [[r["entry"], str(r["site"]), str(r["glideins"]), str(r["failed"]), str(r["canonical_hours"])]
-                          + [_minutes(r[m]) for m in MEASURES] for r in rows]
-        widths = [max(len(c[i]) for c in cells) for i in range(len(head))]
-        for line in cells:
-            out.write("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() + "\n")
-        out.write("\n")
+def render_hints(found: List[Hint], out: TextIO) -> None:
+    """The ranked hints, each with its cost, action and evidence."""
     if not found:
         out.write("hints: none (no threshold crossed; docs/analysis.md lists them)\n")
     for rank, hint in enumerate(found, 1):
@@ -96,15 +80,17 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
         parser.error(str(exc))
     records, errors = load_records(args)
     ranked = hints(records, thresholds)
-    rows = entry_summary(records)
+    report: Dict[str, Any] = {}
+    if not args.hints:
+        report = {"phases": phase_table(records, args.by), "scripts": script_table(records),
+                  "trends": trends(records)}
     if args.format == "json":
-        body: Dict[str, Any] = {"hints": [h.to_dict() for h in ranked]}
-        if not args.hints:
-            body["entries"] = rows
-        json.dump(body, stdout, indent=1)
+        json.dump({**report, "hints": [h.to_dict() for h in ranked]}, stdout, indent=1)
         stdout.write("\n")
     else:
-        render_table(rows, ranked, args.hints, stdout)
+        if report:
+            render_report(report, args.by, stdout)
+        render_hints(ranked, stdout)
     for line in errors:
         stderr.write(f"gwtrace analyze: {line}\n")
     return 1 if errors else 0

@@ -69,7 +69,8 @@ class GlideinRecord:
         data = {k: v for k, v in self.__dict__.items() if k not in ("jobs", "scripts", "segments")}
         data["jobs"] = [job.to_dict() for job in self.jobs]
         data["scripts"] = [
-            {"id": s.id, "start": s.start, "end": s.end, "status": s.status} for s in self.scripts
+            {"id": s.id, "start": s.start, "end": s.end, "status": s.status,
+             **({"detail": s.detail[:300]} if s.status == "ERROR" and s.detail else {})} for s in self.scripts
         ]
         return data
 
