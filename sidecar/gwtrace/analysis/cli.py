@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional, TextIO
 
 from gwtrace.factory.cli import add_record_options, load_records
 from .hints import Hint, Thresholds, hints
+from .outliers import compare_spec, outliers
 from .stats import phase_table, script_table, trends
 
 
@@ -23,6 +24,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_record_options(parser)
     parser.add_argument("--by", choices=("entry", "site"), default="entry", help="group the phases by (default entry)")
     parser.add_argument("--hints", action="store_true", help="only the ranked hints")
+    parser.add_argument("--outliers", action="store_true",
+                        help="list glideins far out in a phase at their entry (robust z-score on log duration)")
+    parser.add_argument("--compare", metavar="failed|slow:PHASE",
+                        help="which attribute values are over-represented in failed (or slow) glideins")
     parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                         help="change a hint threshold (docs/analysis.md lists them)")
     parser.add_argument("--format", choices=("table", "json"), default="table")
@@ -69,6 +74,33 @@ def render_hints(found: List[Hint], out: TextIO) -> None:
                   f"{', '.join(g['glidein'] for g in hint.glideins[:3])} (trace {hint.glideins[0]['trace_id']})\n")
 
 
+def render_outliers(found: List[Dict[str, Any]], out: TextIO, top: int = 30) -> None:
+    """The farthest glideins first, with the group's median and the robust z-score."""
+    out.write(f"{len(found)} outliers (robust z-score > 3.5 on log duration, groups of >= 20 glideins)\n")
+    _table(out, ["glidein", "entry", "phase", "minutes", "entry median", "score", "trace"],
+           [[r["glidein"], str(r["entry"]), r["phase"], _minutes(r["seconds"]), _minutes(r["median_seconds"]),
+             str(r["score"]), r["trace_id"]] for r in found[:top]])
+
+
+def render_compare(label: Optional[str], rows: List[Dict[str, Any]], out: TextIO) -> None:
+    """Each over-represented value with its share in the selection and in the rest."""
+    out.write(f"over-represented in {label} (share in them / share in the rest):\n")
+    _table(out, ["attribute", "value", "selection", "rest", "difference"],
+           [[r["attribute"], r["value"], f"{r['selection_share']:.0%}", f"{r['baseline_share']:.0%}",
+             f"{r['difference']:+.0%}"] for r in rows])
+
+
+def _emit(fmt: str, body: Dict[str, Any], stdout: TextIO, text: Any, errors: List[str], stderr: TextIO) -> int:
+    if fmt == "json":
+        json.dump(body, stdout, indent=1)
+        stdout.write("\n")
+    else:
+        text()
+    for line in errors:
+        stderr.write(f"gwtrace analyze: {line}\n")
+    return 1 if errors else 0
+
+
 def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     """Run ``gwtrace analyze``; 0 if every file was read, 1 if some could not be (what was read is analysed)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
@@ -79,6 +111,16 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
     except ValueError as exc:
         parser.error(str(exc))
     records, errors = load_records(args)
+    if args.compare is not None:
+        try:
+            label, rows = compare_spec(records, args.compare)
+        except ValueError as exc:
+            parser.error(str(exc))
+        return _emit(args.format, {"compare": {"selection": label, "values": rows}}, stdout,
+                     lambda: render_compare(label, rows, stdout), errors, stderr)
+    if args.outliers:
+        found = outliers(records)
+        return _emit(args.format, {"outliers": found}, stdout, lambda: render_outliers(found, stdout), errors, stderr)
     ranked = hints(records, thresholds)
     report: Dict[str, Any] = {}
     if not args.hints:

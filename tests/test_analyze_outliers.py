@@ -1,0 +1,76 @@
+"""Outliers (robust z-score on log duration) and compare (BubbleUp-like) on generated factories."""
+
+import importlib.util
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+from gwtrace.analysis.cli import main
+from gwtrace.analysis.outliers import compare_spec, outliers
+from gwtrace.factory.collect import collect
+
+HERE = Path(__file__).resolve().parent
+SPEC = importlib.util.spec_from_file_location("demo_factory", HERE.parent / "examples" / "demo_factory.py")
+demo = importlib.util.module_from_spec(SPEC)
+sys.modules.setdefault("demo_factory", demo)
+SPEC.loader.exec_module(demo)
+
+try:
+    import htcondor2  # noqa: F401
+except ImportError:
+    pytest.importorskip("htcondor", reason="the Condor-G event logs are read with HTCondor's bindings ([factory] extra)")
+
+
+def _records(root, plants, seed):
+    glideins, where = demo.generate(900, seed, plants, 2.0, 1790000000)
+    demo.write_factory(root, glideins)
+    return [r.to_dict() for r in collect([str(root)]).records], where
+
+
+def test_planted_extremes_are_the_top_outliers(tmp_path):
+    records, _ = _records(tmp_path, [], 21)
+    by_entry = {}
+    for rec in records:
+        if rec["status"] == "OK" and rec["scripts"]:
+            by_entry.setdefault(rec["entry"], []).append(rec)
+    entry, recs = max(by_entry.items(), key=lambda item: len(item[1]))
+    planted = recs[:3]
+    for rec in planted:   # validate_node.sh 60x its length in three glideins of one entry
+        script = next(s for s in rec["scripts"] if s["id"].endswith("validate_node.sh"))
+        script["end"] = script["start"] + 60 * max(1, script["end"] - script["start"])
+    found = outliers(records)
+    top = [(r["glidein"], r["phase"]) for r in found[:3]]
+    expected = {(f"{r['cluster']}.{r['proc']}@{r['schedd']}", "script:main/validate_node.sh") for r in planted}
+    assert set(top) == expected
+    assert all(r["entry"] == entry and r["score"] > 3.5 and r["n"] >= 20 for r in found[:3])
+
+
+def test_small_groups_are_not_judged(tmp_path):
+    records, _ = _records(tmp_path, [], 22)
+    few = [r for r in records if r["entry"] == records[0]["entry"]][:10]
+    assert outliers(few) == []
+
+
+def test_compare_puts_the_planted_failing_site_on_top(tmp_path):
+    records, where = _records(tmp_path, ["failing", "long_tail"], 23)
+    label, rows = compare_spec(records, "failed")
+    assert label == "failed glideins"
+    sites = [r for r in rows if r["attribute"] == "site"]
+    assert sites[0]["value"] == where["failing"] and sites[0]["difference"] > 0.5
+    assert rows[0]["difference"] >= rows[-1]["difference"]
+    _, slow = compare_spec(records, "slow:idle_tail")
+    assert (slow[0]["attribute"], slow[0]["value"]) == ("entry", where["long_tail"])
+
+
+def test_cli_outliers_and_compare_json(tmp_path, capsys):
+    records, where = _records(tmp_path / "f", ["failing"], 24)
+    assert main(["--factory-logs", str(tmp_path / "f"), "--compare", "failed", "--format", "json"]) == 0
+    body = json.loads(capsys.readouterr().out)
+    assert body["compare"]["selection"] == "failed glideins" and body["compare"]["values"]
+    assert main(["--factory-logs", str(tmp_path / "f"), "--outliers", "--format", "json"]) == 0
+    assert "outliers" in json.loads(capsys.readouterr().out)
+    with pytest.raises(SystemExit):
+        main(["--factory-logs", str(tmp_path / "f"), "--compare", "slow"])
+    assert "--compare takes" in capsys.readouterr().err
