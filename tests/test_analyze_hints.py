@@ -95,3 +95,16 @@ def test_cli_json_has_the_phases_the_scripts_and_ranked_hints(planted, capsys):
     assert failing[0]["messages"][0]["message"] == "/cvmfs/oasis.opensciencegrid.org is not mounted"
     queued = [r for r in body["phases"] if r["phase"] in ("factory_queue", "ce_queue")]
     assert queued and all(r["canonical_hours"] is None for r in queued)   # queues are not pilot time
+
+
+def test_the_median_from_counts_is_the_median():
+    import random
+    import statistics
+    from collections import Counter
+
+    from gwtrace.analysis.hints import _median_of_counts
+
+    rng = random.Random(1)
+    for n in range(1, 80):
+        values = [rng.randrange(0, 9) for _ in range(n)]
+        assert _median_of_counts(Counter(values)) == statistics.median(values)

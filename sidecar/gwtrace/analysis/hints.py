@@ -13,7 +13,7 @@ measurable is still listed when its evidence holds, last.
 from __future__ import annotations
 
 import statistics
-from collections import defaultdict
+from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
 
@@ -154,6 +154,21 @@ def failing_scripts(records: List[Record], t: Thresholds, days: float) -> List[H
     return hints
 
 
+def _median_of_counts(counts: Counter) -> float:
+    """The median of a multiset given as value -> count (script times are whole seconds: few values)."""
+    total = sum(counts.values())
+    seen, below = 0, None
+    for value in sorted(counts):
+        seen += counts[value]
+        if below is None and 2 * seen >= total:
+            if 2 * seen > total or total % 2:
+                return float(value)
+            below = value
+        elif below is not None:
+            return (below + value) / 2.0
+    return float(below or 0.0)
+
+
 def slow_scripts(records: List[Record], t: Thresholds, days: float) -> List[Hint]:
     """A validation script much slower at some sites than everywhere else."""
     runs: Dict[str, Dict[str, List[Tuple[float, Record]]]] = defaultdict(lambda: defaultdict(list))
@@ -163,11 +178,13 @@ def slow_scripts(records: List[Record], t: Thresholds, days: float) -> List[Hint
                 runs[script["id"]][rec["site"]].append((float(script["end"] - script["start"]), rec))
     hints = []
     for script, by_site in runs.items():
+        counts = {site: Counter(d for d, _ in pairs) for site, pairs in by_site.items()}
+        everywhere = sum(counts.values(), Counter())
         for site, mine in by_site.items():
-            others = [d for s, pairs in by_site.items() if s != site for d, _ in pairs]
-            if len(mine) < t.min_glideins or len(others) < t.min_glideins:
+            others = everywhere - counts[site]
+            if len(mine) < t.min_glideins or sum(others.values()) < t.min_glideins:
                 continue
-            here, there = statistics.median(d for d, _ in mine), statistics.median(others)
+            here, there = _median_of_counts(counts[site]), _median_of_counts(others)
             if here - there < t.slow_script_seconds or here < t.slow_script_ratio * max(there, 1.0):
                 continue
             extra = sum(max(0.0, d - there) * units(r) for d, r in mine) / 3600.0
