@@ -74,3 +74,15 @@ def test_cli_outliers_and_compare_json(tmp_path, capsys):
     with pytest.raises(SystemExit):
         main(["--factory-logs", str(tmp_path / "f"), "--compare", "slow"])
     assert "--compare takes" in capsys.readouterr().err
+
+
+def test_plot_dir_writes_the_three_charts(tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    _records(tmp_path / "f", ["long_tail"], 25)
+    assert main(["--factory-logs", str(tmp_path / "f"), "--hints", "--plot", str(tmp_path / "plots")]) == 0
+    written = sorted(p.name for p in (tmp_path / "plots").iterdir())
+    assert written == ["failure_rate_by_site.svg", "phase_lengths.svg", "phases_by_group.svg"]
+    for name in written:
+        text = (tmp_path / "plots" / name).read_text()
+        assert "Matplotlib" in text and text.count("<path") > 10
+    assert "OSG_US_" in (tmp_path / "plots" / "phases_by_group.svg").read_text()

@@ -31,6 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
                         help="change a hint threshold (docs/analysis.md lists them)")
     parser.add_argument("--format", choices=("table", "json"), default="table")
+    parser.add_argument("--plot", metavar="DIR", help="also draw the charts into DIR (matplotlib)")
+    parser.add_argument("--plot-format", choices=("svg", "png"), default="svg")
     return parser
 
 
@@ -126,6 +128,12 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
     if not args.hints:
         report = {"phases": phase_table(records, args.by), "scripts": script_table(records),
                   "trends": trends(records)}
+    if args.plot:
+        from .plots import plot_all
+
+        full = report or {"phases": phase_table(records, args.by), "trends": trends(records)}
+        for path in plot_all(records, full, args.plot, args.plot_format):
+            stderr.write(f"gwtrace analyze: wrote {path}\n")
     if args.format == "json":
         json.dump({**report, "hints": [h.to_dict() for h in ranked]}, stdout, indent=1)
         stdout.write("\n")
