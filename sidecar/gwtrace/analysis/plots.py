@@ -11,25 +11,27 @@ without it.
 from __future__ import annotations
 
 import math
-from collections import defaultdict
 from pathlib import Path
-from typing import Any, Dict, List
+from typing import Any, Dict, List, Sequence
 
 from gwtrace.factory.account_plot import _pyplot
-from .phases import Record, phases
 from .stats import ORDER, QUEUED
 
 COLOURS = ("#2e7d32", "#9e9e9e", "#1565c0", "#ef6c00", "#6a1b9a", "#c62828", "#00838f", "#8d6e63", "#455a64",
            "#f9a825", "#ad1457")
 
 
-def plot_all(records: List[Record], report: Dict[str, Any], directory: str, fmt: str = "svg") -> List[str]:
-    """Write the three charts into ``directory`` (created if needed); return their paths."""
+def plot_all(lengths: Dict[str, Sequence[float]], report: Dict[str, Any], directory: str,
+             fmt: str = "svg") -> List[str]:
+    """Write the three charts into ``directory`` (created if needed); return their paths.
+
+    ``lengths``: each phase kind's seconds per glidein (``stats.PhaseCells.lengths``).
+    """
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
     plt = _pyplot()
     paths = [_phase_bars(plt, report["phases"], out / f"phases_by_group.{fmt}"),
-             _histograms(plt, records, out / f"phase_lengths.{fmt}"),
+             _histograms(plt, lengths, out / f"phase_lengths.{fmt}"),
              _failure_rates(plt, report["trends"], out / f"failure_rate_by_site.{fmt}")]
     return [str(p) for p in paths]
 
@@ -56,14 +58,8 @@ def _phase_bars(plt: Any, rows: List[Dict[str, Any]], path: Path) -> Path:
     return path
 
 
-def _histograms(plt: Any, records: List[Record], path: Path) -> Path:
-    lengths: Dict[str, List[float]] = defaultdict(list)
-    for rec in records:
-        per_kind: Dict[str, float] = defaultdict(float)
-        for phase in phases(rec):
-            per_kind[phase.kind] += phase.seconds
-        for kind, seconds in per_kind.items():
-            lengths[kind].append(max(seconds, 1.0))
+def _histograms(plt: Any, seconds: Dict[str, Sequence[float]], path: Path) -> Path:
+    lengths = {kind: [max(v, 1.0) for v in values] for kind, values in seconds.items()}
     kinds = [k for k in ORDER if lengths.get(k)]
     cols = 3
     rows = max(1, math.ceil(len(kinds) / cols))

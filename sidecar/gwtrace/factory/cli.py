@@ -11,7 +11,7 @@ import csv
 import json
 import sys
 from datetime import datetime, timezone
-from typing import Any, Dict, Iterable, List, Optional, TextIO, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple
 
 from .canonical import CATEGORIES
 from .collect import collect
@@ -86,6 +86,26 @@ def load_records(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], List[s
         return [r for r in load_from_jaeger(url, since, args.until) if _keep(r, args)], []
     with open_store(args) as store:
         return list(store.glidein_records(args.since, args.until, args.site, args.entry, args.frontend)), []
+
+
+def load_summaries(args: argparse.Namespace) -> Tuple[Iterable[List[Any]], List[str]]:
+    """The selected glideins as analysis summaries (``analysis.summary``), and the lines for unreadable files.
+
+    From the store they come one row at a time (the store stays open while they are read): the analysis
+    of a pool's glideins never holds them all.
+    """
+    from gwtrace.analysis.summary import summarize
+
+    if args.factory_logs or getattr(args, "source", None):
+        records, errors = load_records(args)
+        return (summarize(r) for r in records), errors
+    store = open_store(args)
+
+    def stream() -> Iterator[List[Any]]:
+        with store:
+            yield from store.glidein_summaries(args.since, args.until, args.site, args.entry, args.frontend)
+
+    return stream(), []
 
 
 #: the longest a glidein lives (GlideinWMS's usual maximum walltime is 2 days, a few sites allow more)

@@ -300,6 +300,14 @@ class TraceStore:
         return glideins.records(self._connections.reader(), since=since, until=until, site=site, entry=entry,
                                 frontend=frontend)
 
+    def glidein_summaries(self, since: Optional[int] = None, until: Optional[int] = None,
+                          site: Optional[str] = None, entry: Optional[str] = None,
+                          frontend: Optional[str] = None) -> Iterator[List[Any]]:
+        """The analysis summaries (``analysis.summary``) of the stored glideins, one at a time."""
+        self.refresh_glidein_records()
+        return glideins.summaries(self._connections.reader(), since=since, until=until, site=site, entry=entry,
+                                  frontend=frontend)
+
     def glidein_record_rows(self, since: Optional[int] = None, until: Optional[int] = None,
                             site: Optional[str] = None, entry: Optional[str] = None,
                             frontend: Optional[str] = None) -> Iterator[Tuple[Any, ...]]:

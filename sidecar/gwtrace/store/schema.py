@@ -12,7 +12,7 @@ from typing import Optional
 
 from . import glideins
 
-SCHEMA_VERSION = 4
+SCHEMA_VERSION = 5
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS resources (
@@ -162,6 +162,7 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
             f" SELECT trace_id, service, name, kind FROM {old_ops}"
         )
         conn.execute(f"DROP TABLE {old_ops}")
+    glideins.summarize_missing(conn)
     # Version 1 had two indexes that cost every write and served only rare reads.
     conn.execute("DROP INDEX IF EXISTS traces_end")
     conn.execute("DROP INDEX IF EXISTS traces_sort")
