@@ -92,6 +92,18 @@ def render_compare(label: Optional[str], rows: List[Dict[str, Any]], out: TextIO
              f"{r['difference']:+.0%}"] for r in rows])
 
 
+def report_of(records: List[Dict[str, Any]], by: str = "entry") -> Dict[str, Any]:
+    """The phases per ``by`` group, the scripts by site and the trends per site and day."""
+    return {"phases": phase_table(records, by), "scripts": script_table(records), "trends": trends(records)}
+
+
+def analysis_body(records: List[Dict[str, Any]], by: str = "entry", thresholds: Optional[Thresholds] = None,
+                  hints_only: bool = False) -> Dict[str, Any]:
+    """What ``gwtrace analyze [--hints] --format json`` prints: the one code path the web pages use too."""
+    report = {} if hints_only else report_of(records, by)
+    return {**report, "hints": [h.to_dict() for h in hints(records, thresholds)]}
+
+
 def _emit(fmt: str, body: Dict[str, Any], stdout: TextIO, text: Any, errors: List[str], stderr: TextIO) -> int:
     if fmt == "json":
         json.dump(body, stdout, indent=1)
@@ -126,12 +138,11 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
     ranked = hints(records, thresholds)
     report: Dict[str, Any] = {}
     if not args.hints:
-        report = {"phases": phase_table(records, args.by), "scripts": script_table(records),
-                  "trends": trends(records)}
+        report = report_of(records, args.by)
     if args.plot:
         from .plots import plot_all
 
-        full = report or {"phases": phase_table(records, args.by), "trends": trends(records)}
+        full = report or report_of(records, args.by)
         for path in plot_all(records, full, args.plot, args.plot_format):
             stderr.write(f"gwtrace analyze: wrote {path}\n")
     if args.format == "json":
