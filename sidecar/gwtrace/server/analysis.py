@@ -173,7 +173,37 @@ def chart(name: str) -> Response:
         CHARTS[name](records, report_of(records, q["by"]), out, "svg", PageLinks(q))
     except ValueError as exc:  # no matplotlib on this server: the page says so in one line
         return json_response({"error": str(exc)}, 501)
-    return Response(out.getvalue(), mimetype="image/svg+xml")
+    return Response(without_inline_style(out.getvalue()), mimetype="image/svg+xml")
+
+
+SVG_NS, XLINK_NS = "http://www.w3.org/2000/svg", "http://www.w3.org/1999/xlink"
+
+
+def without_inline_style(svg: bytes) -> bytes:
+    """The same picture with matplotlib's ``style="..."`` as SVG presentation attributes, and no ``<style>``.
+
+    Why: the page shows the chart inline, and the UI's CSP (``style-src 'self'``) refuses inline styles, even
+    in a document parsed by ``DOMParser``; presentation attributes (``fill="#fff"``) are not styles to the CSP
+    and draw the same. The one ``<style>`` rule matplotlib writes (line joins and caps) goes on the root.
+    """
+    from xml.etree import ElementTree as ET
+
+    ET.register_namespace("", SVG_NS)
+    ET.register_namespace("xlink", XLINK_NS)
+    root = ET.fromstring(svg)
+    for parent in list(root.iter()):
+        for child in list(parent):
+            if child.tag in (f"{{{SVG_NS}}}style", f"{{{SVG_NS}}}metadata"):
+                parent.remove(child)
+    root.set("stroke-linejoin", "round")
+    root.set("stroke-linecap", "butt")
+    for node in root.iter():
+        style = node.attrib.pop("style", None)
+        for declaration in (style or "").split(";"):
+            key, _, value = declaration.partition(":")
+            if key.strip() and value.strip():
+                node.set(key.strip(), value.strip())
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)
 
 
 # ----------------------------------------------- filters of /glideins
