@@ -214,3 +214,23 @@ def test_a_trace_without_a_record_says_so(client, store):
     body = client.get("/ui/api/percentiles/" + trace_id).get_json()
     assert body["spans"] == {} and "no glidein record" in body["reason"]
     assert client.get("/ui/api/percentiles/" + "ab" * 16).status_code == 404
+
+
+@pytest.mark.parametrize("name, parent, attrs, phase", [
+    ("glidein_startup.sh", "", {}, "lifetime"),
+    ("condorg.queued", "p", {}, "queued"),
+    ("ce.queue", "p", {}, "ce_queue"),
+    ("main/cvmfs_setup.sh", "p", {}, "script:main/cvmfs_setup.sh"),
+    ("cvmfs_setup.sh", "p", {}, "script:main/cvmfs_setup.sh"),         # a live span, named by its file
+    ("whatever", "p", {"glidein.script": "main/x.sh"}, "script:main/x.sh"),
+    ("main/condor_startup.sh", "p", {}, "htcondor"),
+    ("condor", "p", {}, "htcondor"),
+    ("job", "p", {}, "job"),
+    ("wrapper", "p", {"condor.job_id": "1.0"}, "job"),
+    ("curl", "p", {}, None),
+])
+def test_what_a_span_is_compared_with(name, parent, attrs, phase):
+    from gwtrace.analysis.percentiles import span_phase
+
+    span = {"name": name, "parent_span_id": parent, "attributes": attrs}
+    assert span_phase(span, ["main/cvmfs_setup.sh", "main/condor_startup.sh"]) == phase

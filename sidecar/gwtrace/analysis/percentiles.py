@@ -6,17 +6,14 @@ glidein record of the same entry the store holds. A span is matched to what
 it measures by its name and attributes (as ``factory/to_trace.py`` names
 backfilled spans, and the shim names live ones):
 
-============================  =====================================================
-span                          compared with, per glidein of the entry
-============================  =====================================================
-the root (no parent)          ``lifetime``: first known time -> end
-``condorg.queued``            ``queued``: submitted -> started (both queues)
-``factory.queue``             ``factory_queue``
-``ce.queue``                  ``ce_queue``
-a validation script           ``script:<id>``: each run (``glidein.script``, or the name is the id or its file name)
-``condor`` / condor_startup   ``htcondor``: HTCondor's start -> end
-a user job                    ``job``: every job's length at the entry (one value per job)
-============================  =====================================================
+- the root (no parent): ``lifetime``, first known time -> end;
+- ``condorg.queued``: ``queued``, submitted -> started (both queues);
+- ``factory.queue``, ``ce.queue``: ``factory_queue``, ``ce_queue``;
+- a validation script (``glidein.script``, or the name is a script's id or its
+  file name): ``script:<id>``, each run of that script;
+- ``condor`` (or the ``condor_startup.sh`` script, which brackets it):
+  ``htcondor``, HTCondor's start -> end;
+- a user job: ``job``, every job's length at the entry (one value per job).
 
 Anything else has no phase: it is said, not guessed. The percentile is the
 mid-rank share of the group at or below the span's length (50 = typical, 99
@@ -77,7 +74,7 @@ def span_phase(span: Span, script_ids: Iterable[str]) -> Optional[str]:
         script = next((s for s in script_ids if name in (s, s.rsplit("/", 1)[-1])), None)
     if script and not str(script).endswith("condor_startup.sh"):
         return f"script:{script}"
-    if name in ("condor", "condor_startup.sh", "htcondor"):
+    if name in ("condor", "htcondor") or name.endswith("condor_startup.sh"):
         return "htcondor"
     if name == "job" or "condor.job_id" in attrs or any(k.startswith("job.") for k in attrs):
         return "job"
