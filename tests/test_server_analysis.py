@@ -160,6 +160,17 @@ def test_each_failure_point_links_to_that_day_s_failed_glideins(client, records)
         assert {g["status"] for g in listed} == {"ERROR"} and {g["site"] for g in listed} == {q["site"]}
 
 
+def test_a_failing_script_s_number_lists_exactly_its_glideins(client, records):
+    from gwtrace.analysis.stats import script_table
+
+    failing = [r for r in script_table(records) if r["failed"]]
+    assert failing
+    for row in failing:
+        listed = client.get(f"/ui/api/glidein-records?site={row['site']}&script_failed={row['script']}").get_json()
+        assert len(listed["glideins"]) == row["failed"]
+        assert {g["status"] for g in listed["glideins"]} == {"ERROR"}
+
+
 def test_chart_links_keep_the_page_filters(client):
     links = _links(client, "phases_by_group", "site=MIT&by=site")
     assert links and all(dict(parse_qsl(urlsplit(h).query))["site"] == "MIT" for h in links)

@@ -24,13 +24,13 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, current_app, render_template, request
 
-from ..analysis.cli import analysis_body, report_of
+from ..analysis.cli import analysis_body
 from ..analysis.hints import Thresholds
 from ..analysis.outliers import outliers
 from ..analysis.percentiles import span_percentiles
 from ..analysis.phases import phases
 from ..analysis.plots import CHARTS, ChartLinks, kind_seconds
-from ..analysis.stats import DAY, ORDER
+from ..analysis.stats import DAY, ORDER, phase_table, script_table, trends
 from ..store import TraceStore
 from .accounting import BadQuery, query
 from .jsonutil import json_response
@@ -158,6 +158,20 @@ class PageLinks(ChartLinks):
         return None if site == "unknown" else self._url(site=site, failed="1", day=str(day))
 
 
+class LazyReport(dict):
+    """``report_of``'s parts, each computed when a chart first asks for it (a chart needs one part, or none)."""
+
+    def __init__(self, records: List[Record], by: str) -> None:
+        super().__init__()
+        self.records, self.by = records, by
+
+    def __missing__(self, key: str) -> Any:
+        parts = {"phases": lambda: phase_table(self.records, self.by), "scripts": lambda: script_table(self.records),
+                 "trends": lambda: trends(self.records)}
+        self[key] = parts[key]()
+        return self[key]
+
+
 @bp.route("/ui/api/analysis/<name>.svg")
 def chart(name: str) -> Response:
     """One chart of ``gwtrace analyze --plot`` as SVG, its marks linked to the glideins behind them."""
@@ -170,7 +184,7 @@ def chart(name: str) -> Response:
     records = _records(q)
     out = io.BytesIO()
     try:
-        CHARTS[name](records, report_of(records, q["by"]), out, "svg", PageLinks(q))
+        CHARTS[name](records, LazyReport(records, q["by"]), out, "svg", PageLinks(q))
     except ValueError as exc:  # no matplotlib on this server: the page says so in one line
         return json_response({"error": str(exc)}, 501)
     return Response(without_inline_style(out.getvalue()), mimetype="image/svg+xml")
@@ -227,15 +241,17 @@ def _phase_seconds(rec: Record, phase: str) -> float:
 
 
 def record_filter() -> Optional[Callable[[Record], Optional[float]]]:
-    """The chart links' filters: ``phase`` (with time in it; ``min_seconds``/``max_seconds`` bound that time,
-    at least 1 s, as the histograms count it), ``failed`` (1 or 0) and ``day`` (UTC midnight, epoch: the day
-    the glidein started, else ended, as the trends count it).
+    """The analysis links' filters: ``phase`` (with time in it; ``min_seconds``/``max_seconds`` bound that time,
+    at least 1 s, as the histograms count it), ``failed`` (1 or 0), ``day`` (UTC midnight, epoch: the day
+    the glidein started, else ended, as the trends count it) and ``script_failed`` (that script failed in it,
+    as the failing-scripts table counts).
 
     The predicate answers None for a record left out, else the seconds in ``phase`` (0.0 without one).
     """
     phase = request.args.get("phase") or None
     low, high = _number("min_seconds"), _number("max_seconds")
     failed, day = request.args.get("failed") or None, request.args.get("day") or None
+    script = request.args.get("script_failed") or None
     if phase is not None and phase not in ORDER and not phase.startswith("script:"):
         raise BadQuery(f"phase must be one of {', '.join(ORDER)} or script:<id>")
     if (low is not None or high is not None) and phase is None:
@@ -244,11 +260,14 @@ def record_filter() -> Optional[Callable[[Record], Optional[float]]]:
         raise BadQuery("failed must be 1 or 0")
     if day is not None and not day.isdigit():
         raise BadQuery("day must be the epoch of a UTC midnight")
-    if phase is None and failed is None and day is None:
+    if phase is None and failed is None and day is None and script is None:
         return None
 
     def keep(rec: Record) -> Optional[float]:
         if failed is not None and (rec.get("status") == "ERROR") != (failed == "1"):
+            return None
+        if script is not None and not any(r.get("id") == script and r.get("status") == "ERROR"
+                                          for r in rec.get("scripts") or []):
             return None
         if day is not None:
             when = rec.get("started") if rec.get("started") is not None else rec.get("ended")

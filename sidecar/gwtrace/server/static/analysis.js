@@ -42,7 +42,7 @@
       const top = r.messages[0] || { message: "", count: 0 };
       body.append(el("tr", null, el("td", { text: r.script }), el("td", { text: r.site }),
         el("td", { className: "num", text: String(r.runs) }),
-        el("td", { className: "num" }, el("a", { href: glideinsLink(q, { site: r.site, failed: "1" }), text: String(r.failed) })),
+        el("td", { className: "num" }, el("a", { href: glideinsLink(q, { site: r.site, script_failed: r.script }), text: String(r.failed) })),
         el("td", { className: "num", text: Math.round(100 * r.failure_rate) + "%" }),
         el("td", { text: top.message + " (" + top.count + ")" })));
     }
