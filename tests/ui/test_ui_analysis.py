@@ -181,3 +181,45 @@ def test_outliers_page_and_the_span_percentile_on_the_trace_page(planted, driver
     assert line.startswith("Percentile ") and top["phase"] in line and top["entry"] in line
     d.save_screenshot(str(tmp_path / "trace.png"))
     assert severe_console_messages(d) == []
+
+
+HOSTILE_SVG = """<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" onload="window.__x=1">
+<script>window.__x = 2</script><style>*{fill:red}</style>
+<foreignObject><div xmlns="http://www.w3.org/1999/xhtml">hi</div></foreignObject>
+<a xlink:href="javascript:window.__x=3"><rect width="5" height="5"/></a>
+<a xlink:href="https://elsewhere.invalid/x"><rect width="5" height="5"/></a>
+<a xlink:href="/glideins?entry=E&amp;phase=running" target="_blank"><path d="M0 0L1 1" style="fill: #123456"
+   onclick="window.__x=4"/></a>
+<use xlink:href="https://elsewhere.invalid/s.svg#p"/><use xlink:href="#local"/>
+<set attributeName="onmouseover" to="window.__x=5"/></svg>"""
+
+
+def test_a_chart_keeps_only_drawing_and_links_to_the_glideins(planted, driver):  # noqa: F811
+    url, _ = planted
+    d = driver
+    open_page(d, f"{url}/analysis?by=site")
+    kept = d.execute_script("""
+        const doc = new DOMParser().parseFromString(arguments[0], "image/svg+xml");
+        gw.cleanSvg(doc.documentElement, "/glideins?");
+        const svg = document.importNode(doc.documentElement, true);
+        document.body.append(svg);
+        return {tags: [...svg.querySelectorAll("*")].map((n) => n.localName),
+                attrs: [...svg.querySelectorAll("*"), svg].flatMap((n) => [...n.attributes].map((a) => a.name)),
+                links: [...svg.querySelectorAll("a[href]")].map((a) => a.getAttribute("href")),
+                uses: [...svg.querySelectorAll("use[href]")].map((u) => u.getAttribute("href")),
+                x: window.__x === undefined ? null : window.__x};""", HOSTILE_SVG)
+    assert not {"script", "style", "foreignObject", "set", "div"} & set(kept["tags"])
+    assert not [a for a in kept["attrs"] if a.startswith("on") or a in ("style", "target", "xlink:href")]
+    assert kept["links"] == ["/glideins?entry=E&phase=running"] and kept["uses"] == ["#local"]
+    assert kept["x"] is None
+    assert "fill" not in kept["attrs"]  # styles are dropped, not applied: the server sends attributes instead
+
+
+def test_a_bad_parameter_is_one_message(planted, driver):  # noqa: F811
+    url, _ = planted
+    for page, query, text in (("analysis", "by=frontend", "by must be one of"),
+                              ("hints", "threshold=nope=1", "not a threshold"),
+                              ("outliers", "since=someday", "not a time")):
+        open_page(driver, f"{url}/{page}?{query}")
+        message = css(driver, "#message")[0]
+        assert message.is_displayed() and text in message.text and message.text.count("\n") == 0

@@ -274,5 +274,5 @@ const gw = (() => {
     document.body.dataset.ready = "1";
   }
 
-  return { el, clear, api, picture, svgChart, pageQuery, ready, ApiError, showMessage, fmtDuration, fmtTime, fmtValue, statusOf, tagValue, kvTable, renderDetail, ticks };
+  return { el, clear, api, picture, svgChart, cleanSvg, pageQuery, ready, ApiError, showMessage, fmtDuration, fmtTime, fmtValue, statusOf, tagValue, kvTable, renderDetail, ticks };
 })();
