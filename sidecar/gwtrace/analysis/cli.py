@@ -17,6 +17,7 @@ from gwtrace.factory.cli import add_record_options, load_summaries
 from .hints import Hint, HintInputs, Thresholds, ranked
 from .outliers import compare_spec, outliers
 from .stats import PhaseCells, ScriptCells, TrendCells
+from .summary import summarize
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -93,6 +94,18 @@ def render_compare(label: Optional[str], rows: List[Dict[str, Any]], out: TextIO
              f"{r['difference']:+.0%}"] for r in rows])
 
 
+def report_of(items: Iterable[Any], by: str = "entry") -> Dict[str, Any]:
+    """The phases per ``by`` group, the scripts by site and the trends per site and day (records or summaries)."""
+    return _one_pass(items, by, Thresholds(), full=True)[0]
+
+
+def analysis_body(items: Iterable[Any], by: str = "entry", thresholds: Optional[Thresholds] = None,
+                  hints_only: bool = False) -> Dict[str, Any]:
+    """What ``gwtrace analyze [--hints] --format json`` prints: the one code path the web pages use too."""
+    report, found, _ = _one_pass(items, by, thresholds or Thresholds(), full=not hints_only)
+    return {**report, "hints": [h.to_dict() for h in found]}
+
+
 def _emit(fmt: str, body: Dict[str, Any], stdout: TextIO, text: Any, errors: List[str], stderr: TextIO) -> int:
     if fmt == "json":
         json.dump(body, stdout, indent=1)
@@ -130,7 +143,7 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
     if args.plot:
         from .plots import plot_all
 
-        for path in plot_all(lengths, report, args.plot, args.plot_format):
+        for path in plot_all([], {**report, "lengths": lengths}, args.plot, args.plot_format):
             stderr.write(f"gwtrace analyze: wrote {path}\n")
         if args.hints:
             report = {}
@@ -146,13 +159,16 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
     return 1 if errors else 0
 
 
-def _one_pass(summaries: Iterable[Any], by: str, thresholds: Thresholds, full: bool
+def _one_pass(items: Iterable[Any], by: str, thresholds: Thresholds, full: bool
               ) -> Tuple[Dict[str, Any], List[Hint], Dict[str, Any]]:
-    """The report (when ``full``), the ranked hints and the phase lengths, in one pass over the glideins."""
+    """The report (when ``full``), the ranked hints and the phase lengths, in one pass over the glideins
+    (summaries, or records summarised on the way)."""
     inputs = HintInputs()
     cells = (PhaseCells(by), ScriptCells(), TrendCells()) if full else ()
     with gc_paused():
-        for s in summaries:
+        for s in items:
+            if not isinstance(s, list):
+                s = summarize(s)
             inputs.add(s)
             for acc in cells:
                 acc.add(s)
