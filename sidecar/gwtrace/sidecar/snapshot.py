@@ -26,7 +26,9 @@ there, straight into protobuf messages (no SDK spans); the request is sent
 from a thread of its own, at most one in flight, so a slow server never
 stalls reading. When nothing was read from the event log since the last
 full snapshot, a *heartbeat* is sent instead: the same request with no spans
-and ``gwtrace.snapshot.unchanged=true``, which only says "still alive". A
+and ``gwtrace.snapshot.unchanged=true``, which only says "still alive". With
+no span open, one empty snapshot tells the store (which then forgets the
+glidein) and nothing more is sent until a span opens. A
 store that does not know the glidein (restarted, other file) answers 409 and
 the next snapshot is a full one. Failures are counted
 (``snapshot_failures``, ``last_snapshot_error`` in ``sidecar status``), never
@@ -272,8 +274,9 @@ class Snapshotter:
         self.seq = 0
         self._next_at = clock() + min(interval, FIRST_AFTER_S)
         self._full_offset: Optional[int] = None     # log offset of the last full snapshot delivered
+        self._empty_sent = False                     # the last one delivered had no open span
         self._lock = threading.Condition()
-        self._pending: Optional[Tuple[bytes, Optional[int]]] = None
+        self._pending: Optional[Tuple[bytes, Optional[int], bool]] = None   # body, log offset, empty
         self._stopping = False
         self.counters: Dict[str, int] = {"snapshots_sent": 0, "snapshots_unchanged": 0, "snapshot_failures": 0,
                                          "snapshots_superseded": 0}
@@ -287,7 +290,10 @@ class Snapshotter:
         if self.clock() < self._next_at:
             return False
         self._next_at = self.clock() + self.interval
-        self.take(spans(), offset)
+        table = list(spans())
+        if not table and self._empty_sent:
+            return False        # nothing open, and the store was told: nothing to say (no heartbeats)
+        self.take(table, offset)
         return True
 
     def take(self, spans: Iterable[SpanRecord], offset: Optional[int]) -> bytes:
@@ -295,12 +301,13 @@ class Snapshotter:
         cpu = time.thread_time()
         self.seq += 1
         unchanged = offset is not None and offset == self._full_offset
+        table = [] if unchanged else list(spans)
         meta = {KEY: self.key, SEQ: self.seq, TAKEN: time.time_ns(), INTERVAL: self.interval}
-        body = encode_snapshot(() if unchanged else list(spans), self.resource, meta, unchanged)
+        body = encode_snapshot(table, self.resource, meta, unchanged)
         with self._lock:
             if self._pending is not None:
                 self.counters["snapshots_superseded"] += 1
-            self._pending = (body, None if unchanged else offset)
+            self._pending = (body, None if unchanged else offset, not unchanged and not table)
             self._lock.notify_all()
         self.cpu_s += time.thread_time() - cpu
         return body
@@ -313,11 +320,11 @@ class Snapshotter:
                 if self._stopping:
                     return
                 assert self._pending is not None
-                body, offset = self._pending
+                body, offset, empty = self._pending
                 self._pending = None
-            self._send(body, offset)
+            self._send(body, offset, empty)
 
-    def _send(self, body: bytes, offset: Optional[int]) -> None:
+    def _send(self, body: bytes, offset: Optional[int], empty: bool = False) -> None:
         try:
             self.sender.send(body)
         except Exception as exc:  # noqa: BLE001 - a snapshot must never hurt the sidecar
@@ -335,6 +342,7 @@ class Snapshotter:
             else:
                 self.counters["snapshots_sent"] += 1
                 self._full_offset = offset
+                self._empty_sent = empty
             self.last_error = ""
 
     def wait_idle(self, timeout: float = 5.0) -> bool:

@@ -15,7 +15,9 @@ A row goes away when the glidein's root span (``root_trace_id``,
 span) arrives as a real span: the writer calls ``drop_arrived`` for every
 chunk it stores (one indexed look-up per chunk). A snapshot that arrives after
 its root span did (the last one, raced by the final export) is not stored.
-Heartbeats (``gwtrace.snapshot.unchanged``) only move ``received_ns``.
+Heartbeats (``gwtrace.snapshot.unchanged``) only move ``received_ns``. A
+snapshot with no open span removes the row (nothing of that glidein runs
+now). A glidein silent for a week (sidecar and spans lost) is forgotten.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ from .values import attributes_to_dict, is_root
 
 SCOPE_NAME = "gwtrace.snapshot"
 MARK = "gwtrace.snapshot"
+#: A glidein silent this long (its sidecar and its spans lost) is forgotten at the next snapshot of any glidein.
+FORGET_AFTER_NS = 7 * 86400 * 10**9
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS live_snapshots (
@@ -112,7 +116,11 @@ def put(conn: sqlite3.Connection, req: ExportTraceServiceRequest, now_ns: Option
         cur = conn.execute("UPDATE live_snapshots SET received_ns = ?, taken_ns = ?, seq = ? WHERE key = ?",
                            (now_ns, taken, seq, key))
         return cur.rowcount > 0
+    conn.execute("DELETE FROM live_snapshots WHERE received_ns < ?", (now_ns - FORGET_AFTER_NS,))
     spans = [_span(s) for s in proto_spans]
+    if not spans:                  # nothing open: nothing of this glidein runs now (its spans are on their way)
+        conn.execute("DELETE FROM live_snapshots WHERE key = ?", (key,))
+        return True
     root = root_of(spans)
     root_ids = (bytes.fromhex(root["trace_id"]), bytes.fromhex(root["span_id"])) if root else (None, None)
     if root is not None and _arrived(conn, *root_ids):     # a late snapshot of a glidein already over

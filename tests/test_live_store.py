@@ -1,0 +1,171 @@
+"""Live snapshots in the store (issue 13): kept per glidein, replaced, dropped when the real spans arrive,
+never shown as spans; the phase read from the open spans; stale detection; site health red lights."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from gwtrace.export.otlp import to_readable_spans
+from gwtrace.factory.record import GlideinRecord
+from gwtrace.live.health import Rule, site_health
+from gwtrace.live.now import STOPPED, now_data
+from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.sidecar.snapshot import encode_snapshot
+from gwtrace.store import TraceStore
+from gwtrace.store.live import BadSnapshot
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+
+T = "0af7651916cd43dd8448eb211c80319c"
+RES = {"service.name": "glidein", "glidein.site": "FNAL", "glidein.entry": "fnal_ce1", "glidein.uuid": "u-1",
+       "host.name": "wn01"}
+S = 10**9
+
+
+def span(sid: str, parent: str, name: str, start_s: float, **attrs) -> SpanRecord:
+    return SpanRecord(T, sid * 8 if len(sid) == 2 else sid, parent * 8 if len(parent) == 2 else parent, False, 1, "",
+                      name, int(start_s * 1e6), 4242, attributes=dict(attrs))
+
+
+def request(spans, seq: int, taken_s: float, unchanged: bool = False, key: str = "u-1",
+            interval: float = 60.0) -> ExportTraceServiceRequest:
+    body = encode_snapshot(spans, RES, {"gwtrace.snapshot.key": key, "gwtrace.snapshot.seq": seq,
+                                        "gwtrace.snapshot.taken_unix_nano": int(taken_s * S),
+                                        "gwtrace.snapshot.interval_s": interval}, unchanged)
+    req = ExportTraceServiceRequest()
+    req.ParseFromString(body)
+    return req
+
+
+@pytest.fixture
+def store(tmp_path):
+    with TraceStore(tmp_path / "traces.db") as s:
+        yield s
+
+
+def test_snapshot_kept_replaced_then_dropped_when_the_root_span_arrives(store):
+    t0 = 1_790_000_000.0
+    root, script = span("a1", "", "glidein", t0), span("a2", "a1", "validate.sh", t0 + 5, **{"glidein.script_id": "main/validate.sh"})
+    assert store.put_live_snapshot(request([root, script], 1, t0 + 10), now_ns=int((t0 + 10) * S))
+    [row] = store.live_snapshots()
+    assert (row["phase"], row["phase_since_ns"]) == ("script:main/validate.sh", int((t0 + 5) * S))
+    assert (row["site"], row["entry"], row["root_span_id"], row["n_spans"]) == ("FNAL", "fnal_ce1", "a1" * 8, 2)
+
+    condor, job = span("a3", "a1", "condor", t0 + 60), span("a4", "a3", "user_job", t0 + 90, **{"condor.job_id": "7.0"})
+    assert store.put_live_snapshot(request([root, condor, job], 2, t0 + 120), now_ns=int((t0 + 120) * S))
+    [row] = store.live_snapshots()                     # replaced, not added
+    assert row["phase"] == "running" and row["phase_since_ns"] == int((t0 + 90) * S) and row["seq"] == 2
+    assert [j["job_id"] for j in row["jobs"]] == ["7.0"]
+    assert [s["name"] for s in store.live_open_spans("u-1")] == ["glidein", "condor", "user_job"]
+    # Snapshots are never spans: not in traces, search or the span count.
+    assert store.span_count() == 0 and store.trace_count() == 0 and store.find_traces(limit=10) == []
+
+    # The job ends: between jobs, since the snapshot that first showed it; HTCondor's span still open.
+    assert store.put_live_snapshot(request([root, condor], 3, t0 + 180), now_ns=int((t0 + 180) * S))
+    [row] = store.live_snapshots()
+    assert row["phase"] == "idle_between" and row["phase_since_ns"] == int((t0 + 180) * S) and row["jobs"] == []
+    # A heartbeat moves only the time of the last report.
+    assert store.put_live_snapshot(request([], 4, t0 + 240, unchanged=True), now_ns=int((t0 + 240) * S))
+    [row] = store.live_snapshots()
+    assert row["received_ns"] == int((t0 + 240) * S) and row["phase"] == "idle_between" and row["n_spans"] == 2
+    # ... and says so when the store does not know the glidein (the sidecar then sends a full one).
+    assert not store.put_live_snapshot(request([], 1, t0 + 240, unchanged=True, key="other"))
+
+    # Real spans that are not the root leave the snapshot; the root's arrival drops it.
+    done = SpanRecord(T, "a2" * 8, "a1" * 8, False, 1, "", "validate.sh", int((t0 + 5) * 1e6), 4242, int((t0 + 50) * 1e6), "ok")
+    store.ingest(_otlp([done]))
+    assert len(store.live_snapshots()) == 1
+    ended_root = SpanRecord(T, "a1" * 8, "", False, 1, "", "glidein", int(t0 * 1e6), 4242, int((t0 + 300) * 1e6), "ok")
+    store.ingest(_otlp([ended_root]))
+    assert store.live_snapshots() == []
+    # A late snapshot of a glidein whose root already arrived is not kept.
+    assert store.put_live_snapshot(request([root, condor], 5, t0 + 299), now_ns=int((t0 + 301) * S))
+    assert store.live_snapshots() == []
+    assert store.span_count() == 2
+
+
+def _otlp(records):
+    return encode_spans(to_readable_spans(records, Resource.create(RES)))
+
+
+def test_phases_from_open_spans(store):
+    t0 = 1_790_000_000.0
+    root = span("b1", "", "glidein", t0)
+    cases = [([root], "download"), ([root, span("b2", "b1", "setup_x.sh", t0 + 1)], "script:setup_x.sh"),
+             ([root, span("b3", "b1", "condor", t0 + 2)], "first_match"),
+             ([root], "cleanup"), ([root, span("b4", "b1", "monitor", t0 + 3)], "other:monitor")]
+    for seq, (spans, phase) in enumerate(cases, 1):
+        store.put_live_snapshot(request(spans, seq, t0 + 10 * seq, key="b"), now_ns=int((t0 + 10 * seq) * S))
+        assert store.live_snapshots()[0]["phase"] == phase, (seq, spans)
+    # Nothing open: nothing of the glidein runs now, the row goes.
+    store.put_live_snapshot(request([], 9, t0 + 100, key="b"), now_ns=int((t0 + 100) * S))
+    assert store.live_snapshots() == []
+
+
+def test_not_a_snapshot_is_refused(store):
+    req = request([span("c1", "", "glidein", 1.0)], 1, 2.0)
+    req.resource_spans[0].scope_spans[0].spans[0].ClearField("attributes")   # no gwtrace.snapshot=true
+    with pytest.raises(BadSnapshot):
+        store.put_live_snapshot(req)
+    with pytest.raises(BadSnapshot):
+        store.put_live_snapshot(_otlp([SpanRecord(T, "c2" * 8, "", False, 1, "", "x", 1, 1, 2, "ok")]))
+    assert store.live_snapshots() == []
+
+
+def test_stopped_reporting_after_three_intervals_or_the_given_timeout(store):
+    now = time.time()
+    store.put_live_snapshot(request([span("d1", "", "glidein", now - 600)], 1, now - 100, key="quiet", interval=30.0),
+                            now_ns=int((now - 100) * S))
+    store.put_live_snapshot(request([span("e1", "", "glidein", now - 600)], 1, now - 20, key="fresh", interval=30.0),
+                            now_ns=int((now - 20) * S))
+    data = now_data(store, now=now)
+    state = {g["key"]: g["state"] for g in data["glideins"]}
+    assert state == {"quiet": STOPPED, "fresh": "alive"}          # 100 s > 3 x 30 s; 20 s is not
+    assert data["totals"] == {"alive": 1, "stopped_reporting": 1, "jobs_running": 0}
+    assert data["entries"] == [{"site": "FNAL", "entry": "fnal_ce1", "alive": 1, "stopped_reporting": 1,
+                                "jobs_running": 0, "phases": {"download": 1}}]
+    assert {g["key"]: g["state"] for g in now_data(store, now=now, stale_s=10)["glideins"]} == \
+        {"quiet": STOPPED, "fresh": STOPPED}
+    assert {g["key"]: g["state"] for g in now_data(store, now=now, stale_s=1000)["glideins"]} == \
+        {"quiet": "alive", "fresh": "alive"}
+
+
+def records(site: str, n: int, failed: int, ended_from: float, ended_to: float, tag: str):
+    out = []
+    for i in range(n):
+        ended = int(ended_from + (ended_to - ended_from) * (i + 0.5) / n)
+        out.append(GlideinRecord(factory="f", schedd=f"s-{tag}", cluster=i, proc=0, site=site, entry=site + "_ce",
+                                 started=ended - 600, ended=ended, status="ERROR" if i < failed else "OK"))
+    return out
+
+
+def plant(store, now: float) -> None:
+    week = now - 3600 - 7 * 86400
+    store.put_glidein_records(
+        records("JUMP", 200, 4, week, now - 3600, "jb") + records("JUMP", 12, 6, now - 3500, now - 10, "jr")
+        + records("ALWAYS_BAD", 200, 60, week, now - 3600, "ab") + records("ALWAYS_BAD", 10, 3, now - 3500, now - 10, "ar")
+        + records("FINE", 100, 1, week, now - 3600, "fb") + records("FINE", 10, 0, now - 3500, now - 10, "fr"))
+
+
+def test_red_light_for_a_site_that_got_worse_not_for_one_always_bad(store):
+    now = time.time()
+    plant(store, now)
+    sites = {s["site"]: s for s in now_data(store, now=now)["health"]["sites"]}
+    assert sites["JUMP"]["red"] and "6/12 glideins failed" in sites["JUMP"]["why"]
+    assert (sites["JUMP"]["baseline_glideins"], sites["JUMP"]["baseline_failed"]) == (200, 4)
+    assert not sites["ALWAYS_BAD"]["red"] and sites["ALWAYS_BAD"]["recent_rate"] == 0.3
+    assert not sites["FINE"]["red"]
+    assert now_data(store, now=now)["health"]["red"] == ["JUMP"]
+    # The thresholds are the rule's: demand 7 failures and JUMP is green.
+    assert now_data(store, now=now, rule=Rule(min_failures=7))["health"]["red"] == []
+
+
+def test_site_without_baseline_is_judged_against_the_floor():
+    now = 1_790_000_000.0
+    rows = [("t", None, None, None, None, "NEW", "e", None, None, None, now - 60, "ERROR")] * 3 + \
+           [("t", None, None, None, None, "NEW", "e", None, None, None, now - 60, "OK")] * 7
+    [site] = site_health(rows, now, Rule())
+    assert site["red"] and "no baseline" in site["why"]
