@@ -18,7 +18,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 
 from conftest import GWTRACE, LIB, Sidecar, clean_env
 from gwtrace.sidecar.assembler import SpanRecord
-from gwtrace.sidecar.snapshot import SendError, Snapshotter, snapshot_target
+from gwtrace.sidecar.snapshot import Snapshotter, snapshot_target
+from gwtrace.sidecar.snapshot_send import SendError
 from gwtrace.store import TraceStore
 
 SERVE = "import sys; from gwtrace.server import serve_main; sys.exit(serve_main(sys.argv[1:]))"

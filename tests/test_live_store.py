@@ -13,7 +13,7 @@ from gwtrace.factory.record import GlideinRecord
 from gwtrace.live.health import Rule, site_health
 from gwtrace.live.now import STOPPED, now_data
 from gwtrace.sidecar.assembler import SpanRecord
-from gwtrace.sidecar.snapshot import encode_snapshot
+from gwtrace.sidecar.snapshot_wire import Encoder
 from gwtrace.store import TraceStore
 from gwtrace.store.live import BadSnapshot
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -32,7 +32,7 @@ def span(sid: str, parent: str, name: str, start_s: float, **attrs) -> SpanRecor
 
 def request(spans, seq: int, taken_s: float, unchanged: bool = False, key: str = "u-1",
             interval: float = 60.0) -> ExportTraceServiceRequest:
-    body = encode_snapshot(spans, RES, {"gwtrace.snapshot.key": key, "gwtrace.snapshot.seq": seq,
+    body = Encoder().snapshot(spans, RES, {"gwtrace.snapshot.key": key, "gwtrace.snapshot.seq": seq,
                                         "gwtrace.snapshot.taken_unix_nano": int(taken_s * S),
                                         "gwtrace.snapshot.interval_s": interval}, unchanged)
     req = ExportTraceServiceRequest()
@@ -169,3 +169,53 @@ def test_site_without_baseline_is_judged_against_the_floor():
            [("t", None, None, None, None, "NEW", "e", None, None, None, now - 60, "OK")] * 7
     [site] = site_health(rows, now, Rule())
     assert site["red"] and "no baseline" in site["why"]
+
+
+def reference_encoding(spans, resource, meta, unchanged):
+    """The same request built with opentelemetry-proto's classes: what snapshot_wire's bytes must decode to."""
+    from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
+
+    def value(v):
+        if isinstance(v, bool):
+            return AnyValue(bool_value=v)
+        if isinstance(v, int):
+            return AnyValue(int_value=v)
+        if isinstance(v, float):
+            return AnyValue(double_value=v)
+        if isinstance(v, list):
+            out = AnyValue()
+            out.array_value.values.extend(value(x) for x in v)
+            return out
+        return AnyValue(string_value=v)
+
+    req = ExportTraceServiceRequest()
+    rs = req.resource_spans.add()
+    rs.resource.attributes.extend(KeyValue(key=k, value=value(v)) for k, v in resource.items())
+    ss = rs.scope_spans.add()
+    ss.scope.name, ss.scope.version = "gwtrace.snapshot", __import__("gwtrace").__version__
+    ss.scope.attributes.extend(KeyValue(key=k, value=value(v)) for k, v in list(meta.items()) + [("gwtrace.snapshot.unchanged", unchanged)])
+    for r in ([] if unchanged else spans):
+        sp = ss.spans.add(trace_id=bytes.fromhex(r.trace_id), span_id=bytes.fromhex(r.span_id), name=r.name, kind=1,
+                          start_time_unix_nano=r.start_us * 1000, trace_state=r.tracestate)
+        if r.parent_id:
+            sp.parent_span_id = bytes.fromhex(r.parent_id)
+        sp.attributes.extend(KeyValue(key=k, value=value(v)) for k, v in
+                             list(r.attributes.items()) + [("process.pid", r.pid), ("gwtrace.snapshot", True)])
+    return req
+
+
+def test_hand_encoding_decodes_as_the_reference_and_its_caches_follow_changes():
+    enc = Encoder()
+    spans = [span("f1", "", "glidein", 1_790_000_000.25, big=2**40, neg=-7, f=1.5, lst=["a", 2, True], u="héllo ☃"),
+             span("f2", "f1", "condor", 1_790_000_001.0)]
+    spans[1].tracestate = "vendor=1"
+    meta = {"gwtrace.snapshot.key": "k", "gwtrace.snapshot.seq": 1, "gwtrace.snapshot.interval_s": 60.0}
+    for unchanged in (False, True):
+        got = ExportTraceServiceRequest()
+        got.ParseFromString(enc.snapshot(spans, RES, meta, unchanged))
+        assert got == reference_encoding(spans, RES, meta, unchanged)
+    spans[1].attributes["slots"] = 8                     # a trace_attr on an open span: the cache must see it
+    spans[0].attributes["big"] = 3
+    got = ExportTraceServiceRequest()
+    got.ParseFromString(enc.snapshot(spans, {**RES, "glidein.site": "CERN"}, meta))
+    assert got == reference_encoding(spans, {**RES, "glidein.site": "CERN"}, meta, False)

@@ -22,7 +22,8 @@ Where snapshots go (``snapshot_target``):
   know that the collector is gwtrace, and must not send it anything else).
 
 Cost: the table is read in the reader thread (which owns it) and encoded
-there, straight into protobuf messages (no SDK spans); the request is sent
+there, into protobuf bytes by ``snapshot_wire`` (no SDK spans, cached from one
+snapshot to the next); the request is sent by ``snapshot_send``
 from a thread of its own, at most one in flight, so a slow server never
 stalls reading. When nothing was read from the event log since the last
 full snapshot, a *heartbeat* is sent instead: the same request with no spans
@@ -42,31 +43,22 @@ import logging
 import os
 import threading
 import time
-import urllib.parse
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import AnyValue, KeyValue
-
-from gwtrace import __version__
 from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.sidecar.snapshot_send import MAX_SEND_TIMEOUT_S, HttpSender, StoreSender
+from gwtrace.sidecar.snapshot_wire import Encoder
 
 log = logging.getLogger("gwtrace.sidecar.snapshot")
 
-SCOPE_NAME = "gwtrace.snapshot"
 SNAPSHOT_PATH = "/v1/gwtrace/snapshot"
 DEFAULT_INTERVAL_S = 60.0
 #: The first snapshot comes this soon after start (or the interval, if shorter):
 #: a glidein's validation takes minutes, and should show while it runs.
 FIRST_AFTER_S = 5.0
-MAX_SEND_TIMEOUT_S = 5.0
-#: Scope attributes of a snapshot request (the span attribute is MARK).
-MARK = "gwtrace.snapshot"
-KEY, SEQ, TAKEN, INTERVAL, UNCHANGED = ("gwtrace.snapshot.key", "gwtrace.snapshot.seq",
-                                        "gwtrace.snapshot.taken_unix_nano", "gwtrace.snapshot.interval_s",
-                                        "gwtrace.snapshot.unchanged")
-#: What a store answers to a heartbeat for a glidein it has no snapshot of.
-UNKNOWN_GLIDEIN = 409
+#: Scope attributes of a snapshot request (the span attribute is snapshot_wire.MARK).
+KEY, SEQ, TAKEN, INTERVAL = ("gwtrace.snapshot.key", "gwtrace.snapshot.seq", "gwtrace.snapshot.taken_unix_nano",
+                             "gwtrace.snapshot.interval_s")
 
 
 def snapshot_interval(env: Optional[Mapping[str, str]] = None) -> float:
@@ -114,18 +106,6 @@ def snapshot_target(env: Optional[Mapping[str, str]] = None) -> Tuple[str, str]:
     return "store", ""
 
 
-def otlp_headers(env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """OTEL_EXPORTER_OTLP_[TRACES_]HEADERS (``k=v,k2=v2``, URL-encoded): the bearer token of /v1/traces."""
-    env = os.environ if env is None else env
-    raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
-    headers = {}
-    for item in raw.split(","):
-        if "=" in item:
-            key, value = item.split("=", 1)
-            headers[urllib.parse.unquote(key).strip()] = urllib.parse.unquote(value).strip()
-    return headers
-
-
 def snapshot_key(resource: Mapping[str, Any], directory: str) -> str:
     """Which glidein a snapshot is of: its uuid, else one sidecar (host and state directory)."""
     for name in ("glidein.uuid", "service.instance.id"):
@@ -134,126 +114,6 @@ def snapshot_key(resource: Mapping[str, Any], directory: str) -> str:
             return str(value)
     seed = f"{resource.get('host.name', '')}:{os.path.realpath(directory)}"
     return "sidecar-" + hashlib.sha256(seed.encode()).hexdigest()[:16]
-
-
-# -- encoding -------------------------------------------------------------------------
-
-
-def _any(value: Any) -> AnyValue:
-    if isinstance(value, bool):
-        return AnyValue(bool_value=value)
-    if isinstance(value, int):
-        return AnyValue(int_value=value)
-    if isinstance(value, float):
-        return AnyValue(double_value=value)
-    if isinstance(value, (list, tuple)):
-        out = AnyValue()
-        out.array_value.values.extend(_any(v) for v in value)
-        return out
-    return AnyValue(string_value=str(value))
-
-
-def key_values(attrs: Iterable[Tuple[str, Any]]) -> List[KeyValue]:
-    return [KeyValue(key=k, value=_any(v)) for k, v in attrs]
-
-
-def encode_snapshot(spans: Iterable[SpanRecord], resource: Mapping[str, Any], meta: Mapping[str, Any],
-                    unchanged: bool = False) -> bytes:
-    """One ExportTraceServiceRequest: the open spans (none for a heartbeat), marked as a snapshot.
-
-    Reads the records and never changes them: the same objects are later
-    ended and exported as the real spans.
-    """
-    req = ExportTraceServiceRequest()
-    rs = req.resource_spans.add()
-    rs.resource.attributes.extend(key_values(resource.items()))
-    ss = rs.scope_spans.add()
-    ss.scope.name = SCOPE_NAME
-    ss.scope.version = __version__
-    ss.scope.attributes.extend(key_values(list(meta.items()) + [(UNCHANGED, unchanged)]))
-    if unchanged:
-        return req.SerializeToString()
-    add = ss.spans.add
-    mark = KeyValue(key=MARK, value=AnyValue(bool_value=True))
-    for r in spans:
-        span = add(trace_id=bytes.fromhex(r.trace_id), span_id=bytes.fromhex(r.span_id), name=r.name,
-                   start_time_unix_nano=r.start_us * 1000, kind=1, trace_state=r.tracestate)
-        if r.parent_id:
-            span.parent_span_id = bytes.fromhex(r.parent_id)
-        span.attributes.extend(key_values(r.attributes.items()))
-        span.attributes.append(KeyValue(key="process.pid", value=AnyValue(int_value=r.pid)))
-        span.attributes.append(mark)
-    return req.SerializeToString()
-
-
-# -- sending ----------------------------------------------------------------------------
-
-
-class SendError(Exception):
-    """A snapshot that did not arrive; ``unknown`` when the store lacks the glidein (409)."""
-
-    def __init__(self, message: str, unknown: bool = False) -> None:
-        super().__init__(message)
-        self.unknown = unknown
-
-
-class HttpSender:
-    """POSTs snapshots to a gwtrace serve, with /v1/traces' headers (bearer token), TLS and gzip settings."""
-
-    def __init__(self, url: str, env: Optional[Mapping[str, str]] = None) -> None:
-        import requests
-
-        env = os.environ if env is None else env
-        self.url = url
-        self.session = requests.Session()
-        self.session.headers.update(otlp_headers(env))
-        self.session.headers["Content-Type"] = "application/x-protobuf"
-        cert = env.get("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE") or env.get("OTEL_EXPORTER_OTLP_CERTIFICATE")
-        self.verify: Any = cert or True
-        compression = env.get("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION") or env.get("OTEL_EXPORTER_OTLP_COMPRESSION")
-        self.gzip = (compression or "").strip().lower() == "gzip"
-        from gwtrace.export.otlp import otlp_timeout_seconds
-
-        self.timeout = min(otlp_timeout_seconds(env), MAX_SEND_TIMEOUT_S)
-        self.destination = url
-
-    def send(self, body: bytes) -> None:
-        import requests
-
-        headers = {}
-        if self.gzip:
-            import gzip
-
-            body = gzip.compress(body, 6)
-            headers["Content-Encoding"] = "gzip"
-        try:
-            resp = self.session.post(self.url, data=body, headers=headers, timeout=self.timeout, verify=self.verify)
-        except requests.RequestException as exc:
-            raise SendError(f"{type(exc).__name__}: {exc}") from None
-        if resp.status_code == UNKNOWN_GLIDEIN:
-            raise SendError("the store has no snapshot of this glidein", unknown=True)
-        if resp.status_code != 200:
-            raise SendError(f"HTTP {resp.status_code}")
-
-    def close(self) -> None:
-        self.session.close()
-
-
-class StoreSender:
-    """Writes snapshots into the embedded store (the file the spans go to)."""
-
-    def __init__(self, store: Any) -> None:
-        self.store = store
-        self.destination = f"embedded store {store.path}"
-
-    def send(self, body: bytes) -> None:
-        req = ExportTraceServiceRequest()
-        req.ParseFromString(body)
-        if not self.store.put_live_snapshot(req):
-            raise SendError("the store has no snapshot of this glidein", unknown=True)
-
-    def close(self) -> None:
-        pass
 
 
 class Snapshotter:
@@ -272,6 +132,7 @@ class Snapshotter:
         self.key = key
         self.clock = clock
         self.seq = 0
+        self.encoder = Encoder()
         self._next_at = clock() + min(interval, FIRST_AFTER_S)
         self._full_offset: Optional[int] = None     # log offset of the last full snapshot delivered
         self._empty_sent = False                     # the last one delivered had no open span
@@ -303,7 +164,7 @@ class Snapshotter:
         unchanged = offset is not None and offset == self._full_offset
         table = [] if unchanged else list(spans)
         meta = {KEY: self.key, SEQ: self.seq, TAKEN: time.time_ns(), INTERVAL: self.interval}
-        body = encode_snapshot(table, self.resource, meta, unchanged)
+        body = self.encoder.snapshot(table, self.resource, meta, unchanged)
         with self._lock:
             if self._pending is not None:
                 self.counters["snapshots_superseded"] += 1
