@@ -64,4 +64,5 @@
     ready();
   }
   load();
+  setInterval(load, 30000);   // what runs now changes: refetch every 30 s (snapshots come every minute)
 })();
