@@ -210,3 +210,28 @@ def test_heartbeat_when_nothing_changed_and_failures_are_counted_not_fatal():
     assert snap.counters["snapshots_sent"] == 2
     assert [(s.attributes, s.end_us, s.status) for s in spans] == before     # the records are untouched
     snap.close()
+
+
+def test_a_hung_or_wrong_snapshot_endpoint_is_counted_and_never_delays_the_spans(tmp_path, receiver):
+    from otlp_receiver import OtlpReceiver
+
+    for mode in ("hang", "404"):
+        bad = OtlpReceiver().start()
+        bad.hang = mode == "hang"
+        env = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.endpoint, OTEL_EXPORTER_OTLP_TIMEOUT="1000",
+                        GWTRACE_SNAPSHOT_INTERVAL="0.2", GWTRACE_SNAPSHOT_ENDPOINT=f"http://127.0.0.1:{bad.port}/v1/gwtrace/snapshot",
+                        GWTRACE_HOME=str(tmp_path / mode))
+        sc = Sidecar(tmp_path / f"gw-{mode}", env)
+        env = sc.start()
+        before = len(receiver.spans)
+        run_glidein(tmp_path, env)
+        status = wait_until(lambda: (lambda st: st if int(st.get("snapshot_failures", 0)) >= 1 else None)(sc.status()))
+        assert ("HTTP 404" if mode == "404" else "timed out") in status["last_snapshot_error"]
+        started = time.monotonic()
+        assert sc.stop().returncode == 0
+        assert time.monotonic() - started < 8                   # not held by the hung snapshot
+        assert len(receiver.wait_for(before + 4)) - before == 4
+        assert bad.count == 0                                    # it never took anything as spans
+        (tmp_path / "go").unlink()
+        bad.hang = False
+        bad.stop()

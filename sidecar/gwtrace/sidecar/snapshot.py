@@ -46,7 +46,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, List, Mapping, Optional, Tuple
 
 from gwtrace.sidecar.assembler import SpanRecord
-from gwtrace.sidecar.snapshot_send import MAX_SEND_TIMEOUT_S, HttpSender, StoreSender
+from gwtrace.sidecar.snapshot_send import HttpSender, StoreSender
 from gwtrace.sidecar.snapshot_wire import Encoder
 
 log = logging.getLogger("gwtrace.sidecar.snapshot")
@@ -224,8 +224,10 @@ class Snapshotter:
         with self._lock:
             self._stopping = True
             self._lock.notify_all()
-        self._thread.join(timeout=MAX_SEND_TIMEOUT_S + 1)
-        self.sender.close()
+        # A send under way is not waited for (at most MAX_SEND_TIMEOUT_S): the stop has spans to deliver.
+        self._thread.join(timeout=0.5)
+        if not self._thread.is_alive():
+            self.sender.close()
 
 
 def make_snapshotter(delivery: Any, resource: Mapping[str, Any], directory: str,
