@@ -219,3 +219,45 @@ def test_hand_encoding_decodes_as_the_reference_and_its_caches_follow_changes():
     got = ExportTraceServiceRequest()
     got.ParseFromString(enc.snapshot(spans, {**RES, "glidein.site": "CERN"}, meta))
     assert got == reference_encoding(spans, {**RES, "glidein.site": "CERN"}, meta, False)
+
+
+def test_a_version_4_store_gains_the_live_table(tmp_path):
+    import sqlite3
+
+    from gwtrace.store import SCHEMA_VERSION
+
+    path = tmp_path / "old.db"
+    TraceStore(path).close()
+    conn = sqlite3.connect(path)
+    conn.execute("DROP TABLE live_snapshots")
+    conn.execute("PRAGMA user_version = 4")
+    conn.commit()
+    conn.close()
+    with TraceStore(path) as store:
+        assert store.live_snapshots() == []
+        assert store.put_live_snapshot(request([span("c7", "", "glidein", 1.0)], 1, 2.0), now_ns=2 * S)
+        assert len(store.live_snapshots()) == 1
+    conn = sqlite3.connect(path)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    conn.close()
+
+
+def test_gwtrace_now_stale_option(tmp_path):
+    import json
+    import subprocess
+
+    from conftest import GWTRACE, clean_env
+
+    now = time.time()
+    with TraceStore(tmp_path / "t.db") as store:
+        store.put_live_snapshot(request([span("d8", "", "glidein", now - 300)], 1, now - 100, interval=60.0),
+                                now_ns=int((now - 100) * S))
+
+    def states(*extra):
+        out = subprocess.run([GWTRACE, "now", "--store", str(tmp_path / "t.db"), "--format", "json", *extra],
+                             env=clean_env(), capture_output=True, text=True, timeout=60)
+        assert out.returncode == 0, out.stderr
+        return [(g["state"], g["stale_after_s"]) for g in json.loads(out.stdout)["glideins"]]
+
+    assert states() == [("alive", 180.0)]                       # 100 s < 3 x 60 s
+    assert states("--stale", "50") == [(STOPPED, 50.0)]
