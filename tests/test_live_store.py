@@ -94,15 +94,23 @@ def _otlp(records):
 def test_phases_from_open_spans(store):
     t0 = 1_790_000_000.0
     root = span("b1", "", "glidein", t0)
-    cases = [([root], "download"), ([root, span("b2", "b1", "setup_x.sh", t0 + 1)], "script:setup_x.sh"),
-             ([root, span("b3", "b1", "condor", t0 + 2)], "first_match"),
+    cases = [([root], "starting"), ([root, span("b2", "b1", "setup_x.sh", t0 + 1)], "script:setup_x.sh"),
+             ([root], "download"), ([root, span("b3", "b1", "condor", t0 + 2)], "first_match"),
              ([root], "cleanup"), ([root, span("b4", "b1", "monitor", t0 + 3)], "other:monitor")]
     for seq, (spans, phase) in enumerate(cases, 1):
         store.put_live_snapshot(request(spans, seq, t0 + 10 * seq, key="b"), now_ns=int((t0 + 10 * seq) * S))
         assert store.live_snapshots()[0]["phase"] == phase, (seq, spans)
+    # The usual set-up: only the glidein's span (gwtrace_setup.sh) and the job wrapper's spans, in the job's trace.
+    job = SpanRecord("1" * 32, "b5" * 8, "77" * 8, True, 1, "", "user_job", int((t0 + 200) * 1e6), 9,
+                     attributes={"htcondor.job.id": "5.0"})
+    for seq, (spans, phase) in enumerate([([root], "starting"), ([root, job], "running"), ([root], "idle_between")], 10):
+        store.put_live_snapshot(request(spans, seq, t0 + 10 * seq, key="w"), now_ns=int((t0 + 10 * seq) * S))
+        row = [r for r in store.live_snapshots() if r["key"] == "w"][0]
+        assert row["phase"] == phase, (seq, spans)
+    assert row["root_span_id"] == "b1" * 8                     # the glidein's span, not the job's
     # Nothing open: nothing of the glidein runs now, the row goes.
     store.put_live_snapshot(request([], 9, t0 + 100, key="b"), now_ns=int((t0 + 100) * S))
-    assert store.live_snapshots() == []
+    assert [r["key"] for r in store.live_snapshots()] == ["w"]
 
 
 def test_not_a_snapshot_is_refused(store):
@@ -126,7 +134,7 @@ def test_stopped_reporting_after_three_intervals_or_the_given_timeout(store):
     assert state == {"quiet": STOPPED, "fresh": "alive"}          # 100 s > 3 x 30 s; 20 s is not
     assert data["totals"] == {"alive": 1, "stopped_reporting": 1, "jobs_running": 0}
     assert data["entries"] == [{"site": "FNAL", "entry": "fnal_ce1", "alive": 1, "stopped_reporting": 1,
-                                "jobs_running": 0, "phases": {"download": 1}}]
+                                "jobs_running": 0, "phases": {"starting": 1}}]
     assert {g["key"]: g["state"] for g in now_data(store, now=now, stale_s=10)["glideins"]} == \
         {"quiet": STOPPED, "fresh": STOPPED}
     assert {g["key"]: g["state"] for g in now_data(store, now=now, stale_s=1000)["glideins"]} == \

@@ -11,15 +11,20 @@ glidein wherever the open spans can tell (docs/analysis.md, the phase model):
 ``idle_between``  the same after a job was seen (between jobs, or the tail)
 ``script:<id>``   a validation/setup script open (the innermost one), by its
                   ``glidein.script_id``/``gwms.script.id`` or span name
-``download``      only the glidein's span open, before HTCondor was seen
-                  (between scripts: fetching the next one)
 ``cleanup``       only the glidein's span open after HTCondor was seen
+``idle_between``  (also) only the glidein's span open after a job was seen, HTCondor
+                  untraced (the usual set-up: gwtrace_setup.sh and the job wrapper)
+``download``      only the glidein's span open, a script seen before, no job nor
+                  HTCondor yet (between scripts: fetching the next one)
+``starting``      only the glidein's span open and nothing seen yet: validation,
+                  HTCondor's start or the wait for a first job, which untraced
+                  scripts and HTCondor do not tell apart
 ``other:<name>``  the innermost open span is none of these
 ``unknown``       nothing open (the sidecar runs, nothing is traced now)
 
 How long: since the phase's span started (the job's, the script's,
 HTCondor's); for the phases no open span marks (``idle_between``,
-``download``, ``cleanup``), since the first snapshot that showed the phase
+``download``, ``cleanup``, ``starting``), since the first snapshot that showed the phase
 (so at most one interval late). Python 3.9-compatible: the embedded
 store runs this inside the sidecar.
 """
@@ -91,6 +96,15 @@ def root_of(spans: List[Span]) -> Optional[Span]:
     return min(glideins or tops or spans, key=lambda s: s["start_ns"])
 
 
+def _between(seen: Dict[str, Any]) -> str:
+    """The phase when only the glidein's own span is open: what was seen before tells."""
+    if seen["condor"]:
+        return "cleanup"
+    if seen["jobs"]:
+        return "idle_between"
+    return "download" if seen["scripts"] else "starting"
+
+
 def classify(spans: List[Span], seen: Dict[str, Any], previous: Optional[Tuple[str, int]],
              taken_ns: int) -> Tuple[str, int, List[Span], Dict[str, Any]]:
     """(phase, since_ns, open job spans, updated ``seen``) for one snapshot (module docstring).
@@ -99,7 +113,7 @@ def classify(spans: List[Span], seen: Dict[str, Any], previous: Optional[Tuple[s
     HTCondor having started); ``previous`` is the last snapshot's (phase, since).
     """
     depth = _depths(spans)
-    seen = {"jobs": list(seen.get("jobs", [])), "condor": bool(seen.get("condor"))}
+    seen = {"jobs": list(seen.get("jobs", [])), "condor": bool(seen.get("condor")), "scripts": bool(seen.get("scripts"))}
     jobs = sorted((s for s in spans if is_job(s)), key=lambda s: s["start_ns"])
     condor = [s for s in spans if is_condor(s)]
     for job in jobs:
@@ -119,9 +133,10 @@ def classify(spans: List[Span], seen: Dict[str, Any], previous: Optional[Tuple[s
         if inner is None:
             phase = "unknown"
         elif is_glidein(inner):
-            phase = "cleanup" if seen["condor"] else "download"
+            phase = _between(seen)
         elif inner["name"].endswith(_SCRIPT_SUFFIXES) or any(k in inner["attributes"] for k in _SCRIPT_IDS):
             phase, since = "script:" + script_id(inner), inner["start_ns"]
+            seen["scripts"] = True
         else:
             phase, since = "other:" + inner["name"], inner["start_ns"]
     if since is None:
