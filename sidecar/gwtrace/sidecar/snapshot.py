@@ -107,11 +107,14 @@ def snapshot_target(env: Optional[Mapping[str, str]] = None) -> Tuple[str, str]:
 
 
 def snapshot_key(resource: Mapping[str, Any], directory: str) -> str:
-    """Which glidein a snapshot is of: its uuid, else one sidecar (host and state directory)."""
-    for name in ("glidein.uuid", "service.instance.id"):
-        value = resource.get(name)
-        if value:
-            return str(value)
+    """Which glidein a snapshot is of: its uuid, else one sidecar (host and state directory).
+
+    Not ``service.instance.id``: some SDK versions make a random one per
+    process, and a sidecar taking the directory over must replace the same row.
+    """
+    value = resource.get("glidein.uuid")
+    if value:
+        return str(value)
     seed = f"{resource.get('host.name', '')}:{os.path.realpath(directory)}"
     return "sidecar-" + hashlib.sha256(seed.encode()).hexdigest()[:16]
 
@@ -119,9 +122,10 @@ def snapshot_key(resource: Mapping[str, Any], directory: str) -> str:
 class Snapshotter:
     """Decides when to snapshot (in the reader thread) and sends (in its own thread).
 
-    ``due(offset)`` is called from the sidecar's loop with the event log's
-    offset: it says whether a snapshot is due and whether the table may have
-    changed since the last full one (anything read from the log may have).
+    ``maybe(spans, offset)`` is called from the sidecar's loop with the
+    event log's offset: a snapshot is taken when one is due, a full one if
+    the table may have changed since the last full one delivered (anything
+    read from the log may have changed it), else a heartbeat.
     """
 
     def __init__(self, sender: Any, interval: float, resource: Mapping[str, Any], key: str,
