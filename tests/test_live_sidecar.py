@@ -235,3 +235,32 @@ def test_a_hung_or_wrong_snapshot_endpoint_is_counted_and_never_delays_the_spans
         (tmp_path / "go").unlink()
         bad.hang = False
         bad.stop()
+
+
+def test_a_sidecar_taking_the_directory_over_replaces_the_same_glidein(tmp_path):
+    """SIGKILL and a new sidecar on the directory: still one glidein (keyed by host and directory without a uuid)."""
+    home = tmp_path / "home"
+    env = clean_env(GWTRACE_HOME=str(home), GWTRACE_SNAPSHOT_INTERVAL="0.2")
+    sc = Sidecar(tmp_path / "gw", env)
+    env = sc.start()
+    db = home / "traces.db"
+
+    def rows():
+        if not db.exists():
+            return []
+        with TraceStore(db, create=False) as store:
+            return store.live_snapshots()
+
+    def running():
+        first = wait_until(rows)
+        old_pid = sc.pid
+        sc.kill()
+        assert int(sc.start()["GWTRACE_SIDECAR_PID"]) != old_pid
+        later = wait_until(lambda: [r for r in rows() if r["received_ns"] > first[0]["received_ns"]])
+        return first, later
+
+    first, later = run_glidein(tmp_path, env, running)
+    assert len(first) == len(later) == 1 and first[0]["key"] == later[0]["key"]
+    assert first[0]["key"].startswith("sidecar-") and later[0]["phase"] == "running"
+    assert sc.stop().returncode == 0
+    assert rows() == []
