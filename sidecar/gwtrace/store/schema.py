@@ -10,9 +10,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Optional
 
-from . import glideins
+from . import glideins, live
 
-SCHEMA_VERSION = 5
+SCHEMA_VERSION = 6
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS resources (
@@ -153,7 +153,7 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
     if version == SCHEMA_VERSION:
         return
     old_ops = _rename_old_trace_ops(conn)
-    for statement in (_SCHEMA + glideins.SCHEMA).split(";"):
+    for statement in (_SCHEMA + glideins.SCHEMA + live.SCHEMA).split(";"):
         if statement.strip():
             conn.execute(statement)
     if old_ops:
