@@ -18,6 +18,7 @@ from typing import Any, Dict, Iterable, Mapping, Tuple
 
 from gwtrace import __version__
 from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.protobuf import field, varint
 
 SCOPE_NAME = "gwtrace.snapshot"
 MARK = "gwtrace.snapshot"
@@ -26,24 +27,6 @@ UNCHANGED = "gwtrace.snapshot.unchanged"
 CACHE_MAX = 20000
 
 _pack_q, _pack_d = struct.Struct("<Q").pack, struct.Struct("<d").pack
-
-
-def varint(n: int) -> bytes:
-    if n < 0:
-        n += 1 << 64                   # int64 on the wire: two's complement, 10 bytes
-    if n < 0x80:
-        return bytes((n,))
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
-
-
-def field(number: int, payload: bytes) -> bytes:
-    """A length-delimited field."""
-    return varint(number << 3 | 2) + varint(len(payload)) + payload
 
 
 def any_value(value: Any) -> bytes:
