@@ -188,7 +188,7 @@ class HintInputs:
         self.refs = _Ref()
         self.sites: Dict[str, _Site] = {}
         self.entries: Dict[str, _Entry] = {}
-        self.runs: Dict[str, Dict[str, _Values]] = defaultdict(dict)   # script -> site -> (seconds, glidein)
+        self.runs: Dict[str, Dict[str, _Values]] = {}   # script -> site -> (seconds, glidein)
         self.ce_everyone = array("d")
         self.first_start: Optional[float] = None
         self.last_end: Optional[float] = None
@@ -221,12 +221,16 @@ class HintInputs:
         if s[STATUS] == "ERROR" and s[FAILED_SCRIPT]:
             site.failed.setdefault(s[FAILED_SCRIPT], array("l")).append(index)
             site.lost[s[FAILED_SCRIPT]] += s[CANON][0]
-        runs, site_name = self.runs, s[SITE]
+        runs = self.runs
+        site_name = s[SITE]
         for script, seconds, _, _ in s[SCRIPTS]:
             if seconds is not None:
-                cell = runs[script].get(site_name)
+                by_site = runs.get(script)
+                if by_site is None:
+                    by_site = runs[script] = {}
+                cell = by_site.get(site_name)
                 if cell is None:
-                    cell = runs[script][site_name] = _Values()
+                    cell = by_site[site_name] = _Values()
                 cell.values.append(seconds)
                 cell.index.append(index)
 
@@ -235,9 +239,13 @@ class HintInputs:
         if entry is None:
             entry = self.entries[s[ENTRY]] = _Entry()
         entry.glideins += 1
-        for values, value in zip(entry.waits, s[WAITS]):
-            if value is not None:
-                values.add(value, index)
+        first_job, tail, ce = s[WAITS]
+        if first_job is not None:
+            entry.waits[0].add(first_job, index)
+        if tail is not None:
+            entry.waits[1].add(tail, index)
+        if ce is not None:
+            entry.waits[2].add(ce, index)
         jobs, killed, walls = s[JOBS]
         entry.jobs += jobs
         entry.killed += killed

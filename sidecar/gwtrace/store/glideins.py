@@ -55,11 +55,14 @@ CREATE INDEX IF NOT EXISTS glideins_ended ON glideins (ended);
 -- the analysis summary of each glidein, apart from the wide rows above so that reading
 -- a pool's summaries does not wade through their records
 CREATE TABLE IF NOT EXISTS glidein_summaries (
-    trace_id BLOB PRIMARY KEY,
-    site     TEXT, entry TEXT, frontend TEXT,
-    started  INTEGER, ended INTEGER,
-    summary  TEXT NOT NULL
+    start_key INTEGER NOT NULL,          -- started, or -1 when unknown: rows lie in the order they are read
+    trace_id  BLOB NOT NULL,
+    site      TEXT, entry TEXT, frontend TEXT,
+    started   INTEGER, ended INTEGER,
+    summary   TEXT NOT NULL,
+    PRIMARY KEY (start_key, trace_id)
 ) WITHOUT ROWID;
+CREATE UNIQUE INDEX IF NOT EXISTS glidein_summaries_trace ON glidein_summaries (trace_id);
 
 -- traces with a glidein span written since their record was last made from spans
 CREATE TABLE IF NOT EXISTS glidein_dirty (trace_id BLOB PRIMARY KEY) WITHOUT ROWID;
@@ -233,15 +236,16 @@ def records(conn: sqlite3.Connection, **filters: Any) -> Iterator[Dict[str, Any]
 
 
 def _put_summary(conn: sqlite3.Connection, trace_id: bytes, data: Dict[str, Any], summarize: Any) -> None:
-    conn.execute("INSERT OR REPLACE INTO glidein_summaries VALUES (?, ?, ?, ?, ?, ?, ?)",
-                 (trace_id, data.get("site"), data.get("entry"), data.get("frontend"), data.get("started"),
-                  data.get("ended"), json.dumps(summarize(data), separators=(",", ":"), check_circular=False)))
+    started = data.get("started")
+    conn.execute("INSERT OR REPLACE INTO glidein_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
+                 (-1 if started is None else started, trace_id, data.get("site"), data.get("entry"),
+                  data.get("frontend"), started, data.get("ended"), json.dumps(summarize(data), separators=(",", ":"), check_circular=False)))
 
 
 def summaries(conn: sqlite3.Connection, **filters: Any) -> Iterator[List[Any]]:
     """The analysis summaries of the stored glideins, oldest start first, one row at a time."""
     where, args = _where(**filters)
-    for (text,) in conn.execute(f"SELECT summary FROM glidein_summaries{where} ORDER BY started", args):
+    for (text,) in conn.execute(f"SELECT summary FROM glidein_summaries{where} ORDER BY start_key", args):
         yield json.loads(text)
 
 
