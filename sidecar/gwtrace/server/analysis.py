@@ -129,7 +129,7 @@ def percentiles(trace_id: str) -> Response:
     if not spans:
         return json_response({"error": f"no trace {trace_id}"}, 404)
     wanted = spans[0]["trace_id"]
-    entry = next((row[6] for row in _store().glidein_record_rows() if row[0] == wanted), None)
+    entry = _store().glidein_entry(wanted)
     group = list(_store().glidein_records(entry=entry)) if entry else []
     own = next((r for r in group if r.get("trace_id") == wanted), None)
     if own is None:

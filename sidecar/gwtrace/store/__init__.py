@@ -326,6 +326,16 @@ class TraceStore:
         return glideins.summaries(self._connections.reader(), since=since, until=until, site=site, entry=entry,
                                   frontend=frontend)
 
+    def glidein_entry(self, trace_id: str) -> Optional[str]:
+        """The entry of the glidein the trace ``trace_id`` (hex) is the record of: by key, else by scan
+        (a traced glidein whose spans are in a trace other than its identity's)."""
+        self.refresh_glidein_records()
+        reader = self._connections.reader()
+        entry = glideins.entry_of(reader, bytes.fromhex(trace_id))
+        if entry is None:
+            entry = next((row[6] for row in glideins.rows(reader) if row[0] == trace_id), None)
+        return entry
+
     def glidein_record_rows(self, since: Optional[int] = None, until: Optional[int] = None,
                             site: Optional[str] = None, entry: Optional[str] = None,
                             frontend: Optional[str] = None) -> Iterator[Tuple[Any, ...]]:

@@ -265,6 +265,12 @@ def summarize_missing(conn: sqlite3.Connection) -> int:
     return len(todo)
 
 
+def entry_of(conn: sqlite3.Connection, trace_id: bytes) -> Optional[str]:
+    """The entry of the glidein whose record is keyed by ``trace_id`` (its own trace), or None."""
+    row = conn.execute("SELECT entry FROM glideins WHERE trace_id = ?", (trace_id,)).fetchone()
+    return row[0] if row else None
+
+
 def rows(conn: sqlite3.Connection, **filters: Any) -> Iterator[Tuple[Any, ...]]:
     """Light tuples in ``ROW_COLUMNS`` order (trace id as hex), no JSON decoded."""
     where, args = _where(**filters)
