@@ -26,7 +26,6 @@ the reason (the file is another change's to fix).
 
 from __future__ import annotations
 
-import os
 import re
 import shutil
 import subprocess
@@ -363,6 +362,38 @@ def test_gwtrace_span_cli_takes_the_same_traceparents(tmp_path: Path) -> None:
         begin = _cli(d, tp)
         assert (begin[4] == TID, begin[6], begin[8]) == \
             ((True, SID, flags) if flags else (False, "-", "01"))
+
+
+def _child_tp(producer: str, tmp_path: Path, tp: str) -> str:
+    """The TRACEPARENT a child process of the producer's span sees."""
+    out = tmp_path / "child_tp"
+    child = f'printf %s "$TRACEPARENT" > "{out}"'
+    env = clean_env(GWTRACE_DIR=str(tmp_path), TRACEPARENT=tp, PATH="/usr/bin:/bin")
+    (tmp_path / "events.log").touch(mode=0o600)
+    if producer == "library":
+        cmd = ["bash", "-c", f'source "{LIB}"; trace_begin s; sh -c \'{child}\'; trace_end 0']
+    elif producer == "auto":
+        script = tmp_path / "s.sh"
+        script.write_text(f"sh -c '{child}'\n")
+        env.update(BASH_ENV=str(AUTO), GWTRACE_AUTO_LEVEL="scripts")
+        cmd = ["bash", str(script)]
+    elif producer == "python":
+        env["PATH"] = clean_env()["PATH"]
+        cmd = [GWTRACE, "span", "s", "--", "sh", "-c", child]
+    else:
+        cmd = [*producer.split()[1:], str(WRAPPER), "sh", "-c", child]
+    result = subprocess.run(cmd, env=env, capture_output=True, timeout=60)
+    assert result.returncode == 0, result.stderr
+    return out.read_text()
+
+
+@pytest.mark.parametrize("producer", list(PRODUCERS))
+@pytest.mark.parametrize("tp", [VALID, f"00-{TID}-{SID}-ff", "garbage"], ids=["valid", "flags ff", "invalid"])
+def test_the_child_gets_the_span_as_its_parent(tmp_path: Path, producer: str, tp: str) -> None:
+    """Out as well as in: the child's TRACEPARENT names the span written, with the flags written."""
+    got = _child_tp(producer, tmp_path, tp)
+    begin = _begin_of(_log_lines(tmp_path / "events.log"))
+    assert got == f"00-{begin[4]}-{begin[5]}-{begin[8]}"
 
 
 @pytest.mark.parametrize("producer", list(PRODUCERS))
