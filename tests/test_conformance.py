@@ -107,7 +107,7 @@ def _check(lines: List[bytes], wanted: List[Tuple[Optional[str], Sequence[Tuple[
 
 # --- producers of names and attributes ---------------------------------------------------
 
-def _run_library(tmp_path: Path, mode: str) -> List[bytes]:
+def _run_library(tmp_path: Path, mode: str, locale: str = "C.UTF-8") -> List[bytes]:
     """Every row through trace_begin (fast or general path) or trace_attr, inside a root span."""
     call = {"fast": 'trace_begin "$n" "$k=$v"; trace_end 0',
             "general": 'trace_begin "$n" "$k=$v" a=1 b=2 c=3 d=4; trace_end 0',
@@ -117,7 +117,7 @@ def _run_library(tmp_path: Path, mode: str) -> List[bytes]:
               f"  {call}\ndone\ntrace_end 0\n")
     stdin = "".join(f"{n}\0{k}\0{v}\0" for n, k, v in ROWS)
     out = subprocess.run(["bash", "-euo", "pipefail", "-c", script], input=stdin.encode(),
-                         env=clean_env(GWTRACE_DIR=str(tmp_path), LC_ALL="C.UTF-8"),
+                         env=clean_env(GWTRACE_DIR=str(tmp_path), LC_ALL=locale),
                          capture_output=True, timeout=120)
     assert out.returncode == 0 and out.stderr == b"", out.stderr
     lines = _log_lines(tmp_path / "events.log")[1:-1]       # not the root's B and E
@@ -131,6 +131,13 @@ def test_bash_library_writes_the_reference_lines(tmp_path: Path, mode: str) -> N
     lines = _run_library(tmp_path, mode)
     pad = PAD if mode == "general" else []
     _check(lines, [(None if mode == "attr" else n, [(k, v)] + pad) for n, k, v in ROWS])
+
+
+@pytest.mark.xfail(reason="bash/gwtrace.sh counts bytes, not characters, under LC_ALL=C: a non-ASCII value is cut "
+                          "at a different place (even inside a character) than under a UTF-8 locale", strict=True)
+def test_bash_library_writes_the_reference_lines_under_the_c_locale(tmp_path: Path) -> None:
+    lines = _run_library(tmp_path, "fast", "C")
+    _check(lines, [(n, [(k, v)]) for n, k, v in ROWS])
 
 
 def test_python_span_writes_the_reference_lines(tmp_path: Path) -> None:
