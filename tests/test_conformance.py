@@ -180,8 +180,29 @@ def test_auto_layer_writes_the_reference_lines(tmp_path: Path) -> None:
     _check(lines, wanted)
 
 
-def _posix_shells() -> List[List[str]]:
-    return [s for s in (["dash"], ["busybox", "sh"]) if shutil.which(s[0])] + [["bash", "--posix"]]
+#: The job wrapper's shells: id -> (argv, bash on PATH). With bash on PATH the
+#: wrapper re-executes itself in bash; without, dash and busybox run it all.
+WRAPPER_SHELLS: Dict[str, Tuple[List[str], bool]] = {
+    **{" ".join(argv): (argv, False) for argv in (["dash"], ["busybox", "sh"]) if shutil.which(argv[0])},
+    "dash, bash on PATH": (["dash"], True),
+    "bash --posix": (["bash", "--posix"], True),
+}
+
+
+def _run_wrapper(shell: str, tmp_path: Path, command: List[str], **env: str) -> "subprocess.CompletedProcess[bytes]":
+    argv, with_bash = WRAPPER_SHELLS[shell]
+    path = "/usr/bin:/bin"
+    if not with_bash:
+        nobash = tmp_path / "nobash"
+        if not nobash.exists():
+            nobash.mkdir()
+            for tool in ("sh", "dash", "busybox", "date", "od", "tr", "cat"):
+                found = shutil.which(tool)
+                if found:
+                    (nobash / tool).symlink_to(found)
+        path = str(nobash)
+    full = clean_env(PATH=path, LC_ALL="C.UTF-8", **env)
+    return subprocess.run([*argv, str(WRAPPER), *command], env=full, capture_output=True, timeout=60)
 
 
 def _wrapper_value_ok(value: str) -> bool:
@@ -189,11 +210,7 @@ def _wrapper_value_ok(value: str) -> bool:
     return value != "" and not any(c in value for c in "\t\n\r\\")
 
 
-@pytest.mark.parametrize("shell", _posix_shells(), ids=lambda s: " ".join(s))
-def test_job_wrapper_writes_the_reference_lines(tmp_path: Path, shell: List[str]) -> None:
-    """Values through the job ad's Owner (htcondor.job.owner): escaping, redaction by value, cutting."""
-    values = [v for v in VALUES if "\n" not in v and "\r" not in v]       # an ad line holds neither
-    values += ["y" * 3990, "z" * 4100, "w" * 20000]
+def _wrapper_rows(shell: str, tmp_path: Path, values: List[str]) -> None:
     lines: List[bytes] = []
     wanted = []
     for i, value in enumerate(values):
@@ -202,8 +219,7 @@ def test_job_wrapper_writes_the_reference_lines(tmp_path: Path, shell: List[str]
         (d / "events.log").touch(mode=0o600)
         ad = d / "job.ad"
         ad.write_text(f'Owner = "{value}"\n')
-        env = clean_env(GWTRACE_DIR=str(d), _CONDOR_JOB_AD=str(ad), PATH="/usr/bin:/bin", LC_ALL="C.UTF-8")
-        out = subprocess.run([*shell, str(WRAPPER), "true"], env=env, capture_output=True, timeout=60)
+        out = _run_wrapper(shell, tmp_path, ["true"], GWTRACE_DIR=str(d), _CONDOR_JOB_AD=str(ad))
         assert out.returncode == 0 and out.stderr == b"", out.stderr
         begin = [line for line in _log_lines(d / "events.log") if line.split(b"\t")[1] == b"B"]
         assert len(begin) == 1
@@ -211,6 +227,29 @@ def test_job_wrapper_writes_the_reference_lines(tmp_path: Path, shell: List[str]
         owner = [("htcondor.job.owner", value)] if _wrapper_value_ok(value) else []
         wanted.append(("user_job", [("gwtrace.kind", "job")] + owner + [("process.executable.name", "true")]))
     _check(lines, wanted)
+
+
+LONG_NON_ASCII = [v for v in VALUES if not v.isascii() and len(v) > 1000] + ["ü" * 9000]
+
+
+@pytest.mark.parametrize("shell", list(WRAPPER_SHELLS))
+def test_job_wrapper_writes_the_reference_lines(tmp_path: Path, shell: str) -> None:
+    """Values through the job ad's Owner (htcondor.job.owner): escaping, redaction by value, cutting."""
+    values = [v for v in VALUES if "\n" not in v and "\r" not in v]       # an ad line holds neither
+    values += ["y" * 3990, "z" * 4100, "w" * 20000]
+    if not WRAPPER_SHELLS[shell][1]:
+        values = [v for v in values if v not in LONG_NON_ASCII]           # the next test
+    else:
+        values += LONG_NON_ASCII[-1:]
+    _wrapper_rows(shell, tmp_path, values)
+
+
+@pytest.mark.parametrize("shell", [s for s, (_, with_bash) in WRAPPER_SHELLS.items() if not with_bash])
+@pytest.mark.xfail(reason="without bash, dash counts a UTF-8 value in bytes and busybox matches '?' against bytes in "
+                          "suffix patterns: a long non-ASCII job-ad value is cut (below the limit) elsewhere than "
+                          "bash cuts it", strict=True)
+def test_job_wrapper_without_bash_cuts_long_non_ascii_values_as_bash(tmp_path: Path, shell: str) -> None:
+    _wrapper_rows(shell, tmp_path, LONG_NON_ASCII)
 
 
 def _cleanup_hook() -> str:
@@ -302,11 +341,10 @@ def _auto(tmp_path: Path, tp: str) -> List[str]:
     return _begin_of(_log_lines(tmp_path / "events.log"))
 
 
-def _wrapper(shell: List[str]):
+def _wrapper(shell: str):
     def run(tmp_path: Path, tp: str) -> List[str]:
         (tmp_path / "events.log").touch(mode=0o600)
-        env = clean_env(GWTRACE_DIR=str(tmp_path), TRACEPARENT=tp, PATH="/usr/bin:/bin")
-        out = subprocess.run([*shell, str(WRAPPER), "true"], env=env, capture_output=True, timeout=60)
+        out = _run_wrapper(shell, tmp_path, ["true"], GWTRACE_DIR=str(tmp_path), TRACEPARENT=tp)
         assert out.returncode == 0, out.stderr
         return _begin_of(_log_lines(tmp_path / "events.log"))
     return run
@@ -326,7 +364,7 @@ def _cli(tmp_path: Path, tp: str) -> List[str]:
 
 
 PRODUCERS = {"library": _library, "auto": _auto, "python": _python,
-             **{"wrapper " + " ".join(s): _wrapper(s) for s in _posix_shells()}}
+             **{"wrapper " + shell: _wrapper(shell) for shell in WRAPPER_SHELLS}}
 
 
 def _cases():
@@ -375,7 +413,10 @@ def _child_tp(producer: str, tmp_path: Path, tp: str) -> str:
         env["PATH"] = clean_env()["PATH"]
         cmd = [GWTRACE, "span", "s", "--", "sh", "-c", child]
     else:
-        cmd = [*producer.split()[1:], str(WRAPPER), "sh", "-c", child]
+        result = _run_wrapper(producer[len("wrapper "):], tmp_path, ["sh", "-c", child],
+                              GWTRACE_DIR=str(tmp_path), TRACEPARENT=tp)
+        assert result.returncode == 0, result.stderr
+        return out.read_text()
     result = subprocess.run(cmd, env=env, capture_output=True, timeout=60)
     assert result.returncode == 0, result.stderr
     return out.read_text()
