@@ -60,6 +60,8 @@ class OtlpReceiver:
         self.count = 0
         self.spans: List[ReceivedSpan] = []
         self.requests = 0
+        #: The headers of every POST, in order (what a client sent: encoding, auth).
+        self.headers: List[Dict[str, str]] = []
         self.lock = threading.Condition()
         # Scripted misbehaviour: a list of (status, headers) answers used first.
         self.script: List[Tuple[int, Dict[str, str]]] = []
@@ -76,6 +78,7 @@ class OtlpReceiver:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
                 with receiver.lock:
                     receiver.requests += 1
+                    receiver.headers.append({k.lower(): v for k, v in self.headers.items()})
                     scripted = receiver.script.pop(0) if receiver.script else None
                     hang = receiver.hang
                 if hang:

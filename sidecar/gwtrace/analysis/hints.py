@@ -1,3 +1,4 @@
+# size: ~440 lines: the hint rules, one function each beside its documented threshold, read as one table.
 """What an operator should change, ranked by the canonical hours it costs.
 
 Each rule looks at glidein records (``GlideinRecord.to_dict()`` dicts, from

@@ -19,9 +19,10 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from contextlib import contextmanager
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, BinaryIO, Callable, Dict, List, Optional, Union
+from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from gwtrace.factory.account_plot import _pyplot
 from .phases import Record, phases
@@ -65,6 +66,20 @@ def histogram_edges(largest: float) -> List[float]:
     return [10 ** (x / 4) for x in range(0, int(4 * math.log10(max(largest, 1.0))) + 2)]
 
 
+@contextmanager
+def _figure(out: Target, fmt: str, *args: Any, **kwargs: Any) -> Iterator[Tuple[Any, Any]]:
+    """A matplotlib figure (``plt.subplots(*args, **kwargs)``), laid out and
+    saved to ``out`` when the block ends without error, closed in any case."""
+    plt = _pyplot()
+    fig, axes = plt.subplots(*args, **kwargs)
+    try:
+        yield fig, axes
+        fig.tight_layout()
+        fig.savefig(out, format=fmt)
+    finally:
+        plt.close(fig)
+
+
 def draw_phase_bars(records: List[Record], report: Dict[str, Any], out: Target, fmt: str = "svg",
                     links: Optional[ChartLinks] = None) -> None:
     """Canonical hours per phase, one stacked bar per entry (or site): ``report["phases"]``."""
@@ -74,9 +89,7 @@ def draw_phase_bars(records: List[Record], report: Dict[str, Any], out: Target, 
     groups = sorted({r[group_key] for r in rows})
     kinds = [k for k in ORDER if k not in QUEUED and any(r["phase"] == k for r in rows)]
     hours = {(r[group_key], r["phase"]): r["canonical_hours"] or 0.0 for r in rows}
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(10, 0.4 * len(groups) + 2))
-    try:
+    with _figure(out, fmt, figsize=(10, 0.4 * len(groups) + 2)) as (fig, ax):
         left = [0.0] * len(groups)
         for colour, kind in zip(COLOURS, kinds):
             values = [hours.get((g, kind), 0.0) for g in groups]
@@ -88,10 +101,6 @@ def draw_phase_bars(records: List[Record], report: Dict[str, Any], out: Target, 
         ax.set_xlabel("canonical hours")
         ax.set_title(f"where glidein time goes, per {group_key}")
         ax.legend(fontsize="small", ncol=4, loc="lower right")
-        fig.tight_layout()
-        fig.savefig(out, format=fmt)
-    finally:
-        plt.close(fig)
 
 
 def draw_histograms(records: List[Record], report: Dict[str, Any], out: Target, fmt: str = "svg",
@@ -103,9 +112,7 @@ def draw_histograms(records: List[Record], report: Dict[str, Any], out: Target, 
     kinds = [k for k in ORDER if lengths.get(k)]
     cols = 3
     rows = max(1, math.ceil(len(kinds) / cols))
-    plt = _pyplot()
-    fig, axes = plt.subplots(rows, cols, figsize=(12, 2.6 * rows), squeeze=False)
-    try:
+    with _figure(out, fmt, rows, cols, figsize=(12, 2.6 * rows), squeeze=False) as (fig, axes):
         for ax, kind in zip([a for row in axes for a in row], kinds):
             values = lengths[kind]
             bins = histogram_edges(max(values))
@@ -119,10 +126,6 @@ def draw_histograms(records: List[Record], report: Dict[str, Any], out: Target, 
         for ax in [a for row in axes for a in row][len(kinds):]:
             ax.axis("off")
         fig.suptitle("length of each phase per glidein")
-        fig.tight_layout()
-        fig.savefig(out, format=fmt)
-    finally:
-        plt.close(fig)
 
 
 def draw_failure_rates(records: List[Record], report: Dict[str, Any], out: Target, fmt: str = "svg",
@@ -130,9 +133,7 @@ def draw_failure_rates(records: List[Record], report: Dict[str, Any], out: Targe
     """Each site's share of failed glideins per UTC day (``report["trends"]``); a point per day."""
     links = links or ChartLinks()
     trend_rows = report["trends"]
-    plt = _pyplot()
-    fig, ax = plt.subplots(figsize=(10, 4))
-    try:
+    with _figure(out, fmt, figsize=(10, 4)) as (fig, ax):
         for colour, site in zip(COLOURS * 4, trend_rows):
             days = [datetime.fromtimestamp(d["day"], tz=timezone.utc) for d in site["days"]]
             rates = [100 * d["failure_rate"] for d in site["days"]]
@@ -146,10 +147,6 @@ def draw_failure_rates(records: List[Record], report: Dict[str, Any], out: Targe
         if trend_rows:
             ax.legend(fontsize="small", ncol=4)
         fig.autofmt_xdate()
-        fig.tight_layout()
-        fig.savefig(out, format=fmt)
-    finally:
-        plt.close(fig)
 
 
 #: chart name (its file name without the suffix, and its server path) -> the function drawing it

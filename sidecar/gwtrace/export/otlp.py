@@ -29,12 +29,12 @@ from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, Trace
 
 from gwtrace import __version__
 from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.export.otlpenv import otlp_env
 from gwtrace.export.reachability import EndpointUnreachable, RecordingSession, endpoint_problem
 
 log = logging.getLogger("gwtrace.export.otlp")
 
 SCOPE = InstrumentationScope("gwtrace.bash", __version__)
-DEFAULT_TIMEOUT_S = 10.0
 
 
 #: Immutable SDK values (Status, TraceFlags, SpanKind are value objects)
@@ -209,44 +209,23 @@ class StoreSpanExporter(SpanExporter):
         self.store.close()
 
 
-def otlp_endpoint_configured(env: Optional[Dict[str, str]] = None) -> bool:
-    env = os.environ if env is None else env
-    return bool(env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or env.get("OTEL_EXPORTER_OTLP_ENDPOINT"))
-
-
-def otlp_timeout_seconds(env: Optional[Dict[str, str]] = None) -> float:
-    """OTEL_EXPORTER_OTLP_[TRACES_]TIMEOUT in milliseconds, as the spec says.
-
-    The Python exporter reads these variables as seconds (opentelemetry-python
-    #4044), so gwtrace reads them itself and passes seconds explicitly.
-    """
-    env = os.environ if env is None else env
-    for name in ("OTEL_EXPORTER_OTLP_TRACES_TIMEOUT", "OTEL_EXPORTER_OTLP_TIMEOUT"):
-        raw = (env.get(name) or "").strip()
-        if not raw:
-            continue
-        try:
-            ms = float(raw)
-        except ValueError:
-            log.warning("ignoring %s=%r: not a number of milliseconds", name, raw)
-            continue
-        if ms < 0:
-            log.warning("ignoring %s=%r: negative", name, raw)
-            continue
-        return 3600.0 if ms == 0 else ms / 1000.0
-    return DEFAULT_TIMEOUT_S
-
-
-def make_otlp_exporter() -> Tuple[SpanExporter, RecordingSession, str]:
+def make_otlp_exporter(env: Optional[Dict[str, str]] = None) -> Tuple[SpanExporter, RecordingSession, str]:
+    """The SDK's OTLP/HTTP exporter, every setting passed from otlpenv (the SDK reads none itself)."""
+    from opentelemetry.exporter.otlp.proto.http import Compression
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
 
+    settings = otlp_env(env)
     session = RecordingSession()
-    exporter = OTLPSpanExporter(timeout=otlp_timeout_seconds(), session=session)
+    exporter = OTLPSpanExporter(
+        endpoint=settings.endpoint, certificate_file=settings.certificate,
+        client_key_file=settings.client_key, client_certificate_file=settings.client_certificate,
+        headers=settings.headers, timeout=settings.timeout_s, session=session,
+        compression=Compression.Gzip if settings.compression == "gzip" else Compression.NoCompression)
     # Delivery reports every outcome itself, once per change (sidecar.py);
     # the SDK would add a line per attempt, traceback-long.
     for name in ("opentelemetry.exporter.otlp.proto.http", "opentelemetry.exporter.otlp.common"):
         logging.getLogger(name).setLevel(logging.CRITICAL)
-    return exporter, session, getattr(exporter, "_endpoint", "otlp")
+    return exporter, session, settings.endpoint
 
 
 #: Outcome reasons that mean "nobody there" (EndpointUnreachable).
@@ -372,7 +351,7 @@ def make_delivery(store_path: Optional[str] = None) -> Delivery:
     OTLP/HTTP if an endpoint is set, else the store."""
     if os.environ.get("GWTRACE_EXPORT", "").strip().lower() == "ship-home":
         return ShipHomeDelivery()
-    if otlp_endpoint_configured():
+    if otlp_env().configured:
         problem = endpoint_problem()
         if problem:
             log.warning("%s", problem)

@@ -10,7 +10,6 @@ hides, for Delivery (exporter.py) to tell retry from refusal.
 
 from __future__ import annotations
 
-import os
 from typing import Dict, List, Optional
 
 import requests
@@ -92,17 +91,17 @@ def endpoint_problem(env: Optional[Dict[str, str]] = None) -> Optional[str]:
     """Why the configured OTLP endpoint cannot work (one line), or None."""
     from urllib.parse import urlsplit
 
-    env = os.environ if env is None else env
-    for name in ("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_ENDPOINT"):
-        value = (env.get(name) or "").strip()
-        if not value:
-            continue
-        try:
-            url = urlsplit(value)
-            url.port                          # raises on a bad port
-        except ValueError as exc:
-            return f"{name}={value!r} is not a valid URL ({exc}): spans will wait in the outbox"
-        if url.scheme not in ("http", "https") or not url.hostname:
-            return f"{name}={value!r} is not an http(s)://host URL: spans will wait in the outbox"
+    from gwtrace.export.otlpenv import otlp_env
+
+    settings = otlp_env(env)
+    if not settings.configured:
         return None
+    name, value = settings.endpoint_variable, settings.endpoint_value
+    try:
+        url = urlsplit(settings.endpoint)
+        url.port                          # raises on a bad port
+    except ValueError as exc:
+        return f"{name}={value!r} is not a valid URL ({exc}): spans will wait in the outbox"
+    if url.scheme not in ("http", "https") or not url.hostname:
+        return f"{name}={value!r} is not an http(s)://host URL: spans will wait in the outbox"
     return None

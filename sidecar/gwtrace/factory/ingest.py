@@ -16,6 +16,7 @@ directory, ending unfinished spans as incomplete.
 from __future__ import annotations
 
 import argparse
+import gzip
 import os
 import sys
 import time
@@ -28,8 +29,8 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.sdk.resources import Resource
 
 from gwtrace.sidecar.assembler import Assembler
-from gwtrace.export.otlp import RETRYABLE_STATUS, otlp_endpoint_configured, otlp_timeout_seconds, \
-    parse_retry_after, to_readable_spans
+from gwtrace.export.otlp import RETRYABLE_STATUS, parse_retry_after, to_readable_spans
+from gwtrace.export.otlpenv import otlp_env
 from gwtrace.wire.events import ProtocolError, parse_line
 from gwtrace.wire.blocks import BadBlock, Block, find_blocks
 from gwtrace.sidecar.daemon import now_us
@@ -72,24 +73,28 @@ class Ledger:
 
 
 class Forwarder:
-    """Sends an OTLP request to the configured endpoint, else the embedded store."""
+    """Sends an OTLP request to the configured endpoint, else the embedded store.
+
+    Its settings are the exporter's (export/otlpenv.py); it posts the request
+    bytes itself because block payloads are already-encoded requests. It
+    retries in place, a few times, where the sidecar keeps an outbox: ingest
+    is a command someone waits for, and a failed block is ingested again later.
+    """
 
     def __init__(self) -> None:
         self.store = None
         self.endpoint: Optional[str] = None
-        if otlp_endpoint_configured():
-            env = os.environ
-            self.endpoint = env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or \
-                env["OTEL_EXPORTER_OTLP_ENDPOINT"].rstrip("/") + "/v1/traces"
-            self.headers = {"Content-Type": "application/x-protobuf"}
-            raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
-            if raw:
-                from opentelemetry.util.re import parse_env_headers
-
-                self.headers.update(parse_env_headers(raw, liberal=True))
-            self.timeout = otlp_timeout_seconds()
-            self.verify = env.get("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE") or \
-                env.get("OTEL_EXPORTER_OTLP_CERTIFICATE") or True
+        otlp = otlp_env()
+        if otlp.configured:
+            self.endpoint = otlp.endpoint
+            self.headers = {"Content-Type": "application/x-protobuf", **otlp.headers}
+            self.gzip = otlp.compression == "gzip"
+            if self.gzip:
+                self.headers["Content-Encoding"] = "gzip"
+            self.timeout = otlp.timeout_s
+            self.verify = otlp.certificate or True
+            self.cert = (otlp.client_certificate, otlp.client_key) if otlp.client_certificate and otlp.client_key \
+                else otlp.client_certificate
             self.session = requests.Session()
         else:
             from gwtrace.store import TraceStore
@@ -105,11 +110,13 @@ class Forwarder:
             self.store.ingest(request)
             return
         body = request.SerializeToString()
+        if self.gzip:
+            body = gzip.compress(body)
         delay = 1.0
         for attempt in range(HTTP_ATTEMPTS):
             try:
                 r = self.session.post(self.endpoint, data=body, headers=self.headers,
-                                      timeout=self.timeout, verify=self.verify)
+                                      timeout=self.timeout, verify=self.verify, cert=self.cert)
             except requests.RequestException as exc:
                 reason = f"{type(exc).__name__}"
             else:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, Dict, List, Optional, Sequence, TypeVar, Union
+from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
 
 from gwtrace.shim.args import HelpRequested, UsageError, parse_run_args, parse_span_args
 from gwtrace.shim.context import Span, context_or_warn, EventLog
@@ -97,13 +97,23 @@ def _run_in_span(span: Span, command: List[str], env: Dict[str, str], verb: str,
     return finish(outcome)
 
 
-def run_main(argv: List[str]) -> int:
-    args = _parsed(parse_run_args, argv, "run")
+def _prelude(parse: Callable[[Sequence[str]], T], argv: List[str],
+             verb: str) -> Tuple[Optional[int], Optional[T], Dict[str, str]]:
+    """(None, arguments, environment) to trace a command; (status, None, {}) when
+    there is nothing to trace: --help, a usage error, or tracing disabled (CMD ran plain)."""
+    args = _parsed(parse, argv, verb)
     if isinstance(args, int):
-        return args
+        return args, None, {}
     environ = dict(os.environ)
     if _disabled(environ):
-        return _run_plain(args.command, environ, "run")
+        return _run_plain(args.command, environ, verb), None, {}   # type: ignore[attr-defined]
+    return None, args, environ
+
+
+def run_main(argv: List[str]) -> int:
+    status, args, environ = _prelude(parse_run_args, argv, "run")
+    if args is None:
+        return status or 0
     sink: Optional[Sink] = None
     try:
         sink = Sink.acquire(environ)
@@ -150,12 +160,9 @@ def _stop(sink: Optional["Sink"]) -> None:
 def span_main(argv: List[str]) -> int:
     """``gwtrace span``: needs no running sidecar (the event log is the
     transport); with no GWTRACE_SOCKET/GWTRACE_DIR it only runs CMD."""
-    args = _parsed(parse_span_args, argv, "span")
-    if isinstance(args, int):
-        return args
-    environ = dict(os.environ)
-    if _disabled(environ):
-        return _run_plain(args.command, environ, "span")
+    status, args, environ = _prelude(parse_span_args, argv, "span")
+    if args is None:
+        return status or 0
     log = EventLog.from_environ(environ, "span")
     attributes: Dict[str, object] = {"gwtrace.kind": "span",
                                      "process.executable.name": os.path.basename(args.command[0])}

@@ -45,6 +45,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
+from gwtrace.export.otlpenv import OtlpEnv, otlp_env
 from gwtrace.sidecar.assembler import SpanRecord
 from gwtrace.sidecar.snapshot_send import HttpSender, StoreSender
 from gwtrace.sidecar.snapshot_wire import Encoder
@@ -75,12 +76,9 @@ def snapshot_interval(env: Optional[Mapping[str, str]] = None) -> float:
     return value if value > 0 else 0.0
 
 
-def derive_endpoint(traces_endpoint: str, base_endpoint: str) -> str:
-    """The snapshot URL of the gwtrace serve the OTLP endpoint names."""
-    if traces_endpoint:
-        url = traces_endpoint.rstrip("/")
-        return (url[: -len("/v1/traces")] if url.endswith("/v1/traces") else url) + SNAPSHOT_PATH
-    return base_endpoint.rstrip("/") + SNAPSHOT_PATH
+def derive_endpoint(otlp: OtlpEnv) -> str:
+    """The snapshot URL of the gwtrace serve the OTLP endpoint names (``.../v1/traces`` -> ``...`` + SNAPSHOT_PATH)."""
+    return otlp.base_url + SNAPSHOT_PATH
 
 
 def snapshot_target(env: Optional[Mapping[str, str]] = None) -> Tuple[str, str]:
@@ -91,17 +89,16 @@ def snapshot_target(env: Optional[Mapping[str, str]] = None) -> Tuple[str, str]:
     if (env.get("GWTRACE_EXPORT") or "").strip().lower() == "ship-home":
         return "off", "ship-home: nothing leaves the node"
     explicit = (env.get("GWTRACE_SNAPSHOT_ENDPOINT") or "").strip()
-    traces = (env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or "").strip()
-    base = (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "").strip()
+    otlp = otlp_env(env)
     if explicit.lower() == "gwtrace":
-        if not (traces or base):
+        if not otlp.configured:
             return "store", ""
-        return "url", derive_endpoint(traces, base)
+        return "url", derive_endpoint(otlp)
     if explicit.lower() in ("off", "none", "0"):
         return "off", f"GWTRACE_SNAPSHOT_ENDPOINT={explicit}"
     if explicit:
         return "url", explicit
-    if traces or base:
+    if otlp.configured:
         return "off", "the OTLP endpoint is not known to be gwtrace (set GWTRACE_SNAPSHOT_ENDPOINT)"
     return "store", ""
 

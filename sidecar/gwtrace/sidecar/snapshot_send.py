@@ -12,12 +12,13 @@ from __future__ import annotations
 
 import gzip
 import http.client
-import os
 import ssl
 import urllib.parse
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Mapping, Optional
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from gwtrace.export.otlpenv import otlp_env
 
 MAX_SEND_TIMEOUT_S = 5.0
 #: What a store answers to a heartbeat for a glidein it has no snapshot of.
@@ -32,23 +33,10 @@ class SendError(Exception):
         self.unknown = unknown
 
 
-def otlp_headers(env: Optional[Mapping[str, str]] = None) -> Dict[str, str]:
-    """OTEL_EXPORTER_OTLP_[TRACES_]HEADERS (``k=v,k2=v2``, URL-encoded): the bearer token of /v1/traces."""
-    env = os.environ if env is None else env
-    raw = env.get("OTEL_EXPORTER_OTLP_TRACES_HEADERS") or env.get("OTEL_EXPORTER_OTLP_HEADERS") or ""
-    headers = {}
-    for item in raw.split(","):
-        if "=" in item:
-            key, value = item.split("=", 1)
-            headers[urllib.parse.unquote(key).strip()] = urllib.parse.unquote(value).strip()
-    return headers
-
-
 class HttpSender:
     """POSTs snapshots to a gwtrace serve's ``/v1/gwtrace/snapshot`` on one kept-alive connection."""
 
     def __init__(self, url: str, env: Optional[Mapping[str, str]] = None) -> None:
-        env = os.environ if env is None else env
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
             raise ValueError(f"GWTRACE_SNAPSHOT_ENDPOINT {url!r} is not an http(s) URL")
@@ -56,16 +44,13 @@ class HttpSender:
         self.https = parts.scheme == "https"
         self.host, self.port = parts.hostname, parts.port
         self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")
-        self.headers = {"Content-Type": "application/x-protobuf", **otlp_headers(env)}
-        compression = env.get("OTEL_EXPORTER_OTLP_TRACES_COMPRESSION") or env.get("OTEL_EXPORTER_OTLP_COMPRESSION")
-        self.gzip = (compression or "").strip().lower() == "gzip"
+        otlp = otlp_env(env)
+        self.headers = {"Content-Type": "application/x-protobuf", **otlp.headers}
+        self.gzip = otlp.compression == "gzip"
         if self.gzip:
             self.headers["Content-Encoding"] = "gzip"
-        cafile = env.get("OTEL_EXPORTER_OTLP_TRACES_CERTIFICATE") or env.get("OTEL_EXPORTER_OTLP_CERTIFICATE")
-        self.context = ssl.create_default_context(cafile=cafile or None) if self.https else None
-        from gwtrace.export.otlp import otlp_timeout_seconds
-
-        self.timeout = min(otlp_timeout_seconds(env), MAX_SEND_TIMEOUT_S)
+        self.context = ssl.create_default_context(cafile=otlp.certificate) if self.https else None
+        self.timeout = min(otlp.timeout_s, MAX_SEND_TIMEOUT_S)
         self.conn: Optional[http.client.HTTPConnection] = None
 
     def _connection(self) -> http.client.HTTPConnection:

@@ -1,3 +1,4 @@
+# size: TraceStore is ~250 lines of one-line delegations: the facade the module docstring describes.
 """SQLite trace store shared by the sidecar, `gwtrace show` and `gwtrace serve`.
 
 Why it is shaped like this: the store has to ingest OTLP at a rate close to

@@ -285,52 +285,80 @@ def _diagnose(text: str) -> str:
     return "bad timestamp or pid"
 
 
-#: Longest line a producer writes: one write(2) of one printf in bash (docs/protocol.md).
+#: Longest line a producer writes, newline included: one write(2) of one
+#: printf in bash (docs/protocol.md). Counted in characters; a line with any
+#: non-ASCII character gets a quarter as many (at most 4 bytes each), as bash
+#: counts characters, not bytes.
 WRITE_LINE_BYTES = 4000
 TRUNCATED = "gwtrace.truncated=true"
+#: Only this much of a ``key=value`` is ever looked at (redaction) or written.
+FIELD_CHARS = 8192
 
 
 def format_event(kind: str, ts_us: int, pid: int, trace_id: str, span_id: str,
                  *fields: str, attributes: Optional[Dict[str, Any]] = None) -> bytes:
-    """Build a line the way the bash library does (for Python producers and
-    tests): secrets redacted (redact.py), long values cut to fit the line."""
+    """Build a line exactly as the bash library does (tests/test_conformance.py
+    holds them equal): secrets redacted (redact.py), long values cut to fit the
+    line (fit_fields), a line still too long cut whole (shrink_line)."""
     parts = ["gw1", kind, str(ts_us), str(pid), trace_id, span_id]
     parts.extend(fields)
     attrs = []
     for key, value in (attributes or {}).items():
         if isinstance(value, bool):
             value = "true" if value else "false"
-        elif isinstance(value, str) and _redacts(key, value):
-            value = REDACTED
-        attrs.append(escape(f"{key}={value}"))
-    return ("\t".join(parts + fit_fields("\t".join(parts), attrs)) + "\n").encode("utf-8")
+        field = f"{key}={value}"[:FIELD_CHARS]
+        key, _, value = field.partition("=")
+        if _redacts(key, value):
+            field = f"{key}={REDACTED}"
+        attrs.append(escape(field))
+    head = "\t".join(parts)
+    return (shrink_line("\t".join([head] + fit_fields(head, attrs))) + "\n").encode("utf-8")
+
+
+def _line_limit(text: str) -> int:
+    return WRITE_LINE_BYTES if text.isascii() else WRITE_LINE_BYTES // 4
 
 
 def fit_fields(head: str, fields: List[str], limit: int = WRITE_LINE_BYTES) -> List[str]:
     """``fields`` (escaped ``key=value``), the longest values cut so that
-    ``head`` and they fit in ``limit`` bytes, every attribute kept (as
-    bash/gwtrace.sh ``_gwtrace_fit`` does): each gets an equal share of the
+    ``head`` and they fit the line, every attribute kept (as bash/gwtrace.sh
+    ``_gwtrace_fit`` does, to the character): each gets an equal share of the
     room, the short ones give theirs to the rest. A cut field keeps its key
     and a prefix of its value; TRUNCATED is added."""
-    sizes = [len(f.encode("utf-8")) + 1 for f in fields]
-    if len(head.encode("utf-8")) + sum(sizes) <= limit:
+    if limit == WRITE_LINE_BYTES:
+        limit = _line_limit(head + " ".join(fields))
+    if len(head) + sum(len(f) + 1 for f in fields) <= limit:
         return fields
-    left = limit - len(head.encode("utf-8")) - len(TRUNCATED) - 1
-    cut = set(range(len(fields)))
-    while cut:
-        share = left // len(cut)
-        fits = {i for i in cut if sizes[i] <= share}
-        if not fits:
-            break
-        cut -= fits
-        left -= sum(sizes[i] for i in fits)
-    share = max(8, left // max(1, len(cut)))
+    left = limit - len(head) - len(TRUNCATED) - 2
+    cut = list(range(len(fields)))
+    share = 0
+    more = True
+    while more and cut:
+        more = False
+        share = int(left / len(cut)) - 1          # bash's integer division: towards zero
+        fits = [i for i in cut if len(fields[i]) <= share]
+        if fits:
+            more = True
+            left -= sum(len(fields[i]) + 1 for i in fits)
+            cut = [i for i in cut if i not in fits]
+    share = max(share, 8)
     out = list(fields)
     for i in cut:
         key = fields[i].partition("=")[0]
-        keep = max(len(key.encode("utf-8")) + 1, share - 1)
-        text = fields[i].encode("utf-8")[:keep].decode("utf-8", "ignore")
+        text = fields[i][:max(len(key) + 1, share)]
         if (len(text) - len(text.rstrip("\\"))) % 2:
             text = text[:-1]                      # never end inside an escape
         out[i] = text
     return out + [TRUNCATED]
+
+
+def shrink_line(line: str) -> str:
+    """A line still over the limit (a long name or status) cut whole, as bash's
+    ``_gwtrace_shrink`` does: it drops one trailing backslash and adds TRUNCATED."""
+    limit = _line_limit(line)
+    if len(line) <= limit:
+        return line
+    line = line[:limit]
+    if line.endswith("\\"):
+        line = line[:-1]
+    return line + "\t" + TRUNCATED

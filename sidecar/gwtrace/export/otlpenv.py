@@ -1,0 +1,141 @@
+"""The OTLP exporter environment, read in one place.
+
+Every gwtrace client that sends spans or snapshots towards a collector (the
+sidecar's exporter, ``gwtrace ingest``, ``gwtrace run``'s private sidecar, the
+snapshot sender, the endpoint warnings of the CLI) reads the standard
+``OTEL_EXPORTER_OTLP_*`` variables through :func:`otlp_env`, so they cannot
+disagree on a rule. The rules are the OpenTelemetry specification's
+(exporter.md, "Configuration Options"):
+
+* endpoint: ``OTEL_EXPORTER_OTLP_TRACES_ENDPOINT`` is used as it is;
+  otherwise ``OTEL_EXPORTER_OTLP_ENDPOINT`` is a base URL and gets
+  ``/v1/traces`` appended (after one trailing ``/``);
+* headers: ``k=v,k2=v2``, each side URL-decoded and stripped;
+* compression: ``gzip`` or ``none`` (anything else is warned about and means none);
+* timeout: milliseconds (``0`` means no limit: an hour here), default 10 s;
+* certificate, client key, client certificate: file paths.
+
+Each option's signal-specific ``OTEL_EXPORTER_OTLP_TRACES_X`` wins over the
+generic ``OTEL_EXPORTER_OTLP_X``. Standard library only: the snapshot sender
+imports it on the node.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import urllib.parse
+from typing import Dict, Mapping, NamedTuple, Optional, Tuple
+
+log = logging.getLogger("gwtrace.export.otlpenv")
+
+DEFAULT_TIMEOUT_S = 10.0
+#: What a timeout of 0 ("no limit") becomes: a stuck collector still frees the thread.
+UNLIMITED_TIMEOUT_S = 3600.0
+TRACES_PATH = "/v1/traces"
+PREFIX = "OTEL_EXPORTER_OTLP_"
+
+
+class OtlpEnv(NamedTuple):
+    """The OTLP/HTTP trace exporter's settings, resolved."""
+
+    endpoint: str                 # the full traces URL, "" when no endpoint is set
+    endpoint_variable: str        # the variable it came from, for messages ("" when none)
+    endpoint_value: str           # that variable's value, as set
+    headers: Dict[str, str]
+    compression: str              # "gzip" or "none"
+    timeout_s: float
+    certificate: Optional[str]    # CA file
+    client_key: Optional[str]
+    client_certificate: Optional[str]
+
+    @property
+    def configured(self) -> bool:
+        """An endpoint is set: spans go to a collector, not the embedded store."""
+        return bool(self.endpoint)
+
+    @property
+    def base_url(self) -> str:
+        """The endpoint without its ``/v1/traces`` (where the other gwtrace paths live)."""
+        url = self.endpoint.rstrip("/")
+        return url[: -len(TRACES_PATH)] if url.endswith(TRACES_PATH) else url
+
+
+def _option(env: Mapping[str, str], name: str) -> Tuple[str, str]:
+    """(value, variable) of option ``name``: the TRACES_ variable first, then the generic one."""
+    for var in (f"{PREFIX}TRACES_{name}", f"{PREFIX}{name}"):
+        value = (env.get(var) or "").strip()
+        if value:
+            return value, var
+    return "", ""
+
+
+def resolve_endpoint(traces: str, base: str) -> str:
+    """The traces URL from the signal-specific and the generic variable (either may be "")."""
+    traces, base = traces.strip(), base.strip()
+    if traces:
+        return traces
+    if base:
+        return base.rstrip("/") + TRACES_PATH
+    return ""
+
+
+def parse_headers(raw: str) -> Dict[str, str]:
+    """``k=v,k2=v2`` with URL-encoded sides; an item without ``=`` or without a key is skipped."""
+    headers: Dict[str, str] = {}
+    for item in raw.split(","):
+        key, eq, value = item.partition("=")
+        key = urllib.parse.unquote(key).strip()
+        if eq and key:
+            headers[key] = urllib.parse.unquote(value).strip()
+    return headers
+
+
+def timeout_seconds(env: Mapping[str, str]) -> float:
+    """The timeout in seconds from milliseconds; a bad value is warned about and skipped.
+
+    The Python exporter reads these variables as seconds (opentelemetry-python
+    #4044), so gwtrace reads them itself and passes seconds explicitly.
+    """
+    for variable in (f"{PREFIX}TRACES_TIMEOUT", f"{PREFIX}TIMEOUT"):
+        raw = (env.get(variable) or "").strip()
+        if not raw:
+            continue
+        try:
+            ms = float(raw)
+        except ValueError:
+            log.warning("ignoring %s=%r: not a number of milliseconds", variable, raw)
+            continue
+        if not ms >= 0:
+            log.warning("ignoring %s=%r: negative", variable, raw)
+            continue
+        return UNLIMITED_TIMEOUT_S if ms == 0 else ms / 1000.0
+    return DEFAULT_TIMEOUT_S
+
+
+def parse_compression(raw: str, variable: str) -> str:
+    value = raw.lower()
+    if value in ("", "none", "gzip"):
+        return value or "none"
+    log.warning("ignoring %s=%r: only gzip and none are supported", variable, raw)
+    return "none"
+
+
+def otlp_env(env: Optional[Mapping[str, str]] = None) -> OtlpEnv:
+    """The OTLP settings of ``env`` (default ``os.environ``), by the rules of the module docstring."""
+    env = os.environ if env is None else env
+    traces = (env.get(f"{PREFIX}TRACES_ENDPOINT") or "").strip()
+    base = (env.get(f"{PREFIX}ENDPOINT") or "").strip()
+    variable = f"{PREFIX}TRACES_ENDPOINT" if traces else f"{PREFIX}ENDPOINT" if base else ""
+    compression_raw, compression_var = _option(env, "COMPRESSION")
+    return OtlpEnv(
+        endpoint=resolve_endpoint(traces, base),
+        endpoint_variable=variable,
+        endpoint_value=traces or base,
+        headers=parse_headers(_option(env, "HEADERS")[0]),
+        compression=parse_compression(compression_raw, compression_var),
+        timeout_s=timeout_seconds(env),
+        certificate=_option(env, "CERTIFICATE")[0] or None,
+        client_key=_option(env, "CLIENT_KEY")[0] or None,
+        client_certificate=_option(env, "CLIENT_CERTIFICATE")[0] or None,
+    )
