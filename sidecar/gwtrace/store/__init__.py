@@ -334,7 +334,8 @@ class TraceStore:
         reader = self._connections.reader()
         entry = glideins.entry_of(reader, bytes.fromhex(trace_id))
         if entry is None:
-            entry = next((row[6] for row in glideins.rows(reader) if row[0] == trace_id), None)
+            entry = next((row[6] for row in glideins.rows(reader, since=None, until=None, site=None, entry=None,
+                                                          frontend=None) if row[0] == trace_id), None)
         return entry
 
     def glidein_record_rows(self, since: Optional[int] = None, until: Optional[int] = None,
