@@ -258,6 +258,17 @@ class TraceStore:
         )
         return TraceFinder(self._connections.reader(), self._resources).find(query)
 
+    # ------------------------------------------------- tables of other packages
+
+    def transaction(self) -> Any:
+        """A write transaction on the store's one writer connection (``with store.transaction() as conn``),
+        for tables other packages keep in the store (``journey.table``)."""
+        return self._connections.transaction()
+
+    def reader(self) -> Any:
+        """This thread's read connection, for tables other packages keep in the store."""
+        return self._connections.reader()
+
     # ---------------------------------------------------------- glidein records
 
     def put_glidein_records(self, records: Sequence[Any]) -> None:

@@ -1,0 +1,182 @@
+"""HTCondor job event logs read with HTCondor's own bindings, from a byte offset.
+
+Why the bindings: they know both timestamp formats (legacy ``MM/DD HH:MM:SS``,
+whose year they take as the current one, and the ISO default since 8.9)
+and every event body.  What they do not do is carry on past something they
+cannot read: an event code newer than the bindings (``ValueError``), a
+damaged event, or junk between events simply ends their loop.  So this
+reader restarts them after the bad part (found by looking for the next
+event header) and counts what it skipped; a partial event at the end of
+the file (still being written) is left for the next run, whose offset
+points at its start.
+"""
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Dict, List, Optional, Tuple
+
+from gwtrace.factory.condorg_log import _bindings
+
+HEADER = re.compile(rb"(?m)^\d{3} \(\d+\.\d+\.\d+\) ")
+_UNKNOWN = re.compile(r"^(\d+) is not a valid JobEventType")
+
+#: The items each event code contributes (kept small: a log may hold millions of events).
+WANTED = {
+    0: ("SubmitHost", "LogNotes"),
+    1: ("ExecuteHost", "SlotName"),
+    4: ("TerminatedAndRequeued",),
+    5: ("ReturnValue", "TerminatedBySignal", "TerminatedNormally"),
+    6: ("MemoryUsage", "Size"),
+    7: ("Message",),
+    9: ("Reason",),
+    12: ("HoldReason", "HoldReasonCode", "HoldReasonSubCode"),
+    13: ("Reason",),
+    21: ("ErrorMsg", "Daemon"),
+    22: ("DisconnectReason", "StartdName"),
+    23: ("StartdName",),
+    24: ("Reason", "StartdName"),
+    27: ("GridResource", "GridJobId"),
+    40: ("Type", "Host"),
+}
+
+
+@dataclass
+class JobEvent:
+    """One event: code, job, epoch seconds, and the items ``WANTED`` for its code (or the whole ad for 028)."""
+
+    code: int
+    cluster: int
+    proc: int
+    time: int
+    items: Dict[str, Any]
+
+
+@dataclass
+class ReadResult:
+    """What one read of a log gave."""
+
+    events: List[JobEvent] = field(default_factory=list)
+    offset: int = 0               # where the next run starts (a partial last event starts there)
+    unknown: Dict[int, int] = field(default_factory=dict)   # event code -> how many were skipped
+    bad: int = 0                  # damaged events or junk skipped (each one region)
+    bad_bytes: int = 0
+    partial_tail: int = 0         # bytes of an unfinished last event, left for the next run
+    more: bool = False            # stopped at the event limit: read again from ``offset``
+
+
+def _event(raw: Any) -> JobEvent:
+    code = int(raw.type)
+    if code == 28 or code == 33:
+        items = {k: v for k, v in raw.items()}
+    else:
+        items = {}
+        for key in WANTED.get(code, ()):
+            value = raw.get(key)
+            if value is not None:
+                items[key] = value
+    return JobEvent(code, int(raw.cluster), int(raw.proc), int(raw.timestamp), items)
+
+
+def _open_at(htcondor: Any, path: str, offset: int) -> Any:
+    log = htcondor.JobEventLog(path)
+    if offset:
+        state = log.__getstate__()
+        log.__setstate__((state[0], offset))
+    return log
+
+
+def _next_header(path: str, offset: int, after: int) -> Tuple[Optional[int], int]:
+    """(offset of the next event header at or after ``offset + after``, file size)."""
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        rest = handle.read()
+    match = HEADER.search(rest, after)
+    return (offset + match.start() if match else None), offset + len(rest)
+
+
+def _run(htcondor: Any, path: str, offset: int, result: ReadResult, limit: int) -> Tuple[int, bool]:
+    """Read from ``offset`` until the bindings stop; return where, and whether on an unknown event code
+    (the bindings have read past that event: carry on from there)."""
+    log = _open_at(htcondor, path, offset)
+    append = result.events.append
+    try:
+        for raw in log.events(stop_after=0):
+            append(_event(raw))
+            if len(result.events) >= limit:
+                result.more = True
+                break
+    except ValueError as err:
+        match = _UNKNOWN.match(str(err))
+        if not match:
+            raise
+        code = int(match.group(1))
+        result.unknown[code] = result.unknown.get(code, 0) + 1
+        return int(log.__getstate__()[1]), True
+    return int(log.__getstate__()[1]), False
+
+
+def read_events(path: str, offset: int = 0, limit: int = 1 << 62) -> ReadResult:
+    """Every readable event of ``path`` from ``offset`` (at most ``limit``: then ``more`` is set and
+    ``offset`` is where to go on); nothing readable is lost.
+
+    Raises ``ValueError`` (one line) when the file cannot be read at all.
+    """
+    htcondor = _bindings()
+    failure = getattr(htcondor, "HTCondorException", RuntimeError)
+    result = ReadResult(offset=offset)
+    at = offset
+    while True:
+        try:
+            stopped, unknown = _run(htcondor, path, at, result, limit)
+        except (OSError, RuntimeError, failure) as err:
+            raise ValueError(f"{path}: not a readable HTCondor event log ({err})") from None
+        if result.more:
+            result.offset = stopped
+            return result
+        if unknown:
+            at = stopped
+            continue
+        nxt, size = _next_header(path, stopped, 0)
+        if stopped >= size or nxt is None:
+            tail = size - stopped
+            if tail and not _complete(path, stopped):
+                result.partial_tail = tail
+            elif tail:
+                result.bad += 1
+                result.bad_bytes += tail
+                stopped = size
+            result.offset = stopped
+            return result
+        if nxt == stopped:
+            # the bindings could not read the event that starts here
+            later, size = _next_header(path, stopped, 1)
+            if later is None:
+                if _complete(path, stopped):   # a whole but unreadable last event: skip it
+                    result.bad += 1
+                    result.bad_bytes += size - stopped
+                    result.offset = size
+                else:                          # still being written: read it next time
+                    result.partial_tail = size - stopped
+                    result.offset = stopped
+                return result
+            nxt = later
+        result.bad += 1
+        result.bad_bytes += nxt - stopped
+        at = nxt
+
+
+def _complete(path: str, offset: int) -> bool:
+    """Whether the bytes from ``offset`` hold a finished event (its ``...`` line)."""
+    with open(path, "rb") as handle:
+        handle.seek(offset)
+        rest = handle.read()
+    return b"\n...\n" in rest or rest.startswith(b"...\n")
+
+
+def bare_read(path: str) -> int:
+    """The bindings' plain read loop (the benchmark's yardstick): how many events."""
+    htcondor = _bindings()
+    count = 0
+    for _ in htcondor.JobEventLog(path).events(stop_after=0):
+        count += 1
+    return count
