@@ -58,6 +58,8 @@ def build_parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("account", help="pilot time in canonical hours per category and time bucket",
                    add_help=False)
+    sub.add_parser("job", help="a user job's journey (submit, queue, glidein, run, exit) and --why it waits",
+                   add_help=False)
     sub.add_parser("analyze", help="where glidein time goes per entry, and ranked hints on what to change",
                    add_help=False)
     return p
@@ -67,7 +69,7 @@ def build_parser() -> argparse.ArgumentParser:
 _DELEGATED = {"serve": ("gwtrace.server", "serve_main"), "run": ("gwtrace.shim.run", "run_main"),
               "span": ("gwtrace.shim.run", "span_main"), "ingest": ("gwtrace.factory.ingest", "ingest_main"),
               "glideins": ("gwtrace.factory.cli", "main"), "analyze": ("gwtrace.analysis.cli", "main"),
-              "account": ("gwtrace.factory.account_cli", "main")}
+              "account": ("gwtrace.factory.account_cli", "main"), "job": ("gwtrace.journey.cli", "main")}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

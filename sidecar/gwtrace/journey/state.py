@@ -13,6 +13,7 @@ disconnects [[start, end, reason]], transfers [[direction, queued, start, end]])
 """
 
 import re
+import zlib
 from typing import Any, Dict, List, Optional
 
 #: Job ad attributes the journey and --why use (compared case-insensitively).
@@ -233,8 +234,23 @@ HANDLERS = {0: _submitted, 1: _execute, 4: _back_to_idle("evicted"), 5: _termina
             28: _ad_event, 33: _ad_event, 40: _transfer}
 
 
+MAX_SEEN = 400   # fingerprints kept per job: far more events than a job normally has
+
+
+def _fingerprint(code: int, when: int, items: Dict[str, Any]) -> int:
+    return zlib.crc32(repr((code, when, sorted(items.items(), key=lambda kv: kv[0]))).encode())
+
+
 def apply(state: Dict[str, Any], code: int, when: int, items: Dict[str, Any]) -> bool:
-    """Fold one event into the state; False for codes the journey does not use (still counted as seen)."""
+    """Fold one event into the state; False for codes the journey does not use, and for an event already
+    folded (the same job's events may come from two logs: the user's log and the schedd's event log)."""
+    seen = state.setdefault("seen", [])
+    mark = _fingerprint(code, when, items)
+    if mark in seen:
+        return False
+    seen.append(mark)
+    if len(seen) > MAX_SEEN:
+        del seen[0]
     handler = HANDLERS.get(code)
     if state["last"] is None or when > state["last"]:
         state["last"] = when
