@@ -96,8 +96,11 @@ def _next_header(path: str, offset: int, after: int) -> Tuple[Optional[int], int
 
 def _run(htcondor: Any, path: str, offset: int, result: ReadResult, limit: int) -> Tuple[int, bool]:
     """Read from ``offset`` until the bindings stop; return where, and whether on an unknown event code
-    (the bindings have read past that event: carry on from there)."""
+    (the bindings have read past that event: carry on from there).  On an event they cannot parse
+    (``ULOG_RD_ERROR``) they stop at its start, as at a partial event: the caller tells which it is."""
+    failure = getattr(htcondor, "HTCondorException", RuntimeError)
     log = _open_at(htcondor, path, offset)
+    before = len(result.events)
     append = result.events.append
     try:
         for raw in log.events(stop_after=0):
@@ -112,15 +115,42 @@ def _run(htcondor: Any, path: str, offset: int, result: ReadResult, limit: int) 
         code = int(match.group(1))
         result.unknown[code] = result.unknown.get(code, 0) + 1
         return int(log.__getstate__()[1]), True
+    except failure as err:
+        if "ULOG_RD_ERROR" not in str(err):
+            raise
+        # The bindings read on to the next "..." line, which may end the *next* event (a cut-short event
+        # has none of its own): go back to where the bad event began, so that the caller resumes at the
+        # first header after it and loses no complete event.
+        return _start_of_failed(htcondor, path, offset, len(result.events) - before), False
     return int(log.__getstate__()[1]), False
+
+
+def _start_of_failed(htcondor: Any, path: str, offset: int, good: int) -> int:
+    """The offset just after the ``good`` events that precede, from ``offset``, an event the bindings failed on."""
+    log = _open_at(htcondor, path, offset)
+    if good:
+        for count, _ in enumerate(log.events(stop_after=0), 1):
+            if count >= good:
+                break
+    return int(log.__getstate__()[1])
 
 
 def read_events(path: str, offset: int = 0, limit: int = 1 << 62) -> ReadResult:
     """Every readable event of ``path`` from ``offset`` (at most ``limit``: then ``more`` is set and
     ``offset`` is where to go on); nothing readable is lost.
 
-    Raises ``ValueError`` (one line) when the file cannot be read at all.
+    Raises ``ValueError`` (one line) when the file cannot be read at all, or holds no event header.
     """
+    result = _read(path, offset, limit)
+    if not result.events and not result.unknown and offset == 0:
+        first, size = _next_header(path, 0, 0)
+        if first is None and size > 0:
+            raise ValueError(f"{path}: no HTCondor job event in this file")
+    return result
+
+
+def _read(path: str, offset: int, limit: int) -> ReadResult:
+    """``read_events`` but for the check that the file is an event log at all."""
     htcondor = _bindings()
     failure = getattr(htcondor, "HTCondorException", RuntimeError)
     result = ReadResult(offset=offset)

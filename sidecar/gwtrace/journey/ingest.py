@@ -94,8 +94,7 @@ def _fold(store: Any, path: str, schedd: str, events: List[Any], totals: Totals)
 def ingest_log(store: Any, path: str, schedd: Optional[str], totals: Totals) -> None:
     """Read one log from where the last run stopped, chunk by chunk."""
     path = os.path.abspath(path)
-    head = table.log_head(path)
-    offset = table.log_offset(store.reader(), path, head, os.path.getsize(path))
+    offset = table.log_offset(store.reader(), path, os.path.getsize(path))
     while True:
         result = read_events(path, offset, CHUNK_EVENTS)
         name = _schedd_for(store.reader(), path, schedd, result.events)
@@ -103,6 +102,7 @@ def ingest_log(store: Any, path: str, schedd: Optional[str], totals: Totals) -> 
         if states:
             write(store, states, totals)
         unknown = sum(result.unknown.values())
+        head = table.log_head(path, min(table.HEAD_BYTES, result.offset))
         with store.transaction() as conn:
             table.put_log(conn, path, head, result.offset, len(result.events), unknown, result.bad)
             if name:

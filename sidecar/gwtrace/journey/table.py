@@ -108,15 +108,21 @@ def get_states(conn: sqlite3.Connection, keys: List[str]) -> Dict[str, Dict[str,
     return out
 
 
-def log_head(path: str) -> str:
+def log_head(path: str, length: int = HEAD_BYTES) -> str:
+    """``N:digest`` of the first N bytes (at most ``length``): a log that still begins with them is the same
+    log grown; N is below HEAD_BYTES while the log was short, so a growing small log stays the same log."""
     with open(path, "rb") as handle:
-        return hashlib.sha256(handle.read(HEAD_BYTES)).hexdigest()
+        data = handle.read(length)
+    return f"{len(data)}:{hashlib.sha256(data).hexdigest()}"
 
 
-def log_offset(conn: sqlite3.Connection, path: str, head: str, size: int) -> int:
+def log_offset(conn: sqlite3.Connection, path: str, size: int) -> int:
     """Where to start reading ``path``: the stored offset, or 0 for a new, rotated or shrunk log."""
     row = conn.execute("SELECT head, offset FROM job_logs WHERE path = ?", (path,)).fetchone()
-    if row is None or row[0] != head or row[1] > size:
+    if row is None or row[1] > size:
+        return 0
+    length = int(str(row[0]).split(":")[0] or 0)
+    if log_head(path, length) != row[0]:
         return 0
     return int(row[1])
 
