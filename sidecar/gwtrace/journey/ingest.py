@@ -78,7 +78,10 @@ def write(store: Any, states: List[Dict[str, Any]], totals: Totals) -> None:
         table.put_jobs(conn, states)
 
 
-def _fold(store: Any, path: str, schedd: str, events: List[Any], totals: Totals) -> List[Dict[str, Any]]:
+def _fold(store: Any, schedd: str, events: List[Any], totals: Totals,
+          pending: Dict[Tuple[int, int], Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """Fold events into the stored states; a ``--job-ads`` ad of a job met here is applied to it before its
+    spans are made (so a TraceParent from the ad is the trace of its very first spans)."""
     keys = sorted({table.job_key(schedd, e.cluster, e.proc) for e in events})
     states = table.get_states(store.reader(), keys)
     touched: Dict[str, Dict[str, Any]] = {}
@@ -88,17 +91,23 @@ def _fold(store: Any, path: str, schedd: str, events: List[Any], totals: Totals)
         touched[key] = state
         if not apply(state, event.code, event.time, event.items):
             totals.unused += 1
+    for state in touched.values():
+        ad = pending.pop((state["cluster"], state["proc"]), None)
+        if ad is not None:
+            apply_ad(state, ad)
     return list(touched.values())
 
 
-def ingest_log(store: Any, path: str, schedd: Optional[str], totals: Totals) -> None:
-    """Read one log from where the last run stopped, chunk by chunk."""
+def ingest_log(store: Any, path: str, schedd: Optional[str], totals: Totals,
+               pending: Optional[Dict[Tuple[int, int], Dict[str, Any]]] = None) -> None:
+    """Read one log from where the last run stopped, chunk by chunk (``pending``: ads by (cluster, proc))."""
+    pending = {} if pending is None else pending
     path = os.path.abspath(path)
     offset = table.log_offset(store.reader(), path, os.path.getsize(path))
     while True:
         result = read_events(path, offset, CHUNK_EVENTS)
         name = _schedd_for(store.reader(), path, schedd, result.events)
-        states = _fold(store, path, name, result.events, totals) if result.events else []
+        states = _fold(store, name, result.events, totals, pending) if result.events else []
         if states:
             write(store, states, totals)
         unknown = sum(result.unknown.values())
@@ -139,10 +148,20 @@ def _ad_state(store: Any, ad: Dict[str, Any], schedd: Optional[str]) -> Dict[str
     return new_state(cluster, proc, schedd or ad_schedd)
 
 
-def ingest_ads(store: Any, paths: List[str], schedd: Optional[str], totals: Totals) -> None:
-    """Job ads: attributes (TraceParent, DESIRED_Sites, ...) onto their jobs, and jobs no log told about."""
-    states = []
+def ads_by_job(paths: List[str]) -> Dict[Tuple[int, int], Dict[str, Any]]:
+    """The ads of ``--job-ads`` by (cluster, proc) (the last one of a job wins: files are in time order)."""
+    out = {}
     for ad in read_ads(paths):
+        lower = {k.lower(): v for k, v in ad.items()}
+        out[(lower["clusterid"], lower["procid"])] = ad
+    return out
+
+
+def ingest_ads(store: Any, ads: List[Dict[str, Any]], schedd: Optional[str], totals: Totals) -> None:
+    """Job ads no log of this run met: attributes (TraceParent, DESIRED_Sites, ...) onto their stored jobs,
+    and jobs no log told about (from the ad's QDate, JobStatus and hold attributes)."""
+    states = []
+    for ad in ads:
         state = _ad_state(store, ad, schedd)
         apply_ad(state, ad)
         states.append(state)
@@ -170,15 +189,20 @@ def ingest_condor(paths: List[str], ads: List[str], schedd: Optional[str], store
     from gwtrace.store import TraceStore
 
     totals, status = Totals(), 0
+    try:
+        pending = ads_by_job(ads)
+    except OSError as exc:
+        err.write(f"gwtrace: {exc.filename}: {exc.strerror}\n")
+        return 1
     with TraceStore(store_path) as store:
         for path in paths:
             try:
-                ingest_log(store, path, schedd, totals)
+                ingest_log(store, path, schedd, totals, pending)
             except (OSError, ValueError) as exc:
                 err.write(f"gwtrace: {exc}\n")
                 status = 1
-        if ads:
-            ingest_ads(store, ads, schedd, totals)
+        if pending:
+            ingest_ads(store, list(pending.values()), schedd, totals)
         for line in summary(totals):
             err.write(f"gwtrace: {line}\n")
         err.write(f"gwtrace: into embedded store {store.path}\n")

@@ -44,7 +44,7 @@ def _duration(seconds: Optional[float]) -> str:
 def _hold_reason(state: Dict[str, Any], now: float) -> Dict[str, Any]:
     start, _, code, sub, text = state["holds"][-1]
     what = explain(code, sub, text)
-    evidence = [f"held since {_duration(now - start)} ago, hold code {code}"
+    evidence = [f"held for {_duration(now - start)}, hold code {code}"
                 + (f" subcode {sub}" if sub is not None else "") + f" ({what['label']})"]
     if text:
         evidence.append(f"HTCondor's reason: {text}")
