@@ -9,7 +9,7 @@ from typing import Optional
 from flask import Flask, Response, request
 
 from ..store import TraceStore
-from . import accounting, api, otlp_http, ui
+from . import accounting, api, jobs, otlp_http, ui
 from .answers import RETRY_AFTER_SECONDS, envelope_answer, to_response
 from .auth import PUBLIC_ENDPOINTS, BearerAuth, common_headers
 
@@ -34,6 +34,7 @@ def create_app(
     app.register_blueprint(api.bp)
     app.register_blueprint(ui.bp)
     app.register_blueprint(accounting.bp)
+    app.register_blueprint(jobs.bp)
     app.wsgi_app = otlp_http.IngestMiddleware(app.wsgi_app, store, auth, max_body_bytes)  # type: ignore[method-assign]
     _register_hooks(app, auth)
     return app
