@@ -11,7 +11,9 @@ the file (still being written) is left for the next run, whose offset
 points at its start.
 """
 
+import calendar
 import re
+import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -40,6 +42,9 @@ WANTED = {
 }
 
 
+_KNOWN: "set[int]" = set()
+
+
 @dataclass
 class JobEvent:
     """One event: code, job, epoch seconds, and the items ``WANTED`` for its code (or the whole ad for 028)."""
@@ -64,8 +69,32 @@ class ReadResult:
     more: bool = False            # stopped at the event limit: read again from ``offset``
 
 
+_HOUR_START: Dict[str, int] = {}
+
+
+def event_time(iso: str) -> int:
+    """Epoch seconds of an event's ``EventTime`` (``YYYY-MM-DDTHH:MM:SS[.fff][Z]``, local unless ``Z``).
+
+    What the bindings' ``timestamp`` gives (they leave ``Z`` times local, a slip this corrects), at a
+    fraction of its cost: ``strptime`` per event was a third of the reading; the local start of each hour
+    is computed once.
+    """
+    utc = iso.endswith("Z")
+    hour = iso[:13] + ("Z" if utc else "")
+    start = _HOUR_START.get(hour)
+    if start is None:
+        fields = (int(iso[0:4]), int(iso[5:7]), int(iso[8:10]), int(iso[11:13]), 0, 0, 0, 0, -1)
+        start = calendar.timegm(fields) if utc else int(time.mktime(fields))
+        if len(_HOUR_START) > 100000:
+            _HOUR_START.clear()
+        _HOUR_START[hour] = start
+    return start + int(iso[14:16]) * 60 + int(iso[17:19])
+
+
 def _event(raw: Any) -> JobEvent:
-    code = int(raw.type)
+    code = int(raw["EventTypeNumber"])
+    if code not in _KNOWN:
+        raise ValueError(f"{code} is not a valid JobEventType")
     if code == 28 or code == 33:
         items = {k: v for k, v in raw.items()}
     else:
@@ -74,7 +103,7 @@ def _event(raw: Any) -> JobEvent:
             value = raw.get(key)
             if value is not None:
                 items[key] = value
-    return JobEvent(code, int(raw.cluster), int(raw.proc), int(raw.timestamp), items)
+    return JobEvent(code, int(raw.cluster), int(raw.proc), event_time(raw["EventTime"]), items)
 
 
 def _open_at(htcondor: Any, path: str, offset: int) -> Any:
@@ -135,6 +164,11 @@ def _start_of_failed(htcondor: Any, path: str, offset: int, good: int) -> int:
     return int(log.__getstate__()[1])
 
 
+def _known_codes(htcondor: Any) -> None:
+    if not _KNOWN:
+        _KNOWN.update(int(member) for member in htcondor.JobEventType)
+
+
 def read_events(path: str, offset: int = 0, limit: int = 1 << 62) -> ReadResult:
     """Every readable event of ``path`` from ``offset`` (at most ``limit``: then ``more`` is set and
     ``offset`` is where to go on); nothing readable is lost.
@@ -152,6 +186,7 @@ def read_events(path: str, offset: int = 0, limit: int = 1 << 62) -> ReadResult:
 def _read(path: str, offset: int, limit: int) -> ReadResult:
     """``read_events`` but for the check that the file is an event log at all."""
     htcondor = _bindings()
+    _known_codes(htcondor)
     failure = getattr(htcondor, "HTCondorException", RuntimeError)
     result = ReadResult(offset=offset)
     at = offset

@@ -18,13 +18,11 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.resources import Resource
-
 from . import table
 from .ads import read_ads
 from .eventlog import read_events
-from .spans import state_to_spans, to_otlp
+from .otlp import to_request
+from .spans import state_to_spans
 from .state import apply, apply_ad, new_state
 
 CHUNK_EVENTS = 200000   # events folded per write: bounds memory for a log of any size
@@ -69,10 +67,10 @@ def write(store: Any, states: List[Dict[str, Any]], totals: Totals) -> None:
     for state in states:
         by_schedd.setdefault(state["schedd"], []).extend(state_to_spans(state))
     for schedd, pairs in by_schedd.items():
-        resource = Resource({"service.name": "htcondor", "htcondor.schedd": schedd or "unknown"})
+        resource = {"service.name": "htcondor", "htcondor.schedd": schedd or "unknown"}
         for at in range(0, len(pairs), SPAN_BATCH):
             batch = pairs[at:at + SPAN_BATCH]
-            store.ingest(encode_spans(to_otlp(batch, resource)))
+            store.ingest(to_request(batch, resource))
             totals.spans += len(batch)
     with store.transaction() as conn:
         table.put_jobs(conn, states)

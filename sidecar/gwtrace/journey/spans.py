@@ -16,10 +16,8 @@ cluster, proc and N (the ad's ``NumShadowStarts``), computes the id of
 import hashlib
 from typing import Any, Dict, List, Optional, Tuple
 
-from opentelemetry.sdk.resources import Resource
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
-from gwtrace.export.otlp import to_readable_spans
 from gwtrace.factory.to_trace import glidein_trace_id, span_id
 from gwtrace.sidecar.assembler import SpanRecord
 from .holds import explain
@@ -174,13 +172,3 @@ def state_to_spans(state: Dict[str, Any]) -> List[Tuple[SpanRecord, List[Link]]]
         glidein, link = _glidein_link(ad if run["n"] == last_run else {}, run)
         _run_spans(b, root.span_id, run, glidein, link)
     return b.out
-
-
-def to_otlp(pairs: List[Tuple[SpanRecord, List[Link]]], resource: Resource) -> list:
-    """SDK spans for the OTLP encoder, with their links (``to_readable_spans`` makes spans without links,
-    so they are set on the spans it made)."""
-    spans = to_readable_spans([p[0] for p in pairs], resource)
-    for readable, (_, links) in zip(spans, pairs):
-        if links:
-            readable._links = tuple(links)  # noqa: SLF001 - the SDK has no setter for a finished span
-    return spans
