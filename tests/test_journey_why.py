@@ -229,3 +229,19 @@ def test_why_says_what_evidence_is_missing(tmp_path):
 def test_why_for_a_job_that_is_not_waiting(traced):
     why = job(traced, "77.0", "--why")["why"]
     assert [r["title"] for r in why["reasons"]] == ["the job is not waiting: it is completed"]
+
+
+def test_a_wrapper_span_whose_run_number_drifted_goes_under_the_run_that_covered_it(traced):
+    # the wrapper said run 2 (its NumShadowStarts ran ahead) while it ran during run 1; another one names a
+    # run that does not exist
+    spans = [SpanRecord(trace_id=TRACE, span_id=f"bbbbbbbbbbbbbbb{i}", parent_id=parent, parent_remote=True, flags=1,
+                        tracestate="", name=f"user_job {i}", start_us=(T0 + start) * 10**6, pid=1,
+                        end_us=(T0 + start + 5) * 10**6, attributes={"htcondor.job.id": "77.0"})
+             for i, (parent, start) in enumerate([(run_span_id(TRACE, 77, 0, 2), 320),
+                                                   (run_span_id(TRACE, 77, 0, 9), 650)], 1)]
+    with TraceStore(traced) as store:
+        store.ingest(encode_spans(to_readable_spans(spans, Resource({"service.name": "glidein"}))))
+    data = job(traced, "77.0")
+    parents = {s["name"]: s["parent"] for s in data["spans"]}
+    assert parents["user_job 1"] == run_span_id(TRACE, 77, 0, 1)
+    assert parents["user_job 2"] == run_span_id(TRACE, 77, 0, 2)

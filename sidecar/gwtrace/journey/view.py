@@ -66,21 +66,30 @@ def _subtree(spans: List[Dict[str, Any]], state: Dict[str, Any]) -> List[Dict[st
     for span in spans:
         by_parent.setdefault(span["parent_span_id"], []).append(span)
     runs = [s for s in spans if s["name"] == "executing" and s["parent_span_id"] == root_id]
+    run_ids = {run["span_id"]: run for run in runs}
     for span in spans:
-        if span["parent_span_id"] in ids or span["span_id"] == root_id:
+        if span["span_id"] == root_id or str(span["attributes"].get("htcondor.job.id", "")) != job_id:
             continue
-        if str(span["attributes"].get("htcondor.job.id", "")) == job_id:
-            for run in runs:
-                if run["start_ns"] <= span["start_ns"] <= run["end_ns"]:
-                    span["parent_span_id"] = run["span_id"]
-                    by_parent.setdefault(run["span_id"], []).append(span)
-                    break
+        parent = run_ids.get(span["parent_span_id"])
+        if span["parent_span_id"] in ids and (parent is None or _covers(parent, span)):
+            continue
+        for run in runs:   # no parent here, or a run that was not executing then: the run that was
+            if _covers(run, span) and run is not parent:
+                if span["parent_span_id"] in by_parent:
+                    by_parent[span["parent_span_id"]].remove(span)
+                span["parent_span_id"] = run["span_id"]
+                by_parent.setdefault(run["span_id"], []).append(span)
+                break
     out, todo = [], [s for s in spans if s["span_id"] == root_id]
     while todo:
         span = todo.pop()
         out.append(span)
         todo.extend(by_parent.get(span["span_id"], []))
     return sorted(out, key=lambda s: (s["start_ns"], s["span_id"]))
+
+
+def _covers(run: Dict[str, Any], span: Dict[str, Any]) -> bool:
+    return run["start_ns"] <= span["start_ns"] <= run["end_ns"]
 
 
 def _glidein(store: Any, attrs: Dict[str, Any]) -> Optional[Dict[str, Any]]:
