@@ -92,18 +92,17 @@ def event_time(iso: str) -> int:
 
 
 def _event(raw: Any) -> JobEvent:
-    code = int(raw["EventTypeNumber"])
+    """One event as a ``JobEvent``: the event's ClassAd is copied into a dict once (each lookup in it
+    costs about as much as the copy of a small event)."""
+    ad = dict(raw.items())
+    code = int(ad["EventTypeNumber"])
     if code not in _KNOWN:
         raise ValueError(f"{code} is not a valid JobEventType")
     if code == 28 or code == 33:
-        items = {k: v for k, v in raw.items()}
+        items = ad
     else:
-        items = {}
-        for key in WANTED.get(code, ()):
-            value = raw.get(key)
-            if value is not None:
-                items[key] = value
-    return JobEvent(code, int(raw.cluster), int(raw.proc), event_time(raw["EventTime"]), items)
+        items = {key: ad[key] for key in WANTED.get(code, ()) if key in ad}
+    return JobEvent(code, int(ad.get("Cluster", -1)), int(ad.get("Proc", -1)), event_time(ad["EventTime"]), items)
 
 
 def _open_at(htcondor: Any, path: str, offset: int) -> Any:
