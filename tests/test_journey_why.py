@@ -245,3 +245,27 @@ def test_a_wrapper_span_whose_run_number_drifted_goes_under_the_run_that_covered
     parents = {s["name"]: s["parent"] for s in data["spans"]}
     assert parents["user_job 1"] == run_span_id(TRACE, 77, 0, 1)
     assert parents["user_job 2"] == run_span_id(TRACE, 77, 0, 2)
+
+
+def test_traceparent_from_a_job_ad_information_event(tmp_path):
+    """028 events (job_ad_information_attrs = TraceParent, ...) carry the ad's attributes in the log itself."""
+    log = tmp_path / "u.log"
+    body = (gen.header(28, 31, 0, T0) + "Job ad information event triggered.\n"
+            f'TraceParent = "00-{TRACE}-{PARENT}-01"\nOwner = "bob"\nDESIRED_Sites = "SiteA"\n'
+            "Cluster = 31\nProc = 0\nEventTypeNumber = 28\n...\n")
+    log.write_text(gen.submitted(31, 0, T0) + body + gen.executing(31, 0, T0 + 60))
+    db = tmp_path / "t.db"
+    ingest(db, log)
+    data = job(db, f"00-{TRACE}-{PARENT}-01")
+    assert data["job"]["id"] == "31.0" and data["job"]["owner"] == "bob"
+    assert by_name(data, "htcondor.job")[0]["parent"] == PARENT
+    assert by_name(data, "executing")[0]["span_id"] == run_span_id(TRACE, 31, 0, 1)
+    with TraceStore(db) as store:   # no span was written under another trace first
+        assert store.trace_count() == 1
+
+
+def test_missing_store_is_one_clear_line(tmp_path, capsys):
+    from gwtrace.cli import main
+
+    assert main(["job", "1.0", "--store", str(tmp_path / "none.db")]) == 1
+    assert capsys.readouterr().err.strip() == f"gwtrace: {tmp_path / 'none.db'} is not a file"
