@@ -94,18 +94,20 @@ def event_time(iso: str) -> int:
 def _event(raw: Any) -> JobEvent:
     """One event as a ``JobEvent``: only the attributes its code needs are looked up (a copy of the
     whole event ClassAd costs twice as much), except for job ad events, which are kept whole."""
-    code = int(raw["EventTypeNumber"])
+    ad = getattr(raw, "_data", raw)   # htcondor2 keeps the event's ClassAd there: one call layer less
+    code = int(ad["EventTypeNumber"])
     if code not in _KNOWN:
         raise ValueError(f"{code} is not a valid JobEventType")
     if code == 28 or code == 33:
         items = dict(raw.items())
     else:
         items = {}
+        get = ad.get
         for key in WANTED.get(code, ()):
-            value = raw.get(key)
+            value = get(key)
             if value is not None:
                 items[key] = value
-    return JobEvent(code, int(raw.cluster), int(raw.proc), event_time(raw["EventTime"]), items)
+    return JobEvent(code, int(raw.cluster), int(raw.proc), event_time(ad["EventTime"]), items)
 
 
 def _open_at(htcondor: Any, path: str, offset: int) -> Any:
