@@ -230,3 +230,16 @@ def test_a_file_that_is_no_event_log_is_one_clear_line(tmp_path, capsys):
     assert f"{junk}: no HTCondor job event in this file" in err
     assert gwtrace_main(["ingest", "--condor-log", str(tmp_path / "missing.log"), "--store", str(db)]) == 1
     assert "missing.log" in capsys.readouterr().err
+
+
+def test_junk_longer_than_a_scan_block_is_skipped(tmp_path, monkeypatch):
+    from gwtrace.journey import eventlog
+
+    monkeypatch.setattr(eventlog, "SCAN_BLOCK", 64)
+    junk = "".join(f"garbage line {n} with no event header\n" for n in range(40)) + "...\n"
+    text = gen.submitted(8, 0, T0) + junk + gen.executing(8, 0, T0 + 5) + junk + gen.terminated(8, 0, T0 + 9)
+    log = tmp_path / "junk.log"
+    log.write_text(text)
+    result = read_events(str(log))
+    assert [e.code for e in result.events] == [0, 1, 5]
+    assert result.bad == 2 and result.offset == len(text)

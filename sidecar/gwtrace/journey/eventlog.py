@@ -12,6 +12,7 @@ points at its start.
 """
 
 import calendar
+import os
 import re
 import time
 from dataclasses import dataclass, field
@@ -118,13 +119,29 @@ def _open_at(htcondor: Any, path: str, offset: int) -> Any:
     return log
 
 
+SCAN_BLOCK = 1 << 20
+
+
 def _next_header(path: str, offset: int, after: int) -> Tuple[Optional[int], int]:
-    """(offset of the next event header at or after ``offset + after``, file size)."""
+    """(offset of the next event header at or after ``offset + after``, file size), read block by block
+    (junk early in a big log must not mean reading the rest of it into memory)."""
+    size = os.path.getsize(path)
     with open(path, "rb") as handle:
-        handle.seek(offset)
-        rest = handle.read()
-    match = HEADER.search(rest, after)
-    return (offset + match.start() if match else None), offset + len(rest)
+        at = offset
+        while at < size:
+            handle.seek(at)
+            block = handle.read(SCAN_BLOCK + 64)   # the overlap: a header cut by the block's end
+            if at > 0:
+                handle.seek(at - 1)
+                block = handle.read(1) + block      # so that ^ knows whether ``at`` starts a line
+                skip = 1
+            else:
+                skip = 0
+            match = HEADER.search(block, skip + max(0, offset + after - at))
+            if match:
+                return at - skip + match.start(), size
+            at += SCAN_BLOCK
+    return None, size
 
 
 def _run(htcondor: Any, path: str, offset: int, result: ReadResult, limit: int) -> Tuple[int, bool]:
@@ -235,10 +252,10 @@ def _read(path: str, offset: int, limit: int) -> ReadResult:
 
 
 def _complete(path: str, offset: int) -> bool:
-    """Whether the bytes from ``offset`` hold a finished event (its ``...`` line)."""
+    """Whether the bytes from ``offset`` hold a finished event (its ``...`` line, within the next MB)."""
     with open(path, "rb") as handle:
         handle.seek(offset)
-        rest = handle.read()
+        rest = handle.read(SCAN_BLOCK)
     return b"\n...\n" in rest or rest.startswith(b"...\n")
 
 
