@@ -43,7 +43,7 @@ def _span_line(node: Dict[str, Any]) -> str:
     bits = [f"{k}={attrs[k]}" for k in _SHOWN if k in attrs and k != "hold.suggestion"]
     text = f"{node['name']}  {_duration(node['duration_s'])}"
     if node["open"]:
-        text += " (so far)"
+        text += " (open: up to the last event read)"
     if node["status"] == "error":
         text += "  ERROR"
     if bits:

@@ -118,7 +118,7 @@
     }
     const walk = (n, depth) => {
       if (n.name === "executing") glideinRows(tbody, n, depth, origin, total);
-      const name = n.name + (n.open ? " (so far)" : "");
+      const name = n.name + (n.open ? " (open)" : "");
       row(tbody, name, depth, n.start, n.end, origin, total, n.status, details(n),
         { className: "jr-span", dataset: { name: n.name, spanId: n.span_id, status: n.status } });
       for (const c of children.get(n.span_id) || []) walk(c, depth + 1);
