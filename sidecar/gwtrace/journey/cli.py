@@ -43,7 +43,7 @@ def _span_line(node: Dict[str, Any]) -> str:
     bits = [f"{k}={attrs[k]}" for k in _SHOWN if k in attrs and k != "hold.suggestion"]
     text = f"{node['name']}  {_duration(node['duration_s'])}"
     if node["open"]:
-        text += " (open: up to the last event read)"
+        text += " (open)"
     if node["status"] == "error":
         text += "  ERROR"
     if bits:
@@ -81,6 +81,8 @@ def render_journey(data: Dict[str, Any], out: TextIO) -> None:
 
     for root in roots:
         walk(root, 0)
+    if any(node["open"] for node in data["spans"]):
+        out.write("(open: no event has ended it yet; shown up to the last event read)\n")
 
 
 def render_why(data: Dict[str, Any], out: TextIO) -> None:
