@@ -172,7 +172,8 @@ def test_why_no_glidein_at_its_sites_with_failures_ranked_first(tmp_path):
                       "1 glidein(s) at SiteA, SiteB are still validating"]
     first, failures = why["reasons"][0], why["reasons"][1]
     assert first["evidence"] == ["SiteA: 0 running, 1 validating, 0 queued, 0 failed in the last day",
-                                 "SiteB: 0 running, 0 validating, 0 queued, 3 failed in the last day"]
+                                 "SiteB: 0 running, 0 validating, 0 queued, 3 failed in the last day",
+                                 "no glidein has run this job yet (no execute event)"]
     assert failures["evidence"] == ["2 at check_blacklist.sh", "1 at validate_node.sh"]
     assert why["reasons"][2]["evidence"][0] == "LastRejMatchReason: no match found"
     assert why["reasons"][3]["evidence"] == ["waiting 50 min; median wait of 10 job(s) of alice: 100 s"]
@@ -192,7 +193,7 @@ def test_why_running_glideins_that_fit_but_did_not_match(tmp_path):
     db = _waiting_store(tmp_path, [glidein(1, "SiteA", started=NOW - 900, condor_start=NOW - 800)])
     top = _why(db)["reasons"][0]
     assert top["title"] == "1 glidein(s) are running at SiteA, SiteB (1 with enough cpus and memory) but none has run this job"
-    assert "no glidein has matched it yet" in top["evidence"][-1]
+    assert top["evidence"][-1] == "no glidein has run this job yet (no execute event)"
 
 
 def test_why_held_explains_the_code_first(traced, tmp_path):

@@ -150,21 +150,22 @@ def _glidein_reasons(conn: Any, state: Dict[str, Any], now: float, missing: List
     lines = [f"{site}: {c['running']} running, {c['validating']} validating, {c['queued']} queued, "
              f"{sum(c['failed'].values())} failed in the last day" for site, c in sorted(counts.items())][:10]
     out = []
+    matched = [] if state["runs"] else ["no glidein has run this job yet (no execute event)"]
     if running == 0:
-        out.append(_reason(80, f"no glidein is running at {where}", lines,
+        out.append(_reason(80, f"no glidein is running at {where}", lines + matched,
                            "the frontend may not be asking for glideins there, or the factory's entries are "
                            "failing: see the failures below, or widen DESIRED_Sites"))
     else:
         fit = _fits([s for c in counts.values() for s in c["slots"]], ad)
         if fit == 0:
             out.append(_reason(90, f"none of the {running} running glidein(s) at {where} is big enough",
-                               lines + [f"the job asks for {ad.get('RequestCpus', '?')} cpu(s), "
+                               lines + matched + [f"the job asks for {ad.get('RequestCpus', '?')} cpu(s), "
                                         f"{ad.get('RequestMemory', '?')} MB"],
                                "ask for less (request_memory / request_cpus) or wait for larger glideins"))
         elif not state["runs"]:
             fits = "" if fit is None else f" ({fit} with enough cpus and memory)"
             out.append(_reason(60, f"{running} glidein(s) are running at {where}{fits} but none has run this job",
-                               lines + ["no execute event for this job: no glidein has matched it yet"],
+                               lines + matched,
                                "they may be busy with other jobs, or the job's requirements exclude them"))
     if validating:
         out.append(_reason(30, f"{validating} glidein(s) at {where} are still validating", lines[:3]))
