@@ -243,3 +243,22 @@ def test_junk_longer_than_a_scan_block_is_skipped(tmp_path, monkeypatch):
     result = read_events(str(log))
     assert [e.code for e in result.events] == [0, 1, 5]
     assert result.bad == 2 and result.offset == len(text)
+
+
+def test_a_log_read_in_small_chunks_gives_the_same_journey(tmp_path, monkeypatch):
+    from gwtrace.journey import ingest as ingest_module
+
+    log = tmp_path / "two.log"
+    log.write_text(gen.full_journey(21, 0, T0) + gen.full_journey(21, 1, T0 + 3))
+    whole = tmp_path / "whole.db"
+    ingest(whole, log, schedd="s")
+    monkeypatch.setattr(ingest_module, "CHUNK_EVENTS", 3)
+    chunked = tmp_path / "chunked.db"
+    out = ingest(chunked, log, schedd="s")
+    assert "ingested 28 job event(s)" in out
+    strip = lambda d: sorted((s["name"], s["span_id"], s["start"], s["end"], s["open"], s["status"])  # noqa: E731
+                             for s in d["spans"])
+    for ident in ("21.0", "21.1"):
+        assert strip(job(chunked, ident)) == strip(job(whole, ident))
+    with TraceStore(whole) as a, TraceStore(chunked) as b:
+        assert a.span_count() == b.span_count()
