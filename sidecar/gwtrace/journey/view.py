@@ -54,7 +54,8 @@ def find_jobs(store: Any, text: str) -> List[Dict[str, Any]]:
             raise LookupError(f"trace {ident['trace_id']} is in the store but holds no HTCondor job "
                               "(ingest the job's event log with gwtrace ingest --condor-log)")
         raise LookupError(f"no trace {ident['trace_id']} in the store {store.path}")
-    raise LookupError(f"no job {text} in the store {store.path} (ingest its event log with gwtrace ingest --condor-log)")
+    raise LookupError(f"no job {text} in the store {store.path} "
+                      "(ingest its event log with gwtrace ingest --condor-log)")
 
 
 def _subtree(spans: List[Dict[str, Any]], state: Dict[str, Any]) -> List[Dict[str, Any]]:
