@@ -105,6 +105,7 @@ def test_real_samples_legacy_timestamps(tmp_path):
     out = ingest(db, DATA / "userlog_submit_execute_terminate.legacy.log", DATA / "userlog_submit_aborted.legacy.log",
                  DATA / "userlog_jobad_information_028.legacy.log")
     assert "ingested" in out and "skipped" not in out
+    assert "(1 already folded or of kinds that make no span)" in out   # the 008 "phase: output" event
     data = job(db, "23515.0")
     (run,) = by_name(data, "executing")
     assert run["duration_s"] == 4 * 60 + 1   # 17:51:37 -> 17:55:38

@@ -170,7 +170,8 @@ def ingest_ads(store: Any, ads: List[Dict[str, Any]], schedd: Optional[str], tot
 
 def summary(totals: Totals) -> List[str]:
     """The lines ``gwtrace ingest`` prints: one summary, one for skipped unknown events, one for damage."""
-    lines = [f"ingested {totals.events} job event(s) of {totals.jobs} job(s) as {totals.spans} span(s)"]
+    lines = [f"ingested {totals.events} job event(s) of {totals.jobs} job(s) as {totals.spans} span(s)"
+             + (f" ({totals.unused} already folded or of kinds that make no span)" if totals.unused else "")]
     if totals.unknown:
         codes = ", ".join(f"{code:03d} x{n}" for code, n in sorted(totals.unknown.items()))
         lines.append(f"skipped {sum(totals.unknown.values())} event(s) of codes the bindings do not know: {codes}")
