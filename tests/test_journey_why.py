@@ -270,3 +270,21 @@ def test_missing_store_is_one_clear_line(tmp_path, capsys):
 
     assert main(["job", "1.0", "--store", str(tmp_path / "none.db")]) == 1
     assert capsys.readouterr().err.strip() == f"gwtrace: {tmp_path / 'none.db'} is not a file"
+
+
+def test_traced_glideins_count_too(tmp_path):
+    """A glidein known only from its own spans (no factory files) gets its record at the next read:
+    --why sees its failure."""
+    import random
+
+    import synthetic
+
+    db = tmp_path / "t.db"
+    with TraceStore(db) as store:
+        store.ingest(synthetic.glidein_trace(random.Random(4), T0 * 10**9, fail=True, uuid="g-2", site="CERN"))
+    log, ads = tmp_path / "u.log", tmp_path / "u.ad"
+    log.write_text(gen.submitted(70, 0, T0))
+    ads.write_text(ad_text(70, 0, DESIRED_Sites='"CERN"'))
+    ingest(db, log, ads=[ads], schedd="submit.example.org")
+    titles = [r["title"] for r in _why(db, "70.0")["reasons"]]
+    assert "no glidein is running at CERN" in titles and "1 glidein(s) at CERN failed in the last day" in titles

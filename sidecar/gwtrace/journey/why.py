@@ -208,6 +208,7 @@ def why(store: Any, state: Dict[str, Any], now: float) -> Dict[str, Any]:
     if state["status"] == "held" and state["holds"]:
         reasons.append(_hold_reason(state, now))
     elif state["status"] == "idle":
+        store.refresh_glidein_records()   # records of traced glideins whose spans arrived since
         conn = store.reader()
         reasons += _wait_reasons(conn, state, now_state["for_s"] or 0, missing)
         reasons += _glidein_reasons(conn, state, now, missing)
