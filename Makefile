@@ -74,6 +74,7 @@ bench: install-test
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/serve
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/faults
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/shim
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/snapshot
 
 lint: $(TOOLS)/.debian
 	shellcheck -x $(SHELL_SOURCES)

@@ -3,6 +3,7 @@ as from the factory's files."""
 
 import importlib.util
 import json
+import shutil
 import sqlite3
 import sys
 from pathlib import Path
@@ -127,7 +128,23 @@ def test_a_version_3_store_gains_the_record_tables(tmp_path):
     with TraceStore(path) as store:
         assert list(store.glidein_records()) == []
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 5
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    conn.close()
+
+
+def test_a_version_4_store_gains_the_summaries_and_analyses_the_same(factory, store, tmp_path, capsys):
+    """Schema 4 kept no analysis summary: its rows are summarised from their records when read."""
+    before = _json(capsys, "analyze", "--store", str(store), "--format", "json")
+    old = tmp_path / "v4.db"
+    shutil.copy(store, old)
+    conn = sqlite3.connect(old)
+    conn.execute("DROP TABLE glidein_summaries")
+    conn.execute("PRAGMA user_version = 4")
+    conn.commit()
+    conn.close()
+    assert _json(capsys, "analyze", "--store", str(old), "--format", "json") == before
+    conn = sqlite3.connect(old)
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION
     conn.close()
 
 

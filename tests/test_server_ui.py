@@ -53,7 +53,8 @@ def test_pages_are_html_shells_with_a_strict_csp(client):
 
 
 def test_static_assets_are_served(client):
-    for name in ("common.js", "search.js", "trace.js", "glidein.js", "gwtrace.css"):
+    for name in ("common.js", "search.js", "trace.js", "glidein.js", "analysis.js", "hints.js", "outliers.js",
+                 "gwtrace.css"):
         resp = client.get("/static/" + name)
         assert resp.status_code == 200 and len(resp.data) > 500
 

@@ -111,3 +111,40 @@ def test_serve_from_the_archive_says_in_one_line_what_it_lacks(pyz: Path) -> Non
                          timeout=60)
     assert out.returncode == 1 and out.stdout == ""
     assert out.stderr.count("\n") == 1 and "needs the Python package 'flask'" in out.stderr
+
+
+@pytest.mark.parametrize("python", interpreters())
+def test_live_snapshots_from_the_archive(python: str, pyz: Path, tmp_path: Path) -> None:
+    """The snapshot code runs on the node's python (3.9 too): the embedded store sees the open span."""
+    import time
+
+    from gwtrace.store import TraceStore
+
+    home = tmp_path / "home"
+    env = clean_env(GWTRACE_HOME=str(home), GWTRACE_SNAPSHOT_INTERVAL="0.3", PATH="/usr/bin:/bin",
+                    OTEL_RESOURCE_ATTRIBUTES="glidein.site=PYZ_Site,glidein.uuid=pyz-live")
+    directory = tmp_path / "gw"
+    start = subprocess.run([python, str(pyz), "sidecar", "start", "--dir", str(directory)], env=env,
+                           capture_output=True, text=True, timeout=90)
+    assert start.returncode == 0, start.stderr
+    go = tmp_path / "go"
+    script = f'{start.stdout}\nsource "{LIB}"\ntrace_begin glidein; trace_begin check.sh\n' \
+             f'while [[ ! -e {go} ]]; do sleep 0.05; done\ntrace_end; trace_end'
+    bash = subprocess.Popen(["bash", "-c", script], env=env)
+    rows = []
+    try:
+        deadline = time.monotonic() + 30
+        while not rows and time.monotonic() < deadline:
+            time.sleep(0.2)
+            if (home / "traces.db").exists():
+                with TraceStore(home / "traces.db", create=False) as store:
+                    rows = store.live_snapshots()
+    finally:
+        go.touch()
+        assert bash.wait(timeout=30) == 0
+    stop = subprocess.run([python, str(pyz), "sidecar", "stop", "--dir", str(directory)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert stop.returncode == 0, stop.stderr
+    assert [(r["glidein_uuid"], r["site"], r["phase"]) for r in rows] == [("pyz-live", "PYZ_Site", "script:check.sh")]
+    with TraceStore(home / "traces.db", create=False) as store:
+        assert store.live_snapshots() == [] and store.span_count() == 2

@@ -207,6 +207,24 @@ def test_root_name_arrives_after_children(store):
     assert (summary["root_name"], summary["root_service"], summary["span_count"]) == ("glidein", "glidein", 2)
 
 
+def test_an_operation_with_a_window_matches_on_that_operations_span(store):
+    """As in Jaeger: with an operation, the window is matched on a span of that operation, so a
+    long trace whose root started before the window is not found by the window's later spans."""
+    store.ingest(make_request([
+        dict(trace=TRACE_A, span=1, name="glidein", start=0, dur=100_000),
+        dict(trace=TRACE_A, span=2, parent=1, name="condor", start=60_000, dur=10_000),
+    ]))
+    store.ingest(make_request([dict(trace=TRACE_B, span=1, name="glidein", start=70_000, dur=10_000)],
+                              resource={"service.name": "glidein", "glidein.uuid": "u-2"}))
+    ids = lambda found: [t["trace_id"] for t in found]  # noqa: E731
+    late = dict(service="glidein", start_ns=T0 + 50_000, end_ns=T0 + 90_000)
+    assert ids(store.find_traces(**late)) == [TRACE_B.hex(), TRACE_A.hex()]       # spans reach into it
+    assert ids(store.find_traces(operation="glidein", **late)) == [TRACE_B.hex()]   # roots starting in it
+    assert ids(store.find_traces(operation="condor", **late)) == [TRACE_A.hex()]    # a child's start (decoded)
+    assert ids(store.find_traces(operation="glidein", service="glidein", start_ns=T0, end_ns=T0 + 10)) == \
+        [TRACE_A.hex()]
+
+
 def test_services_operations_and_search(store):
     store.ingest(make_request([
         dict(trace=TRACE_A, span=1, name="glidein", dur=50_000),

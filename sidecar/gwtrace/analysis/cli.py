@@ -10,12 +10,14 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Dict, List, Optional, TextIO
+from typing import Any, Dict, Iterable, List, Optional, TextIO, Tuple
 
-from gwtrace.factory.cli import add_record_options, load_records
-from .hints import Hint, Thresholds, hints
+from gwtrace.gcpause import gc_paused
+from gwtrace.factory.cli import add_record_options, load_summaries
+from .hints import Hint, HintInputs, Thresholds, ranked
 from .outliers import compare_spec, outliers
-from .stats import phase_table, script_table, trends
+from .stats import PhaseCells, ScriptCells, TrendCells
+from .summary import summarize
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -92,6 +94,18 @@ def render_compare(label: Optional[str], rows: List[Dict[str, Any]], out: TextIO
              f"{r['difference']:+.0%}"] for r in rows])
 
 
+def report_of(items: Iterable[Any], by: str = "entry") -> Dict[str, Any]:
+    """The phases per ``by`` group, the scripts by site and the trends per site and day (records or summaries)."""
+    return _one_pass(items, by, Thresholds(), full=True)[0]
+
+
+def analysis_body(items: Iterable[Any], by: str = "entry", thresholds: Optional[Thresholds] = None,
+                  hints_only: bool = False) -> Dict[str, Any]:
+    """What ``gwtrace analyze [--hints] --format json`` prints: the one code path the web pages use too."""
+    report, found, _ = _one_pass(items, by, thresholds or Thresholds(), full=not hints_only)
+    return {**report, "hints": [h.to_dict() for h in found]}
+
+
 def _emit(fmt: str, body: Dict[str, Any], stdout: TextIO, text: Any, errors: List[str], stderr: TextIO) -> int:
     if fmt == "json":
         json.dump(body, stdout, indent=1)
@@ -112,28 +126,27 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
         thresholds = Thresholds.parse(args.threshold)
     except ValueError as exc:
         parser.error(str(exc))
-    records, errors = load_records(args)
+    summaries, errors = load_summaries(args)
     if args.compare is not None:
         try:
-            label, rows = compare_spec(records, args.compare)
+            with gc_paused():
+                label, rows = compare_spec(summaries, args.compare)
         except ValueError as exc:
             parser.error(str(exc))
         return _emit(args.format, {"compare": {"selection": label, "values": rows}}, stdout,
                      lambda: render_compare(label, rows, stdout), errors, stderr)
     if args.outliers:
-        found = outliers(records)
+        with gc_paused():
+            found = outliers(summaries)
         return _emit(args.format, {"outliers": found}, stdout, lambda: render_outliers(found, stdout), errors, stderr)
-    ranked = hints(records, thresholds)
-    report: Dict[str, Any] = {}
-    if not args.hints:
-        report = {"phases": phase_table(records, args.by), "scripts": script_table(records),
-                  "trends": trends(records)}
+    report, ranked, lengths = _one_pass(summaries, args.by, thresholds, full=not args.hints or bool(args.plot))
     if args.plot:
         from .plots import plot_all
 
-        full = report or {"phases": phase_table(records, args.by), "trends": trends(records)}
-        for path in plot_all(records, full, args.plot, args.plot_format):
+        for path in plot_all([], {**report, "lengths": lengths}, args.plot, args.plot_format):
             stderr.write(f"gwtrace analyze: wrote {path}\n")
+        if args.hints:
+            report = {}
     if args.format == "json":
         json.dump({**report, "hints": [h.to_dict() for h in ranked]}, stdout, indent=1)
         stdout.write("\n")
@@ -144,3 +157,23 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
     for line in errors:
         stderr.write(f"gwtrace analyze: {line}\n")
     return 1 if errors else 0
+
+
+def _one_pass(items: Iterable[Any], by: str, thresholds: Thresholds, full: bool
+              ) -> Tuple[Dict[str, Any], List[Hint], Dict[str, Any]]:
+    """The report (when ``full``), the ranked hints and the phase lengths, in one pass over the glideins
+    (summaries, or records summarised on the way)."""
+    inputs = HintInputs()
+    cells = (PhaseCells(by), ScriptCells(), TrendCells()) if full else ()
+    with gc_paused():
+        for s in items:
+            if not isinstance(s, list):
+                s = summarize(s)
+            inputs.add(s)
+            for acc in cells:
+                acc.add(s)
+    if not full:
+        return {}, ranked(inputs, thresholds), {}
+    phase_cells, script_cells, trend_cells = cells
+    report = {"phases": phase_cells.rows(), "scripts": script_cells.rows(), "trends": trend_cells.rows()}
+    return report, ranked(inputs, thresholds), phase_cells.lengths()

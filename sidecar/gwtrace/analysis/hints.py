@@ -13,15 +13,19 @@ measurable is still listed when its evidence holds, last.
 from __future__ import annotations
 
 import statistics
+from array import array
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field, fields
-from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from gwtrace.factory.canonical import job_units
 from gwtrace.factory.to_trace import glidein_trace_id
+from .summary import (CANON, CONDOR, ENDED, ENTRY, FAILED_SCRIPT, JOBS, REF, SCRIPTS, SITE, STARTED, STATUS, UNITS,
+                      WAITS, Summary, summarize)
 
 Record = Dict[str, Any]
 EXAMPLES = 10  # glideins named in each hint's evidence (the count says how many there are)
+FIRST_JOB, IDLE_TAIL, CE = range(3)  # the waits of a summary, in its order
 
 
 @dataclass
@@ -85,15 +89,6 @@ def units(rec: Record) -> float:
     return job_units(rec.get("cpus") or 1, rec.get("memory_mb") or 2048)
 
 
-def period_days(records: Sequence[Record]) -> float:
-    """Length of the analysed period, for costs per day (at least one hour, so a tiny sample is not inflated)."""
-    starts = [r["started"] for r in records if r.get("started") is not None]
-    ends = [r["ended"] for r in records if r.get("ended") is not None]
-    if not starts or not ends:
-        return 1.0
-    return max(max(ends) - min(starts), 3600) / 86400.0
-
-
 def first_job_wait(rec: Record) -> Optional[float]:
     """Seconds from HTCondor's start to the first job, for glideins that ran one."""
     starts = [j["start"] for j in rec.get("jobs") or [] if j.get("start") is not None]
@@ -117,40 +112,172 @@ def ce_wait(rec: Record) -> Optional[float]:
     return max(0.0, rec["started"] - rec["ce_submitted"])
 
 
-def _group(records: Iterable[Record], key: str) -> Dict[str, List[Record]]:
-    out: Dict[str, List[Record]] = defaultdict(list)
-    for rec in records:
-        if rec.get(key):
-            out[rec[key]].append(rec)
-    return out
+class _Ref:
+    """The glideins behind the evidence: an index per glidein, its name and size kept, nothing else."""
+
+    def __init__(self) -> None:
+        self.refs: List[Tuple[Any, ...]] = []
+        self.units = array("d")
+
+    def add(self, s: Summary) -> int:
+        cluster, proc, schedd, factory = s[REF]
+        self.refs.append((cluster, proc, schedd, factory, s[SITE], s[ENTRY]))
+        self.units.append(s[UNITS])
+        return len(self.refs) - 1
+
+    def name(self, index: int) -> Dict[str, Any]:
+        cluster, proc, schedd, factory, site, entry = self.refs[index]
+        return glidein_ref({"cluster": cluster, "proc": proc, "schedd": schedd, "factory": factory,
+                            "site": site, "entry": entry})
+
+    def examples(self, indexes: Iterable[int], order: Optional[Sequence[float]] = None) -> List[Dict[str, Any]]:
+        """The first ``EXAMPLES`` glideins, or the largest by ``order`` (one value per index; ties: first first)."""
+        chosen = list(indexes)
+        if order is not None:
+            keyed = sorted(zip(order, range(len(chosen))), key=lambda pair: pair[0], reverse=True)
+            chosen = [chosen[at] for _, at in keyed]
+        return [self.name(i) for i in chosen[:EXAMPLES]]
 
 
-def _examples(recs: Iterable[Record], order: Optional[Callable[[Record], float]] = None) -> List[Dict[str, Any]]:
-    chosen = sorted(recs, key=order, reverse=True) if order else list(recs)
-    return [glidein_ref(r) for r in chosen[:EXAMPLES]]
+class _Values:
+    """(value, glidein index) pairs in arrival order, as two arrays."""
+
+    __slots__ = ("values", "index")
+
+    def __init__(self) -> None:
+        self.values = array("d")
+        self.index = array("l")
+
+    def add(self, value: float, index: int) -> None:
+        self.values.append(value)
+        self.index.append(index)
+
+    def __len__(self) -> int:
+        return len(self.values)
 
 
-def failing_scripts(records: List[Record], t: Thresholds, days: float) -> List[Hint]:
+class _Site:
+    __slots__ = ("glideins", "failed", "lost")
+
+    def __init__(self) -> None:
+        self.glideins = 0
+        self.failed: Dict[str, array] = {}   # failed_script -> glidein indexes
+        self.lost: Dict[str, float] = defaultdict(float)   # failed_script -> validation_fail seconds
+
+
+class _Entry:
+    __slots__ = ("glideins", "waits", "jobs", "killed", "hit", "lost", "walls", "lives", "running", "empty",
+                 "empty_lost")
+
+    def __init__(self) -> None:
+        self.glideins = 0
+        self.waits = (_Values(), _Values(), _Values())   # first job, idle tail, CE
+        self.jobs = self.killed = self.running = 0
+        self.hit = array("l")          # glideins whose end killed a job
+        self.lost = 0.0                # their preemption badput (s)
+        self.walls = array("d")
+        self.lives = array("d")
+        self.empty = array("l")        # glideins that started HTCondor and never got a job
+        self.empty_lost = 0.0
+
+
+class HintInputs:
+    """What the rules read, gathered in one pass over the glidein summaries (``add``)."""
+
+    def __init__(self) -> None:
+        self.refs = _Ref()
+        self.sites: Dict[str, _Site] = {}
+        self.entries: Dict[str, _Entry] = {}
+        self.runs: Dict[str, Dict[str, _Values]] = defaultdict(dict)   # script -> site -> (seconds, glidein)
+        self.ce_everyone = array("d")
+        self.first_start: Optional[float] = None
+        self.last_end: Optional[float] = None
+
+    def feed(self, items: Iterable[Any]) -> "HintInputs":
+        for item in items:
+            self.add(item if isinstance(item, list) else summarize(item))
+        return self
+
+    def add(self, s: Summary) -> None:
+        if s[CANON] is None:
+            return
+        index = self.refs.add(s)
+        if s[STARTED] is not None:
+            self.first_start = s[STARTED] if self.first_start is None else min(self.first_start, s[STARTED])
+        if s[ENDED] is not None:
+            self.last_end = s[ENDED] if self.last_end is None else max(self.last_end, s[ENDED])
+        if s[WAITS][2] is not None:
+            self.ce_everyone.append(s[WAITS][2])
+        if s[SITE]:
+            self._add_site(s, index)
+        if s[ENTRY]:
+            self._add_entry(s, index)
+
+    def _add_site(self, s: Summary, index: int) -> None:
+        site = self.sites.get(s[SITE])
+        if site is None:
+            site = self.sites[s[SITE]] = _Site()
+        site.glideins += 1
+        if s[STATUS] == "ERROR" and s[FAILED_SCRIPT]:
+            site.failed.setdefault(s[FAILED_SCRIPT], array("l")).append(index)
+            site.lost[s[FAILED_SCRIPT]] += s[CANON][0]
+        runs, site_name = self.runs, s[SITE]
+        for script, seconds, _, _ in s[SCRIPTS]:
+            if seconds is not None:
+                cell = runs[script].get(site_name)
+                if cell is None:
+                    cell = runs[script][site_name] = _Values()
+                cell.values.append(seconds)
+                cell.index.append(index)
+
+    def _add_entry(self, s: Summary, index: int) -> None:
+        entry = self.entries.get(s[ENTRY])
+        if entry is None:
+            entry = self.entries[s[ENTRY]] = _Entry()
+        entry.glideins += 1
+        for values, value in zip(entry.waits, s[WAITS]):
+            if value is not None:
+                values.add(value, index)
+        jobs, killed, walls = s[JOBS]
+        entry.jobs += jobs
+        entry.killed += killed
+        if killed:
+            entry.hit.append(index)
+            entry.lost += s[CANON][1]
+        entry.walls.extend(walls)
+        started, life = s[CONDOR]
+        if life is not None:
+            entry.lives.append(life)
+        if started:
+            entry.running += 1
+            if not jobs:
+                entry.empty.append(index)
+                entry.empty_lost += s[CANON][2]
+
+    def days(self) -> float:
+        """Length of the analysed period, for costs per day (at least one hour, so a tiny sample is not inflated)."""
+        if self.first_start is None or self.last_end is None:
+            return 1.0
+        return max(self.last_end - self.first_start, 3600) / 86400.0
+
+
+def failing_scripts(inputs: HintInputs, t: Thresholds, days: float) -> List[Hint]:
     """A validation script failing often at one site: fix the script or stop sending glideins there."""
     hints = []
-    for site, recs in _group(records, "site").items():
-        failed: Dict[str, List[Record]] = defaultdict(list)
-        for rec in recs:
-            if rec.get("status") == "ERROR" and rec.get("failed_script"):
-                failed[rec["failed_script"]].append(rec)
-        for script, bad in failed.items():
-            rate = len(bad) / len(recs)
-            if len(recs) < t.min_glideins or len(bad) < t.script_failures or rate < t.script_failure_rate:
+    for site, cell in inputs.sites.items():
+        for script, bad in cell.failed.items():
+            rate = len(bad) / cell.glideins
+            if cell.glideins < t.min_glideins or len(bad) < t.script_failures or rate < t.script_failure_rate:
                 continue
-            lost = sum(r["canonical"].get("validation_fail", 0.0) for r in bad) / 3600.0
             hints.append(Hint(
                 "failing_script", {"site": site, "script": script},
-                f"{script} fails in {rate:.0%} of glideins at {site} ({len(bad)} of {len(recs)})",
+                f"{script} fails in {rate:.0%} of glideins at {site} ({len(bad)} of {cell.glideins})",
                 f"fix {script} for {site}, or stop sending glideins there until it is fixed "
                 "(remove the site from the frontend's match or disable its entries in the factory)",
-                lost / days, {"failures": len(bad), "glideins": len(recs), "failure_rate": round(rate, 3),
-                              "glideins_lost_per_day": round(len(bad) / days, 1)},
-                _examples(bad), len(bad)))
+                cell.lost[script] / 3600.0 / days,
+                {"failures": len(bad), "glideins": cell.glideins, "failure_rate": round(rate, 3),
+                 "glideins_lost_per_day": round(len(bad) / days, 1)},
+                inputs.refs.examples(bad), len(bad)))
     return hints
 
 
@@ -169,152 +296,147 @@ def _median_of_counts(counts: Counter) -> float:
     return float(below or 0.0)
 
 
-def slow_scripts(records: List[Record], t: Thresholds, days: float) -> List[Hint]:
+def slow_scripts(inputs: HintInputs, t: Thresholds, days: float) -> List[Hint]:
     """A validation script much slower at some sites than everywhere else."""
-    runs: Dict[str, Dict[str, List[Tuple[float, Record]]]] = defaultdict(lambda: defaultdict(list))
-    for rec in records:
-        for script in rec.get("scripts") or []:
-            if script.get("start") is not None and script.get("end") is not None and rec.get("site"):
-                runs[script["id"]][rec["site"]].append((float(script["end"] - script["start"]), rec))
     hints = []
-    for script, by_site in runs.items():
-        counts = {site: Counter(d for d, _ in pairs) for site, pairs in by_site.items()}
+    for script, by_site in inputs.runs.items():
+        counts = {site: Counter(cell.values) for site, cell in by_site.items()}
         everywhere = sum(counts.values(), Counter())
-        for site, mine in by_site.items():
+        for site, cell in by_site.items():
             others = everywhere - counts[site]
-            if len(mine) < t.min_glideins or sum(others.values()) < t.min_glideins:
+            if len(cell) < t.min_glideins or sum(others.values()) < t.min_glideins:
                 continue
             here, there = _median_of_counts(counts[site]), _median_of_counts(others)
             if here - there < t.slow_script_seconds or here < t.slow_script_ratio * max(there, 1.0):
                 continue
-            extra = sum(max(0.0, d - there) * units(r) for d, r in mine) / 3600.0
+            extra = sum(max(0.0, d - there) * inputs.refs.units[i] for d, i in zip(cell.values, cell.index)) / 3600.0
             hints.append(Hint(
                 "slow_script", {"site": site, "script": script},
                 f"{script} takes {here:.0f} s (median) at {site}, {there:.0f} s elsewhere",
                 f"find what {script} waits for at {site} (CVMFS, container image, local disk) or "
                 "shorten its timeouts; the pilot holds its cores while it runs",
-                extra / days, {"median_s": here, "median_elsewhere_s": there, "runs": len(mine)},
-                _examples((r for _, r in mine), order=lambda r, s=script: _script_seconds(r, s)), len(mine)))
+                extra / days, {"median_s": here, "median_elsewhere_s": there, "runs": len(cell)},
+                inputs.refs.examples(cell.index, _per_glidein(cell)), len(cell)))
     return hints
 
 
-def _script_seconds(rec: Record, script: str) -> float:
-    return sum((s["end"] - s["start"]) for s in rec.get("scripts") or []
-               if s.get("id") == script and s.get("end") is not None and s.get("start") is not None)
+def _per_glidein(cell: _Values) -> List[float]:
+    """For each run, the seconds its glidein spent in all runs of the script (the examples' order)."""
+    total: Dict[int, float] = defaultdict(float)
+    for seconds, index in zip(cell.values, cell.index):
+        total[index] += seconds
+    return [total[index] for index in cell.index]
 
 
-def _per_entry(records: List[Record], t: Thresholds, measure: Callable[[Record], Optional[float]]
-               ) -> Iterable[Tuple[str, List[Tuple[float, Record]], float]]:
-    """(entry, [(value, record)], median) for entries with enough glideins where ``measure`` is known."""
-    for entry, recs in _group(records, "entry").items():
-        values = [(v, r) for r in recs for v in [measure(r)] if v is not None]
+def _per_entry(inputs: HintInputs, t: Thresholds, which: int) -> Iterable[Tuple[str, _Values, float]]:
+    """(entry, its values of wait ``which``, their median) for entries with enough glideins where it is known."""
+    for entry, cell in inputs.entries.items():
+        values = cell.waits[which]
         if len(values) >= t.min_glideins:
-            yield entry, values, statistics.median(v for v, _ in values)
+            yield entry, values, statistics.median(values.values)
 
 
-def _waits(records: List[Record], t: Thresholds, days: float, kind: str, measure: Callable[[Record], Optional[float]],
-           threshold: float, summary: str, action: str) -> List[Hint]:
-    """Entries whose median ``measure`` is at least ``threshold``: the wait, in canonical hours, is the cost."""
+def _cost(inputs: HintInputs, values: _Values) -> float:
+    """The canonical hours of a wait summed over the glideins that waited."""
+    units = inputs.refs.units
+    return sum(v * units[i] for v, i in zip(values.values, values.index)) / 3600.0
+
+
+def _waits(inputs: HintInputs, t: Thresholds, days: float, kind: str, which: int, threshold: float, summary: str,
+           action: str) -> List[Hint]:
+    """Entries whose median wait ``which`` is at least ``threshold``: the wait, in canonical hours, is the cost."""
     hints = []
-    for entry, values, median in _per_entry(records, t, measure):
+    for entry, values, median in _per_entry(inputs, t, which):
         if median < threshold:
             continue
-        cost = sum(v * units(r) for v, r in values) / 3600.0
         hints.append(Hint(kind, {"entry": entry}, summary.format(entry=entry, minutes=median / 60), action,
-                          cost / days, {"median_s": median, "glideins": len(values)},
-                          _examples((r for _, r in values), order=lambda r: measure(r) or 0.0), len(values)))
+                          _cost(inputs, values) / days, {"median_s": median, "glideins": len(values)},
+                          inputs.refs.examples(values.index, values.values), len(values)))
     return hints
 
 
-def slow_first_job(records: List[Record], t: Thresholds, days: float) -> List[Hint]:
+def slow_first_job(inputs: HintInputs, t: Thresholds, days: float) -> List[Hint]:
     """Glideins waiting long for their first job: too many idle glideins requested for the demand."""
-    return _waits(records, t, days, "first_job_wait", first_job_wait, t.first_job_wait,
+    return _waits(inputs, t, days, "first_job_wait", FIRST_JOB, t.first_job_wait,
                   "glideins at {entry} wait {minutes:.0f} min (median) for their first job",
                   "request fewer idle glideins for this entry (frontend `idle_glideins_per_entry`, "
                   "`max_idle`) or let them give up sooner (`GLIDEIN_Max_Idle`)")
 
 
-def long_tails(records: List[Record], t: Thresholds, days: float) -> List[Hint]:
+def long_tails(inputs: HintInputs, t: Thresholds, days: float) -> List[Hint]:
     """Glideins idling long after their last job before they end."""
-    return _waits(records, t, days, "idle_tail", idle_tail, t.idle_tail,
+    return _waits(inputs, t, days, "idle_tail", IDLE_TAIL, t.idle_tail,
                   "glideins at {entry} stay {minutes:.0f} min (median) idle after their last job",
                   "shorten the idle tail: `GLIDEIN_Max_Tail` (seconds a glidein waits for a new job once it has "
                   "run one)")
 
 
-def preempted_jobs(records: List[Record], t: Thresholds, days: float) -> List[Hint]:
+def preempted_jobs(inputs: HintInputs, t: Thresholds, days: float) -> List[Hint]:
     """Jobs killed by the glidein's end: retire earlier or run longer glideins."""
     hints = []
-    for entry, recs in _group(records, "entry").items():
-        jobs = [(j, r) for r in recs for j in r.get("jobs") or []]
-        killed = [(j, r) for j, r in jobs if j.get("preempted")]
-        if len(recs) < t.min_glideins or not jobs or len(killed) / len(jobs) < t.preempted_jobs:
+    for entry, cell in inputs.entries.items():
+        if cell.glideins < t.min_glideins or not cell.jobs or cell.killed / cell.jobs < t.preempted_jobs:
             continue
-        hit = {id(r): r for _, r in killed}  # the glideins whose end killed a job
-        lost = sum(r["canonical"].get("preemption_badput", 0.0) for r in hit.values())
-        walls = [float(j["end"] - j["start"]) for j, _ in jobs if j.get("end") is not None and j.get("start") is not None]
-        lives = [float(r["condor_end"] - r["condor_start"]) for r in recs
-                 if r.get("condor_end") is not None and r.get("condor_start") is not None]
-        evidence = {"jobs": len(jobs), "killed": len(killed), "killed_share": round(len(killed) / len(jobs), 3),
-                    "median_job_s": statistics.median(walls) if walls else None,
-                    "median_glidein_s": statistics.median(lives) if lives else None}
+        evidence = {"jobs": cell.jobs, "killed": cell.killed, "killed_share": round(cell.killed / cell.jobs, 3),
+                    "median_job_s": statistics.median(cell.walls) if cell.walls else None,
+                    "median_glidein_s": statistics.median(cell.lives) if cell.lives else None}
         hints.append(Hint(
             "preempted_jobs", {"entry": entry},
-            f"{len(killed) / len(jobs):.0%} of the jobs at {entry} are killed by the glidein's end",
+            f"{cell.killed / cell.jobs:.0%} of the jobs at {entry} are killed by the glidein's end",
             "stop matching new jobs earlier, by more than a job's length (`GLIDEIN_Retire_Time`, "
             "`GLIDEIN_Retire_Time_Spread`), or run longer glideins (`GLIDEIN_Max_Walltime`, if the site allows)",
-            lost / 3600.0 / days, evidence, _examples(hit.values()), len(hit)))
+            cell.lost / 3600.0 / days, evidence, inputs.refs.examples(cell.hit), len(cell.hit)))
     return hints
 
 
-def ce_waits(records: List[Record], t: Thresholds, days: float) -> List[Hint]:
+def ce_waits(inputs: HintInputs, t: Thresholds, days: float) -> List[Hint]:
     """Glideins waiting long at the CE: capacity asked for and not delivered."""
-    everyone = [v for r in records for v in [ce_wait(r)] if v is not None]
-    if not everyone:
+    if not inputs.ce_everyone:
         return []
-    overall = statistics.median(everyone)
+    overall = statistics.median(inputs.ce_everyone)
     hints = []
-    for entry, values, median in _per_entry(records, t, ce_wait):
+    for entry, values, median in _per_entry(inputs, t, CE):
         if median < t.ce_wait or median < t.ce_wait_ratio * max(overall, 1.0):
             continue
-        delay = sum(v * units(r) for v, r in values) / 3600.0
         hints.append(Hint(
             "ce_wait", {"entry": entry},
             f"glideins wait {median / 3600:.1f} h (median) at the CE of {entry}, {overall / 60:.0f} min elsewhere",
             "the site's batch system is full or the entry's limits are too high for it: lower the idle glideins "
             "the factory keeps at this entry (`max_per_entry` idle limits) and ask the site",
-            delay / days, {"median_s": median, "median_all_entries_s": overall, "glideins": len(values),
-                           "cost_is": "canonical hours requested but not running (not pilot time)"},
-            _examples((r for _, r in values), order=lambda r: ce_wait(r) or 0.0), len(values)))
+            _cost(inputs, values) / days, {"median_s": median, "median_all_entries_s": overall,
+                                           "glideins": len(values),
+                                           "cost_is": "canonical hours requested but not running (not pilot time)"},
+            inputs.refs.examples(values.index, values.values), len(values)))
     return hints
 
 
-def jobless_entries(records: List[Record], t: Thresholds, days: float) -> List[Hint]:
+def jobless_entries(inputs: HintInputs, t: Thresholds, days: float) -> List[Hint]:
     """Entries whose glideins start HTCondor but mostly never get a job."""
     hints = []
-    for entry, recs in _group(records, "entry").items():
-        running = [r for r in recs if r.get("condor_start") is not None]
-        empty = [r for r in running if not r.get("jobs")]
-        if len(running) < t.min_glideins or len(empty) / len(running) < t.no_job_share:
+    for entry, cell in inputs.entries.items():
+        if cell.running < t.min_glideins or len(cell.empty) / cell.running < t.no_job_share:
             continue
-        lost = sum(r["canonical"].get("decision_problem", 0.0) for r in empty) / 3600.0
         hints.append(Hint(
             "no_jobs", {"entry": entry},
-            f"{len(empty) / len(running):.0%} of the glideins at {entry} never got a job",
+            f"{len(cell.empty) / cell.running:.0%} of the glideins at {entry} never got a job",
             "check that the frontend's jobs can match this entry (its attributes, `GLIDEIN_Site`, the "
             "frontend's match expression and the job requirements) and stop requesting glideins for it until "
-            "they can", lost / days, {"glideins": len(running), "without_jobs": len(empty)},
-            _examples(empty), len(empty)))
+            "they can", cell.empty_lost / 3600.0 / days, {"glideins": cell.running, "without_jobs": len(cell.empty)},
+            inputs.refs.examples(cell.empty), len(cell.empty)))
     return hints
 
 
 RULES = (failing_scripts, slow_scripts, slow_first_job, long_tails, preempted_jobs, ce_waits, jobless_entries)
 
 
-def hints(records: Iterable[Record], thresholds: Optional[Thresholds] = None) -> List[Hint]:
-    """Every hint the records support, most costly first."""
+def ranked(inputs: HintInputs, thresholds: Optional[Thresholds] = None) -> List[Hint]:
+    """Every hint the gathered glideins support, most costly first."""
     t = thresholds or Thresholds()
-    recs = [r for r in records if r.get("canonical") is not None]
-    days = period_days(recs)
-    found = [h for rule in RULES for h in rule(recs, t, days)]
+    days = inputs.days()
+    found = [h for rule in RULES for h in rule(inputs, t, days)]
     return sorted(found, key=lambda h: (-h.cost_hours_per_day, -h.count, h.kind))
+
+
+def hints(records: Iterable[Any], thresholds: Optional[Thresholds] = None) -> List[Hint]:
+    """Every hint the records (or summaries) support, most costly first."""
+    return ranked(HintInputs().feed(records), thresholds)

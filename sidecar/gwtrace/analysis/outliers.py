@@ -19,60 +19,77 @@ from __future__ import annotations
 
 import math
 import statistics
-from collections import Counter, defaultdict
+from array import array
+from collections import Counter
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from .hints import glidein_ref
-from .phases import Record, phases
+from .hints import _Ref
+from .summary import CPUS, ENTRY, FAILED_SCRIPT, FRONTEND, PHASES, SITE, STATUS, Summary, phase_names, summarize
 
 MIN_N = 20
 THRESHOLD = 3.5
 ATTRIBUTES = ("site", "entry", "frontend", "cpus", "failed_script")
 
 
-def _phase_seconds(rec: Record) -> Dict[str, float]:
-    """Seconds per phase name in one glidein (each script by its own name)."""
-    out: Dict[str, float] = defaultdict(float)
-    for phase in phases(rec):
-        out[phase.name] += phase.seconds
-    return out
+class OutlierGroups:
+    """Seconds per (entry, phase name) and the glidein each came from, gathered in one pass (``add``)."""
+
+    def __init__(self) -> None:
+        self.refs = _Ref()
+        self.groups: Dict[Tuple[str, str], Tuple[array, array]] = {}
+
+    def feed(self, items: Iterable[Any]) -> "OutlierGroups":
+        for item in items:
+            self.add(item if isinstance(item, list) else summarize(item))
+        return self
+
+    def add(self, s: Summary) -> None:
+        index = self.refs.add(s)
+        entry = s[ENTRY] or "unknown"
+        for name, seconds in phase_names(s):
+            cell = self.groups.get((entry, name))
+            if cell is None:
+                cell = self.groups[(entry, name)] = (array("d"), array("l"))
+            cell[0].append(seconds)
+            cell[1].append(index)
+
+    def found(self, min_n: int = MIN_N, threshold: float = THRESHOLD) -> List[Dict[str, Any]]:
+        """Glideins whose phase is far longer than the same phase at the same entry, farthest first."""
+        found = []
+        for (_, name), (values, index) in self.groups.items():
+            if len(values) < min_n:
+                continue
+            logs = [math.log1p(v) for v in values]
+            median = statistics.median(logs)
+            mad = statistics.median(abs(x - median) for x in logs)
+            if mad == 0:
+                continue  # (nearly) all the same: no scale to measure "far" with
+            for seconds, at, x in zip(values, index, logs):
+                score = (x - median) / (1.4826 * mad)
+                if score > threshold:
+                    found.append({**self.refs.name(at), "phase": name, "seconds": seconds, "n": len(values),
+                                  "median_seconds": round(math.expm1(median), 1), "score": round(score, 1)})
+        return sorted(found, key=lambda row: -row["score"])
 
 
-def outliers(records: Iterable[Record], min_n: int = MIN_N, threshold: float = THRESHOLD) -> List[Dict[str, Any]]:
+def outliers(records: Iterable[Any], min_n: int = MIN_N, threshold: float = THRESHOLD) -> List[Dict[str, Any]]:
     """Glideins whose phase is far longer than the same phase at the same entry, farthest first."""
-    groups: Dict[Tuple[str, str], List[Tuple[float, Record]]] = defaultdict(list)
-    for rec in records:
-        for name, seconds in _phase_seconds(rec).items():
-            groups[(rec.get("entry") or "unknown", name)].append((seconds, rec))
-    found = []
-    for (entry, name), values in groups.items():
-        if len(values) < min_n:
-            continue
-        logs = [math.log1p(v) for v, _ in values]
-        median = statistics.median(logs)
-        mad = statistics.median(abs(x - median) for x in logs)
-        if mad == 0:
-            continue  # (nearly) all the same: no scale to measure "far" with
-        for (seconds, rec), x in zip(values, logs):
-            score = (x - median) / (1.4826 * mad)
-            if score > threshold:
-                found.append({**glidein_ref(rec), "phase": name, "seconds": seconds, "n": len(values),
-                              "median_seconds": round(math.expm1(median), 1), "score": round(score, 1)})
-    return sorted(found, key=lambda row: -row["score"])
+    return OutlierGroups().feed(records).found(min_n, threshold)
 
 
-def select_slow(records: List[Record], phase: str) -> List[Record]:
-    """The slowest tenth of the glideins that have ``phase`` (a name, or a kind like ``script``)."""
-    timed = []
-    for rec in records:
-        seconds = sum(v for k, v in _phase_seconds(rec).items() if k == phase or k.split(":")[0] == phase)
-        if seconds:
-            timed.append((seconds, rec))
-    timed.sort(key=lambda pair: pair[0], reverse=True)
-    return [rec for _, rec in timed[:max(1, len(timed) // 10)]] if timed else []
+def _attributes(s: Summary) -> Dict[str, Any]:
+    return {"site": s[SITE], "entry": s[ENTRY], "frontend": s[FRONTEND], "cpus": s[CPUS],
+            "failed_script": s[FAILED_SCRIPT]}
 
 
-def compare(selection: List[Record], baseline: List[Record], attributes: Iterable[str] = ATTRIBUTES,
+def _phase_total(s: Summary, phase: str) -> float:
+    """Seconds in ``phase`` (a name, or a kind like ``script``)."""
+    if ":" not in phase:
+        return next((seconds for kind, seconds, _ in s[PHASES] if kind == phase), 0)
+    return sum(seconds for name, seconds in phase_names(s) if name == phase or name.split(":")[0] == phase)
+
+
+def compare(selection: List[Dict[str, Any]], baseline: List[Dict[str, Any]], attributes: Iterable[str] = ATTRIBUTES,
             top: int = 10, min_count: int = 3) -> List[Dict[str, Any]]:
     """Attribute values over-represented in ``selection`` against ``baseline``, largest difference first."""
     if not selection or not baseline:
@@ -92,15 +109,26 @@ def compare(selection: List[Record], baseline: List[Record], attributes: Iterabl
     return sorted(rows, key=lambda row: -row["difference"])[:top]
 
 
-def compare_spec(records: List[Record], spec: str) -> Tuple[Optional[str], List[Dict[str, Any]]]:
-    """``failed`` or ``slow:PHASE`` -> (what the selection is, the comparison)."""
+def compare_spec(records: Iterable[Any], spec: str) -> Tuple[Optional[str], List[Dict[str, Any]]]:
+    """``failed`` or ``slow:PHASE`` -> (what the selection is, the comparison), in one pass over the glideins.
+
+    Each glidein is kept as its five attribute values (and its time in the phase), not as a record.
+    """
     if spec == "failed":
-        chosen = [r for r in records if r.get("status") == "ERROR"]
         label = "failed glideins"
     elif spec.startswith("slow:") and spec[5:]:
-        chosen = select_slow(records, spec[5:])
         label = f"the slowest tenth in {spec[5:]}"
     else:
         raise ValueError(f"--compare takes 'failed' or 'slow:PHASE' (e.g. slow:idle_tail), not {spec!r}")
-    ids = {id(r) for r in chosen}
-    return label, compare(chosen, [r for r in records if id(r) not in ids])
+    rows: List[Tuple[float, int, Dict[str, Any]]] = []
+    for at, item in enumerate(records):
+        s = item if isinstance(item, list) else summarize(item)
+        key = float(s[STATUS] == "ERROR") if spec == "failed" else _phase_total(s, spec[5:])
+        rows.append((key, at, _attributes(s)))
+    if spec == "failed":
+        chosen = {at for key, at, _ in rows if key}
+    else:
+        timed = sorted((r for r in rows if r[0]), key=lambda r: r[0], reverse=True)
+        chosen = {at for _, at, _ in timed[:max(1, len(timed) // 10)]} if timed else set()
+    selection = [attrs for _, at, attrs in rows if at in chosen]
+    return label, compare(selection, [attrs for _, at, attrs in rows if at not in chosen])

@@ -7,10 +7,11 @@ whether a site is getting worse.
 
 from __future__ import annotations
 
+from array import array
 from collections import Counter, defaultdict
-from typing import Any, Dict, Iterable, List, Optional
+from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from .phases import Record, canonical_units, phases
+from .summary import ENDED, ENTRY, PHASES, SCRIPTS, SITE, STARTED, STATUS, UNITS, VALIDATION, Summary, summarize
 
 DAY = 86400
 #: phase kinds in the order of a glidein's life (the table's order)
@@ -20,89 +21,145 @@ ORDER = ("factory_queue", "ce_queue", "download", "script", "htcondor_start", "f
 QUEUED = ("factory_queue", "ce_queue")
 
 
-def quantile(values: List[float], q: float) -> float:
+def quantile(values: Sequence[float], q: float) -> float:
     """The q-quantile by the nearest-rank rule (values need not be sorted)."""
     ordered = sorted(values)
     return ordered[min(len(ordered) - 1, max(0, int(q * len(ordered) + 0.5) - 1))] if ordered else 0.0
 
 
-def phase_table(records: Iterable[Record], by: str = "entry") -> List[Dict[str, Any]]:
-    """Per (group, phase kind): glideins with the phase, failures in it, p50/p90/p99 seconds, canonical hours.
+class Accumulator:
+    """Takes glidein summaries one at a time (``add``), keeps only per-group numbers: one pass, any size."""
 
-    Script phases are one kind here (``script``: all of a glidein's scripts); ``script_table`` has them one
+    def add(self, s: Summary) -> None:
+        raise NotImplementedError
+
+    def feed(self, items: Iterable[Any]) -> "Accumulator":
+        """Add records or summaries (for callers holding a list)."""
+        for item in items:
+            self.add(item if isinstance(item, list) else summarize(item))
+        return self
+
+
+class PhaseCells(Accumulator):
+    """Per (group, phase kind): glideins with the phase, failures in it, their seconds, canonical seconds.
+
+    Script phases are one kind here (``script``: all of a glidein's scripts); ``ScriptCells`` has them one
     by one.
     """
-    cells: Dict[tuple, Dict[str, Any]] = defaultdict(lambda: {"seconds": [], "failed": 0, "canonical": 0.0})
-    for rec in records:
-        units = canonical_units(rec)
-        per_kind: Dict[str, float] = defaultdict(float)
-        failed = set()
-        for phase in phases(rec):
-            per_kind[phase.kind] += phase.seconds
-            if phase.failed:
-                failed.add(phase.kind)
-        group = rec.get(by) or "unknown"
-        for kind, seconds in per_kind.items():
-            cell = cells[(group, kind)]
-            cell["seconds"].append(seconds)
-            cell["canonical"] += 0.0 if kind in QUEUED else seconds * units
-            cell["failed"] += kind in failed
-    rows = []
-    rank = {kind: i for i, kind in enumerate(ORDER)}
-    for (group, kind), cell in sorted(cells.items(), key=lambda item: (item[0][0], rank.get(item[0][1], 99))):
-        values = cell["seconds"]
-        rows.append({by: group, "phase": kind, "glideins": len(values), "failed": cell["failed"],
-                     "p50_s": quantile(values, .5), "p90_s": quantile(values, .9), "p99_s": quantile(values, .99),
-                     "canonical_hours": None if kind in QUEUED else round(cell["canonical"] / 3600, 2)})
-    return rows
+
+    def __init__(self, by: str = "entry") -> None:
+        self.by = by
+        self._at = SITE if by == "site" else ENTRY
+        self.cells: Dict[tuple, List[Any]] = {}    # (group, kind) -> [seconds array, failed, canonical s]
+
+    def add(self, s: Summary) -> None:
+        group, units, cells = s[self._at] or "unknown", s[UNITS], self.cells
+        for kind, seconds, failed in s[PHASES]:
+            cell = cells.get((group, kind))
+            if cell is None:
+                cell = cells[(group, kind)] = [array("d"), 0, 0.0]
+            cell[0].append(seconds)
+            cell[1] += failed
+            if kind not in QUEUED:
+                cell[2] += seconds * units
+
+    def lengths(self) -> Dict[str, List[float]]:
+        """Each phase kind's seconds per glidein, all groups together (the histograms)."""
+        out: Dict[str, List[float]] = defaultdict(list)
+        for (_, kind), cell in self.cells.items():
+            out[kind].extend(cell[0])
+        return out
+
+    def rows(self) -> List[Dict[str, Any]]:
+        rank = {kind: i for i, kind in enumerate(ORDER)}
+        out = []
+        for (group, kind), (values, failed, canonical) in sorted(
+                self.cells.items(), key=lambda item: (item[0][0], rank.get(item[0][1], 99))):
+            out.append({self.by: group, "phase": kind, "glideins": len(values), "failed": failed,
+                        "p50_s": quantile(values, .5), "p90_s": quantile(values, .9), "p99_s": quantile(values, .99),
+                        "canonical_hours": None if kind in QUEUED else round(canonical / 3600, 2)})
+        return out
 
 
-def script_table(records: Iterable[Record]) -> List[Dict[str, Any]]:
+def phase_table(records: Iterable[Any], by: str = "entry") -> List[Dict[str, Any]]:
+    """Per (group, phase kind): glideins with the phase, failures in it, p50/p90/p99 seconds, canonical hours."""
+    return PhaseCells(by).feed(records).rows()
+
+
+class ScriptCells(Accumulator):
+    """Per (script, site): runs, failures, seconds and the failure messages."""
+
+    def __init__(self) -> None:
+        self.cells: Dict[tuple, List[Any]] = {}    # (script, site) -> [seconds array, failed, Counter]
+
+    def add(self, s: Summary) -> None:
+        site = s[SITE] or "unknown"
+        for script, seconds, failed, message in s[SCRIPTS]:
+            cell = self.cells.get((script, site))
+            if cell is None:
+                cell = self.cells[(script, site)] = [array("d"), 0, Counter()]
+            if seconds is not None:
+                cell[0].append(seconds)
+            if failed:
+                cell[1] += 1
+                cell[2][message or "(no message in the files)"] += 1
+
+    def rows(self) -> List[Dict[str, Any]]:
+        out = []
+        for (script, site), (seconds, failed, messages) in sorted(self.cells.items(), key=_script_key):
+            runs = max(len(seconds), failed)
+            out.append({"script": script, "site": site, "runs": runs, "failed": failed,
+                        "failure_rate": round(failed / runs, 3) if runs else 0.0,
+                        "p50_s": quantile(seconds, .5),
+                        "messages": [{"message": m, "count": n} for m, n in messages.most_common(5)]})
+        return out
+
+
+def _script_key(item: Any) -> tuple:
+    (script, site), _ = item
+    return (script is None, script or "", site)
+
+
+def script_table(records: Iterable[Any]) -> List[Dict[str, Any]]:
     """Per (script, site): runs, failures, failure rate, p50 seconds and the failure messages grouped."""
-    cells: Dict[tuple, Dict[str, Any]] = defaultdict(lambda: {"seconds": [], "failed": 0, "messages": Counter()})
-    for rec in records:
-        for script in rec.get("scripts") or []:
-            cell = cells[(script.get("id"), rec.get("site") or "unknown")]
-            if script.get("start") is not None and script.get("end") is not None:
-                cell["seconds"].append(script["end"] - script["start"])
-            if script.get("status") == "ERROR":
-                cell["failed"] += 1
-                cell["messages"][script.get("detail") or "(no message in the files)"] += 1
-    rows = []
-    for (script, site), cell in sorted(cells.items()):
-        runs = max(len(cell["seconds"]), cell["failed"])
-        rows.append({"script": script, "site": site, "runs": runs, "failed": cell["failed"],
-                     "failure_rate": round(cell["failed"] / runs, 3) if runs else 0.0,
-                     "p50_s": quantile(cell["seconds"], .5),
-                     "messages": [{"message": m, "count": n} for m, n in cell["messages"].most_common(5)]})
-    return rows
+    return ScriptCells().feed(records).rows()
 
 
-def trends(records: Iterable[Record], min_glideins: int = 10, factor: float = 2.0,
+class TrendCells(Accumulator):
+    """Per site and UTC day: glideins, failures, validation seconds."""
+
+    def __init__(self) -> None:
+        self.days: Dict[str, Dict[int, List[Any]]] = defaultdict(dict)  # site -> day -> [n, failed, seconds]
+
+    def add(self, s: Summary) -> None:
+        when = s[STARTED] if s[STARTED] is not None else s[ENDED]
+        if when is None:
+            return
+        by_day = self.days[s[SITE] or "unknown"]
+        day = int(when // DAY) * DAY
+        cell = by_day.get(day)
+        if cell is None:
+            cell = by_day[day] = [0, 0, array("d")]
+        cell[0] += 1
+        cell[1] += s[STATUS] == "ERROR"
+        if s[VALIDATION] is not None:
+            cell[2].append(s[VALIDATION])
+
+    def rows(self, min_glideins: int = 10, factor: float = 2.0, min_failures: int = 5) -> List[Dict[str, Any]]:
+        out = []
+        for site, by_day in sorted(self.days.items()):
+            rows = [{"day": day, "glideins": n, "failed": failed, "failure_rate": round(failed / n, 3),
+                     "validation_p50_s": quantile(seconds, .5) if seconds else None}
+                    for day, (n, failed, seconds) in sorted(by_day.items())]
+            out.append({"site": site, "days": rows, "worse": _worse(rows, min_glideins, factor, min_failures)})
+        return out
+
+
+def trends(records: Iterable[Any], min_glideins: int = 10, factor: float = 2.0,
            min_failures: int = 5) -> List[Dict[str, Any]]:
     """Per site and UTC day: glideins, failure rate, median validation time; a site whose last day's
     failure rate is ``factor`` times its earlier days' (with ``min_failures`` failures) is flagged."""
-    days: Dict[str, Dict[int, Dict[str, Any]]] = defaultdict(lambda: defaultdict(
-        lambda: {"glideins": 0, "failed": 0, "validation": []}))
-    for rec in records:
-        when = rec.get("started") if rec.get("started") is not None else rec.get("ended")
-        if when is None:
-            continue
-        cell = days[rec.get("site") or "unknown"][int(when // DAY) * DAY]
-        cell["glideins"] += 1
-        cell["failed"] += rec.get("status") == "ERROR"
-        scripts = [s for s in rec.get("scripts") or [] if s.get("end") is not None]
-        if scripts and rec.get("started") is not None:
-            cell["validation"].append(scripts[-1]["end"] - rec["started"])
-    out = []
-    for site, by_day in sorted(days.items()):
-        ordered = sorted(by_day.items())
-        rows = [{"day": day, "glideins": c["glideins"], "failed": c["failed"],
-                 "failure_rate": round(c["failed"] / c["glideins"], 3),
-                 "validation_p50_s": quantile(c["validation"], .5) if c["validation"] else None} for day, c in ordered]
-        flag = _worse(rows, min_glideins, factor, min_failures)
-        out.append({"site": site, "days": rows, "worse": flag})
-    return out
+    return TrendCells().feed(records).rows(min_glideins, factor, min_failures)
 
 
 def _worse(rows: List[Dict[str, Any]], min_glideins: int, factor: float, min_failures: int) -> Optional[str]:

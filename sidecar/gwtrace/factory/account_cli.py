@@ -123,7 +123,11 @@ def from_store(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], Dict[str
 def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     """Run ``gwtrace account``; 0 if every file was read, 1 if some could not be (what was read is counted)."""
     stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.source:
+        parser.error("--source: accounting needs each glidein's canonical segments, which only the store "
+                     "(ingest the traces or the factory's files into it) or --factory-logs give")
     rows, totals, errors = from_files(args) if args.factory_logs else from_store(args)
     render(rows, totals, args.format, args.by, stdout)
     if args.plot:

@@ -11,7 +11,7 @@ import csv
 import json
 import sys
 from datetime import datetime, timezone
-from typing import Any, Dict, Iterable, List, Optional, TextIO, Tuple
+from typing import Any, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple
 
 from .canonical import CATEGORIES
 from .collect import collect
@@ -50,6 +50,9 @@ def add_record_options(parser: argparse.ArgumentParser) -> None:
     source.add_argument("--factory-logs", nargs="+", metavar="DIR",
                         help="read factory client log directories (job.C.P.out/.err, condor_activity_*.log) "
                              "instead of the store")
+    source.add_argument("--source", metavar="jaeger=URL",
+                        help="read the glidein traces from a Jaeger query API (Jaeger, Tempo's Jaeger API, or "
+                             "another gwtrace serve) and make the records from them")
     source.add_argument("--store", metavar="PATH",
                         help="the trace store holding the records (default: the one `gwtrace serve` reads; "
                              "`gwtrace ingest --factory-logs` fills it)")
@@ -72,8 +75,53 @@ def load_records(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], List[s
     if args.factory_logs:
         found = collect(args.factory_logs)
         return [r.to_dict() for r in select(found.records, args)], list(found.errors)
+    if getattr(args, "source", None):
+        from gwtrace.analysis.jaeger_source import load_from_jaeger
+
+        kind, _, url = args.source.partition("=")
+        if kind != "jaeger" or not url:
+            raise ValueError(f"--source takes jaeger=URL, not {args.source!r}")
+        # traces are found by start: a glidein ending in the period may have started up to its longest life before
+        since = None if args.since is None else args.since - MAX_GLIDEIN_LIFE
+        return [r for r in load_from_jaeger(url, since, args.until) if _keep(r, args)], []
     with open_store(args) as store:
         return list(store.glidein_records(args.since, args.until, args.site, args.entry, args.frontend)), []
+
+
+def load_summaries(args: argparse.Namespace) -> Tuple[Iterable[List[Any]], List[str]]:
+    """The selected glideins as analysis summaries (``analysis.summary``), and the lines for unreadable files.
+
+    From the store they come one row at a time (the store stays open while they are read): the analysis
+    of a pool's glideins never holds them all.
+    """
+    from gwtrace.analysis.summary import summarize
+
+    if args.factory_logs or getattr(args, "source", None):
+        records, errors = load_records(args)
+        return (summarize(r) for r in records), errors
+    store = open_store(args)
+
+    def stream() -> Iterator[List[Any]]:
+        with store:
+            yield from store.glidein_summaries(args.since, args.until, args.site, args.entry, args.frontend)
+
+    return stream(), []
+
+
+#: the longest a glidein lives (GlideinWMS's usual maximum walltime is 2 days, a few sites allow more)
+MAX_GLIDEIN_LIFE = 4 * 86400
+
+
+def _keep(rec: Dict[str, Any], args: argparse.Namespace) -> bool:
+    """``select`` for one record dict."""
+    if args.since is not None and rec.get("ended") is not None and rec["ended"] < args.since:
+        return False
+    if args.until is not None and rec.get("started") is not None and rec["started"] >= args.until:
+        return False
+    if args.site and rec.get("site") != args.site or args.entry and rec.get("entry") != args.entry:
+        return False
+    frontend = rec.get("frontend") or ""
+    return not args.frontend or args.frontend in (frontend, frontend.split(".")[0])
 
 
 def select(records: Iterable[GlideinRecord], args: argparse.Namespace) -> List[GlideinRecord]:

@@ -140,7 +140,8 @@ def _glidein_row(rec: Dict[str, Any]) -> Dict[str, Any]:
 
 @bp.route("/ui/api/glidein-records")
 def glidein_records() -> Response:
-    """The glideins behind a number: the same filters, optionally only those with time in one category."""
+    """The glideins behind a number: the same filters, optionally only those with time in one category,
+    or those behind a mark of an analysis chart (``analysis.record_filter``: phase, its time, failed, day)."""
     try:
         q = query()
     except BadQuery as exc:
@@ -148,13 +149,22 @@ def glidein_records() -> Response:
     category = request.args.get("category") or None
     if category is not None and category not in CATEGORIES:
         return json_response({"error": f"category must be one of {', '.join(CATEGORIES)}"}, 400)
+    from .analysis import record_filter  # the analysis charts' filters (that module imports this one)
+
+    try:
+        keep = record_filter()
+    except BadQuery as exc:
+        return json_response({"error": str(exc)}, 400)
     found, more = [], False
     for rec in _store().glidein_records(q["since"], q["until"], **_filters(q)):
         if category and not (rec.get("canonical") or {}).get(category):
             continue
+        seconds = keep(rec) if keep else None
+        if keep and seconds is None:
+            continue
         if len(found) == MAX_GLIDEINS:
             more = True
             break
-        found.append(_glidein_row(rec))
+        found.append({**_glidein_row(rec), **({"phase_seconds": seconds} if request.args.get("phase") else {})})
     return json_response({"glideins": found, "truncated": more, "limit": MAX_GLIDEINS})
 

@@ -9,7 +9,7 @@ from typing import Optional
 from flask import Flask, Response, request
 
 from ..store import TraceStore
-from . import accounting, api, jobs, otlp_http, ui
+from . import accounting, analysis, api, jobs, now, otlp_http, snapshot_http, ui
 from .answers import RETRY_AFTER_SECONDS, envelope_answer, to_response
 from .auth import PUBLIC_ENDPOINTS, BearerAuth, common_headers
 
@@ -25,7 +25,8 @@ def create_app(
 
     ``token``: when set, every request for data (ingest included) must carry
     ``Authorization: Bearer <token>``.  ``POST /v1/traces`` is answered by
-    ``otlp_http.IngestMiddleware`` in front of Flask; the blueprints serve
+    ``otlp_http.IngestMiddleware`` in front of Flask (and ``POST
+    /v1/gwtrace/snapshot``, live snapshots, by ``snapshot_http``); the blueprints serve
     the rest.
     """
     app = Flask(__name__, static_folder=None)
@@ -34,8 +35,11 @@ def create_app(
     app.register_blueprint(api.bp)
     app.register_blueprint(ui.bp)
     app.register_blueprint(accounting.bp)
+    app.register_blueprint(analysis.bp)
+    app.register_blueprint(now.bp)
     app.register_blueprint(jobs.bp)
     app.wsgi_app = otlp_http.IngestMiddleware(app.wsgi_app, store, auth, max_body_bytes)  # type: ignore[method-assign]
+    app.wsgi_app = snapshot_http.SnapshotMiddleware(app.wsgi_app, store, auth, max_body_bytes)  # type: ignore[method-assign]
     _register_hooks(app, auth)
     return app
 

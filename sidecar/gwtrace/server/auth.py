@@ -21,8 +21,10 @@ _CHALLENGE = ("WWW-Authenticate", 'Bearer realm="gwtrace"')
 # Served without a token even when one is set: they hold no trace data (the
 # pages are shells that fetch data with the token) and a browser cannot put an
 # Authorization header on a page navigation.
-PUBLIC_ENDPOINTS = frozenset({"ui.static", "ui.search_page", "ui.trace_page", "ui.glidein_page", "jobs.job_page",
-                              "healthz"})
+PUBLIC_ENDPOINTS = frozenset({"ui.static", "ui.search_page", "ui.trace_page", "ui.glidein_page", "healthz",
+                              "accounting.accounting_page", "accounting.glideins_page", "analysis.analysis_page",
+                              "analysis.hints_page", "analysis.outliers_page", "now.now_page",
+                              "jobs.job_page"})
 
 #: Headers every answer carries.
 _COMMON_HEADERS = (("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"))

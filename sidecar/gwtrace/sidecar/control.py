@@ -290,6 +290,8 @@ def status(directory: Optional[str], out: TextIO) -> int:
         print(f"destination: {st['destination']}", file=out)
     if st.get("last_error"):
         print(f"last_error: {st['last_error']}", file=out)
+    if st.get("last_snapshot_error"):
+        print(f"last_snapshot_error: {st['last_snapshot_error']}", file=out)
     for key in sorted(counters):
         print(f"{key}: {counters[key]}", file=out)
     return 0

@@ -26,6 +26,7 @@ from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
 from gwtrace.sidecar.eventlog import EventLogReader, create_event_log
 from gwtrace.export.otlp import Delivery, Outcome, hashed_resource, to_readable_spans
 from gwtrace.wire.events import parse_text
+from gwtrace.sidecar.snapshot import Snapshotter, make_snapshotter
 from gwtrace.sidecar.statedir import Checkpoint, Spool
 
 log = logging.getLogger("gwtrace.sidecar.daemon")
@@ -111,6 +112,7 @@ class Sidecar:
         self._last_status = 0.0
         self._last_counters: object = None
         self.started_at = time.time()
+        self.snapshots: Optional[Snapshotter] = None    # live snapshots of the open spans (snapshot.py)
 
     # -- life cycle ------------------------------------------------------------
 
@@ -140,6 +142,25 @@ class Sidecar:
         self._exporter_thread = threading.Thread(target=self._export_loop, name="gwtrace-export",
                                                  daemon=True)
         self._exporter_thread.start()
+        self._start_snapshots()
+
+    def _start_snapshots(self) -> None:
+        """Live snapshots, if configured; trouble setting them up is logged and counted, never fatal."""
+        try:
+            self.snapshots, line = make_snapshotter(self.delivery, dict(self.resource.attributes), self.spool.dir)
+            log.info("%s", line)
+        except Exception as exc:  # noqa: BLE001
+            self.counters.add("snapshot_failures")
+            log.warning("live snapshots off: %s", exc)
+
+    def _snapshot(self) -> None:
+        """A snapshot of the open spans if one is due (this thread owns the table)."""
+        assert self.snapshots is not None and self.reader is not None
+        try:
+            self.snapshots.maybe(self.assembler.open.values, self.reader.offset)
+        except Exception as exc:  # noqa: BLE001 - never fatal: counted in status
+            self.snapshots.counters["snapshot_failures"] += 1
+            self.snapshots.last_error = f"{type(exc).__name__}: {exc}"
 
     def request_stop(self) -> None:
         self._stopping.set()
@@ -151,6 +172,8 @@ class Sidecar:
         poll = POLL_MIN_S
         while not self._stopping.is_set():
             n = self.step()
+            if self.snapshots is not None:
+                self._snapshot()
             self._maybe_status()
             if n:
                 poll = POLL_MIN_S
@@ -160,6 +183,8 @@ class Sidecar:
         self.shutdown()
 
     def shutdown(self) -> None:
+        if self.snapshots is not None:
+            self.snapshots.close()       # the real spans follow: no snapshot after this
         while self.step(force_flush=True):
             pass
         incomplete = self.assembler.end_all(now_us(), "sidecar stopped")
@@ -405,12 +430,16 @@ class Sidecar:
             counters["spans_pending"] = self._outbox_spans() + len(self._ready)
             counters["outbox_bytes"] = sum(size for _, size in self._sizes.values())
         counters["spans_open"] = len(self.assembler.open)
+        snapshots = self.snapshots
+        if snapshots is not None:
+            counters.update(snapshots.counters)
         counters["log_bytes_unread"] = self.reader.pending_bytes() if self.reader else 0
         return {
             "pid": os.getpid(), "dir": self.spool.dir, "destination": self.destination,
             "started": self.started_at, "updated": time.time(),
             "running": not self._stopping.is_set(), "counters": counters,
             "last_error": self.last_error,
+            "last_snapshot_error": snapshots.last_error if snapshots is not None else "",
         }
 
     def _maybe_status(self) -> None:

@@ -54,7 +54,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
-from . import glideins
+from . import glideins, live
 from .chunks import plan_request
 from .connections import BUSY_TIMEOUT_MS, CHECKPOINT_BYTES, Connections
 from .query import TraceFinder, TraceQuery
@@ -258,6 +258,24 @@ class TraceStore:
         )
         return TraceFinder(self._connections.reader(), self._resources).find(query)
 
+    # ----------------------------------------------------------- live snapshots
+
+    def put_live_snapshot(self, request: ExportTraceServiceRequest, now_ns: Optional[int] = None) -> bool:
+        """Keep a sidecar's snapshot of its open spans (``store.live``); False: a heartbeat of an unknown glidein.
+
+        Raises ``live.BadSnapshot`` for a request that is not a gwtrace snapshot.
+        """
+        with self._connections.transaction() as conn:
+            return live.put(conn, request, now_ns)
+
+    def live_snapshots(self) -> List[Dict[str, Any]]:
+        """The latest snapshot of every glidein whose real root span has not arrived yet."""
+        return live.rows(self._connections.reader())
+
+    def live_open_spans(self, key: str) -> List[Dict[str, Any]]:
+        """The open spans of one glidein's latest snapshot."""
+        return live.open_spans(self._connections.reader(), key)
+
     # ------------------------------------------------- tables of other packages
 
     def transaction(self) -> Any:
@@ -310,6 +328,14 @@ class TraceStore:
         self.refresh_glidein_records()
         return glideins.records(self._connections.reader(), since=since, until=until, site=site, entry=entry,
                                 frontend=frontend)
+
+    def glidein_summaries(self, since: Optional[int] = None, until: Optional[int] = None,
+                          site: Optional[str] = None, entry: Optional[str] = None,
+                          frontend: Optional[str] = None) -> Iterator[List[Any]]:
+        """The analysis summaries (``analysis.summary``) of the stored glideins, one at a time."""
+        self.refresh_glidein_records()
+        return glideins.summaries(self._connections.reader(), since=since, until=until, site=site, entry=entry,
+                                  frontend=frontend)
 
     def glidein_record_rows(self, since: Optional[int] = None, until: Optional[int] = None,
                             site: Optional[str] = None, entry: Optional[str] = None,

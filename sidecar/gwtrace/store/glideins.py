@@ -11,6 +11,10 @@ the same glidein again replaces it, as the spans are replaced.
 ``glideins``       one row per glidein: the filter columns, GlideinWMS's own
                    per-glidein figures, the six canonical totals, its hourly
                    cells (packed) and the record JSON
+``glidein_summaries`` one narrow row per glidein: the filter columns and its
+                   analysis summary (``analysis/summary.py``: its phases worked
+                   out once, at ingest), so ``gwtrace analyze`` reads a few
+                   hundred bytes a glidein and works nothing out again
 ``glidein_dirty``  traces whose glidein spans arrived since their record was
                    made: records of traced glideins are (re)made from their spans
                    on the next read (ingest only marks them: one row per chunk
@@ -47,6 +51,15 @@ CREATE TABLE IF NOT EXISTS glideins (
     record     TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS glideins_ended ON glideins (ended);
+
+-- the analysis summary of each glidein, apart from the wide rows above so that reading
+-- a pool's summaries does not wade through their records
+CREATE TABLE IF NOT EXISTS glidein_summaries (
+    trace_id BLOB PRIMARY KEY,
+    site     TEXT, entry TEXT, frontend TEXT,
+    started  INTEGER, ended INTEGER,
+    summary  TEXT NOT NULL
+) WITHOUT ROWID;
 
 -- traces with a glidein span written since their record was last made from spans
 CREATE TABLE IF NOT EXISTS glidein_dirty (trace_id BLOB PRIMARY KEY) WITHOUT ROWID;
@@ -160,6 +173,8 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
             for at, value in enumerate(values):
                 acc[at] += sign * value
 
+    from gwtrace.analysis.summary import summarize
+
     pairs = list(items)
     stored = _stored(conn, [trace_id for trace_id, _ in pairs])
     for trace_id, record in pairs:
@@ -183,6 +198,7 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
              record.cpus, record.memory_mb, record.gpus)
             + tuple(canon.get(c, 0.0) for c in CATEGORIES)
             + (canon.get("total", 0.0), json.dumps(record.gwms), pack(cells), source, text))
+        _put_summary(conn, trace_id, data, summarize)
         roll(_group(record.site, record.entry, record.frontend), cells.items(), 1.0)
     conn.executemany(_ADD, [(*key, *values) for key, values in rollup.items()])
 
@@ -214,6 +230,35 @@ def records(conn: sqlite3.Connection, **filters: Any) -> Iterator[Dict[str, Any]
         data = json.loads(text)
         data.setdefault("trace_id", bytes(trace_id).hex())
         yield data
+
+
+def _put_summary(conn: sqlite3.Connection, trace_id: bytes, data: Dict[str, Any], summarize: Any) -> None:
+    conn.execute("INSERT OR REPLACE INTO glidein_summaries VALUES (?, ?, ?, ?, ?, ?, ?)",
+                 (trace_id, data.get("site"), data.get("entry"), data.get("frontend"), data.get("started"),
+                  data.get("ended"), json.dumps(summarize(data), separators=(",", ":"), check_circular=False)))
+
+
+def summaries(conn: sqlite3.Connection, **filters: Any) -> Iterator[List[Any]]:
+    """The analysis summaries of the stored glideins, oldest start first, one row at a time."""
+    where, args = _where(**filters)
+    for (text,) in conn.execute(f"SELECT summary FROM glidein_summaries{where} ORDER BY started", args):
+        yield json.loads(text)
+
+
+def summarize_missing(conn: sqlite3.Connection) -> int:
+    """Summaries for the glideins stored without one (a store of schema 4, or of another summary version).
+
+    Run by the migration, in its transaction: some 10 000 glideins a second, once.
+    """
+    from gwtrace.analysis.summary import VERSION, summarize
+
+    conn.execute(f"DELETE FROM glidein_summaries WHERE substr(summary, 1, {len(str(VERSION)) + 2}) != ?",
+                 (f"[{VERSION},",))
+    todo = conn.execute("SELECT trace_id, record FROM glideins WHERE trace_id NOT IN"
+                        " (SELECT trace_id FROM glidein_summaries)").fetchall()
+    for trace_id, text in todo:
+        _put_summary(conn, trace_id, json.loads(text), summarize)
+    return len(todo)
 
 
 def rows(conn: sqlite3.Connection, **filters: Any) -> Iterator[Tuple[Any, ...]]:
@@ -310,6 +355,7 @@ def forget(conn: sqlite3.Connection, trace_ids: Sequence[bytes]) -> None:
             f"SELECT site, entry, frontend, cells FROM glideins WHERE trace_id IN ({marks})", list(trace_ids)).fetchall():
         _roll(conn, _group(site, entry, frontend), unpack(cells), -1.0)
     conn.execute(f"DELETE FROM glideins WHERE trace_id IN ({marks})", list(trace_ids))
+    conn.execute(f"DELETE FROM glidein_summaries WHERE trace_id IN ({marks})", list(trace_ids))
     conn.execute(f"DELETE FROM glidein_dirty WHERE trace_id IN ({marks})", list(trace_ids))
     conn.execute("DELETE FROM glidein_hours WHERE abs(validation_fail) + abs(decision_problem) + "
                  "abs(misconfig_badput) + abs(goodput) + abs(preemption_badput) + abs(overhead) < 1e-6")

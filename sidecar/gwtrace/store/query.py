@@ -38,9 +38,29 @@ class TraceQuery:
     limit: int = 20
 
     @property
+    def windowed(self) -> bool:
+        return self.start_ns is not None or self.end_ns is not None
+
+    @property
     def span_level(self) -> bool:
-        """Whether a single span must meet conditions the summary tables do not hold."""
-        return bool(self.tags) or self.min_duration_ns is not None or self.max_duration_ns is not None
+        """Whether a single span must meet conditions the summary tables do not hold.
+
+        As in Jaeger, an operation with a time window asks for a span *of that
+        operation* starting in the window (not any span of a trace that has the
+        operation somewhere): that is what lets a client page through a period
+        by each trace's root, however long the traces are.
+        """
+        return (bool(self.tags) or self.min_duration_ns is not None or self.max_duration_ns is not None
+                or (self.operation is not None and self.windowed))
+
+    def root_matches(self, root_name: Optional[str], root_start_ns: Optional[int]) -> bool:
+        """The common case answered from the summary: the root is the operation and starts in the window."""
+        if self.tags or self.min_duration_ns is not None or self.max_duration_ns is not None or self.span_kind:
+            return False
+        if root_name != self.operation or root_start_ns is None:
+            return False
+        return not ((self.start_ns is not None and root_start_ns < self.start_ns)
+                    or (self.end_ns is not None and root_start_ns > self.end_ns))
 
     def span_matches(self, s: Span, resource_attrs: Dict[str, Any]) -> bool:
         """Does one decoded span meet every span-level condition?"""
@@ -107,12 +127,13 @@ class TraceFinder:
                       *chunk_where.params)
         sql = (
             "SELECT t.trace_id, t.start_ns, t.end_ns, t.n_spans, t.n_errors, t.status,"
-            " coalesce(t.root_name, t.first_name), coalesce(t.root_service, t.first_service)"
-            f" FROM traces t WHERE {where.sql()} ORDER BY t.start_ns DESC"
+            " coalesce(t.root_name, t.first_name), coalesce(t.root_service, t.first_service),"
+            f" t.root_name, t.root_start_ns FROM traces t WHERE {where.sql()} ORDER BY t.start_ns DESC"
         )
         out: List[Dict[str, Any]] = []
         for row in self._conn.execute(sql, where.params).fetchall():
-            if chunk_where is not None and not self._trace_has_span(row[0], chunk_where, q):
+            if chunk_where is not None and not q.root_matches(row[8], row[9]) \
+                    and not self._trace_has_span(row[0], chunk_where, q):
                 continue
             out.append(self._summary(row))
             if len(out) >= q.limit:

@@ -10,9 +10,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Optional
 
-from . import glideins
+from . import glideins, live
 
-SCHEMA_VERSION = 5  # 5: jobs, job_logs (gwtrace.journey.table)
+SCHEMA_VERSION = 7  # 7: jobs, job_logs, job_log_schedds (gwtrace.journey.table)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS resources (
@@ -155,7 +155,7 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
     old_ops = _rename_old_trace_ops(conn)
     from gwtrace.journey import table as journey_table
 
-    for statement in (_SCHEMA + glideins.SCHEMA + journey_table.SCHEMA).split(";"):
+    for statement in (_SCHEMA + glideins.SCHEMA + live.SCHEMA + journey_table.SCHEMA).split(";"):
         if statement.strip():
             conn.execute(statement)
     if old_ops:
@@ -164,6 +164,7 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
             f" SELECT trace_id, service, name, kind FROM {old_ops}"
         )
         conn.execute(f"DROP TABLE {old_ops}")
+    glideins.summarize_missing(conn)
     # Version 1 had two indexes that cost every write and served only rare reads.
     conn.execute("DROP INDEX IF EXISTS traces_end")
     conn.execute("DROP INDEX IF EXISTS traces_sort")

@@ -10,14 +10,7 @@ from __future__ import annotations
 
 from typing import Iterator, List, Tuple
 
-
-def _varint(n: int) -> bytes:
-    out = bytearray()
-    while n > 0x7F:
-        out.append((n & 0x7F) | 0x80)
-        n >>= 7
-    out.append(n)
-    return bytes(out)
+from gwtrace.wire.protobuf import varint
 
 
 def spans_field(serialized_span: bytes) -> bytes:
@@ -26,7 +19,7 @@ def spans_field(serialized_span: bytes) -> bytes:
     Concatenating these after a serialized scope gives a valid ScopeSpans
     without copying Span messages in Python.
     """
-    return b"\x12" + _varint(len(serialized_span)) + serialized_span
+    return b"\x12" + varint(len(serialized_span)) + serialized_span
 
 
 def _read_varint(buf: bytes, pos: int) -> Tuple[int, int]:

@@ -16,7 +16,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from .chunks import Chunk, Plan, chunk_of_spans, split_ids
-from . import glideins
+from . import glideins, live
 from .connections import Connections
 from .known import KnownTraces
 from .schema import TRACE_UPSERT
@@ -124,6 +124,7 @@ class Writer:
                         for chunk in chunks:
                             if self._store_chunk(conn, chunk, resource_id, service):
                                 replaced_in.add(chunk.trace_id)
+                            live.drop_arrived(conn, chunk.trace_id, chunk.id_set)   # a live snapshot's end
                         if resource_id in self._glidein_resources:
                             glideins.mark(conn, {chunk.trace_id for chunk in chunks})
                 for trace_id in replaced_in:

@@ -71,6 +71,52 @@ const gw = (() => {
 
   /** GET a picture (SVG) with the tab's token, as a data: URL an <img> can show (no script runs in it). */
   async function picture(path) {
+    const resp = await fetchPicture(path);
+    const bytes = new Uint8Array(await resp.arrayBuffer());
+    let binary = "";
+    for (let i = 0; i < bytes.length; i += 8192) binary += String.fromCharCode(...bytes.subarray(i, i + 8192));
+    return "data:image/svg+xml;base64," + btoa(binary);
+  }
+
+  // The SVG namespace, as the HTML parser gives it to an <svg> (the UI's source names no host, not even w3.org).
+  const SVG_NS = new DOMParser().parseFromString("<svg></svg>", "text/html").querySelector("svg").namespaceURI;
+  // What a matplotlib chart is drawn with; anything else (script, foreignObject, style, metadata) is dropped.
+  const SVG_TAGS = new Set(["svg", "g", "path", "rect", "circle", "ellipse", "line", "polyline", "polygon", "text",
+    "tspan", "defs", "clipPath", "use", "a", "title", "desc"]);
+
+  /** Keep a parsed SVG element only if harmless: drawing elements, links into this server, no script, no style
+   * (the server sends presentation attributes instead: the CSP refuses inline styles). */
+  function cleanSvg(node, linkPrefix) {
+    for (const child of [...node.children]) {
+      if (child.namespaceURI !== SVG_NS || !SVG_TAGS.has(child.localName)) child.remove();
+      else cleanSvg(child, linkPrefix);
+    }
+    for (const attr of [...node.attributes]) {
+      const name = attr.localName.toLowerCase();
+      if (name === "href") {
+        const ok = node.localName === "a" ? attr.value.startsWith(linkPrefix) : attr.value.startsWith("#");
+        node.removeAttributeNode(attr);
+        if (ok) node.setAttribute("href", attr.value);
+      } else if (name.startsWith("on") || name === "target" || name === "style" || attr.value.trim().toLowerCase().startsWith("javascript:")) {
+        node.removeAttributeNode(attr);
+      }
+    }
+  }
+
+  /** GET an SVG chart with the tab's token and return it as inline SVG: its links (under linkPrefix) work,
+   * nothing in it can run (see cleanSvg). */
+  async function svgChart(path, linkPrefix) {
+    const resp = await fetchPicture(path);
+    const doc = new DOMParser().parseFromString(await resp.text(), "image/svg+xml");
+    const root = doc.documentElement;
+    if (root.namespaceURI !== SVG_NS || root.localName !== "svg") throw new ApiError(500, "not an SVG picture");
+    cleanSvg(root, linkPrefix);
+    root.removeAttribute("width");
+    root.removeAttribute("height");
+    return document.importNode(root, true);
+  }
+
+  async function fetchPicture(path) {
     const resp = await fetchWithToken(path, "image/svg+xml");
     if (resp.status === 401) {
       showAuth();
@@ -84,10 +130,7 @@ const gw = (() => {
       } catch (e) { /* not JSON: keep the status line */ }
       throw new ApiError(resp.status, msg);
     }
-    const bytes = new Uint8Array(await resp.arrayBuffer());
-    let binary = "";
-    for (let i = 0; i < bytes.length; i += 8192) binary += String.fromCharCode(...bytes.subarray(i, i + 8192));
-    return "data:image/svg+xml;base64," + btoa(binary);
+    return resp;
   }
 
   /** GET a JSON API path with the tab's token; 401 opens the token form. */
@@ -217,11 +260,19 @@ const gw = (() => {
     return out;
   }
 
+  /** The page's query string, empty values dropped (and defaults set, as {by: "entry"}). */
+  function pageQuery(defaults) {
+    const q = new URLSearchParams(location.search);
+    for (const [key, value] of Object.entries(defaults || {})) if (!q.has(key)) q.set(key, value);
+    for (const [key, value] of [...q.entries()]) if (!value) q.delete(key);
+    return q;
+  }
+
   /** Mark the page as drawn; readyMs (ms since navigation start) is what bench/serve reports. */
   function ready() {
     document.body.dataset.readyMs = String(Math.round(performance.now()));
     document.body.dataset.ready = "1";
   }
 
-  return { el, clear, api, picture, ready, ApiError, showMessage, fmtDuration, fmtTime, fmtValue, statusOf, tagValue, kvTable, renderDetail, ticks };
+  return { el, clear, api, picture, svgChart, cleanSvg, pageQuery, ready, ApiError, showMessage, fmtDuration, fmtTime, fmtValue, statusOf, tagValue, kvTable, renderDetail, ticks };
 })();

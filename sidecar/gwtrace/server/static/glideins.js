@@ -15,8 +15,11 @@
     try {
       const data = await api("/ui/api/glidein-records?" + q.toString());
       const category = q.get("category");
+      const phase = q.get("phase");
       document.getElementById("gl-title").textContent = data.glideins.length + (data.truncated ? "+" : "") +
-        " glideins" + (category ? " with " + category.replace(/_/g, " ") + " time" : "");
+        " glideins" + (category ? " with " + category.replace(/_/g, " ") + " time" : "") +
+        (phase ? " with time in " + phase.replace(/_/g, " ") : "") + (q.get("failed") === "1" ? ", failed" : "");
+      if (phase) document.getElementById("gl-last").textContent = "Minutes in " + phase.replace(/_/g, " ");
       const body = clear(document.querySelector("#gl-table tbody"));
       for (const g of data.glideins) {
         const name = g.cluster + "." + g.proc + "@" + (g.schedd || "?");
@@ -28,7 +31,8 @@
           el("td", { className: g.status === "ERROR" ? "error-text" : "", text: status + (g.failed_script ? ": " + g.failed_script : "") }),
           el("td", { className: "num", text: g.cpus === null ? "" : String(g.cpus) }),
           el("td", { className: "num", text: String(g.jobs) }),
-          el("td", { className: "num", text: (category ? g.canonical_hours[category] : g.canonical_hours.total).toFixed(2) })));
+          el("td", { className: "num", text: phase ? (g.phase_seconds / 60).toFixed(1) :
+            (category ? g.canonical_hours[category] : g.canonical_hours.total).toFixed(2) })));
       }
     } catch (e) {
       showMessage(e.message);

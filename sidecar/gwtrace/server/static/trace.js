@@ -87,6 +87,7 @@
       rowNodes[i].classList.add("selected");
       const span = rows[i].span;
       renderDetail(detail, span, trace.processes[span.processID], start);
+      showPercentile(span.spanID);
     }
 
     const collapsed = new Set();
@@ -190,6 +191,41 @@
     }
   }
 
+  // Each span against the same phase at the same entry (/ui/api/percentiles), once loaded.
+  let percentiles = {};
+
+  /** One line on a span's percentile, or why there is none. */
+  function percentileText(p) {
+    const at = "at " + (percentiles.entry || "its entry");
+    if (p.percentile === null) return "Percentile: none — " + p.reason;
+    return "Percentile " + Math.round(p.percentile) + " of " + p.phase + " " + at + " (n=" + p.n +
+      ", median " + fmtDuration(Math.round(p.median_s * 1e6)) + ")";
+  }
+
+  /** Add each span's percentile to its row's tooltip (and, once selected, its detail). */
+  async function percentilesOf() {
+    percentiles = await api("/ui/api/percentiles/" + encodeURIComponent(traceId));
+    for (const node of document.querySelectorAll("#wf-rows .wf-row")) {
+      const p = percentiles.spans[node.dataset.spanId];
+      if (!p) continue;
+      node.title += " — " + percentileText(p);
+      if (p.percentile !== null) node.dataset.percentile = String(p.percentile);
+    }
+    const selected = document.querySelector("#wf-rows .wf-row.selected");
+    if (selected) showPercentile(selected.dataset.spanId);
+  }
+
+  /** The selected span's percentile in the detail panel, under its duration. */
+  function showPercentile(spanId) {
+    const meta = document.querySelector("#detail .meta");
+    if (!meta || !percentiles.spans) return;
+    const p = percentiles.spans[spanId];
+    const text = p ? percentileText(p) : "Percentile: none — " + (percentiles.reason || "span not compared");
+    const old = document.querySelector("#detail .percentile");
+    if (old) old.remove();
+    meta.after(el("p", { className: "percentile", text }));
+  }
+
   /** Mark the spans on the critical path and show each span's self-time (computed by the server). */
   async function critical() {
     const data = await api("/ui/api/critical/" + encodeURIComponent(traceId));
@@ -223,6 +259,11 @@
         await critical();
       } catch (e) {
         showMessage("No critical path: " + e.message, "info");
+      }
+      try {
+        await percentilesOf();
+      } catch (e) {
+        showMessage("No percentiles: " + e.message, "info");
       }
     } catch (e) {
       showMessage(e.status === 404 ? "No trace " + traceId + " in this store." : "Cannot load the trace: " + e.message);

@@ -1,0 +1,53 @@
+"""The 'now' page: glideins alive per site/entry, their phase and jobs, and the sites' red lights.
+
+A static shell (``/now``) that fetches ``/ui/api/now``, whose JSON is what
+``gwtrace now --format json`` prints (``live.now.now_data``, one function for
+both). Query parameters: ``stale`` (seconds), and the health rule's
+``window``, ``baseline_days``, ``factor``, ``min_jump``, ``min_failures``.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Dict, Optional
+
+from flask import Blueprint, Response, current_app, render_template, request
+
+from ..live.health import Rule
+from ..live.now import now_data
+from .jsonutil import json_response
+
+bp = Blueprint("now", __name__, template_folder="templates")
+
+_RULE_PARAMS = {"window": "window_s", "baseline_days": "baseline_days", "factor": "factor",
+                "min_jump": "min_jump", "min_failures": "min_failures"}
+
+
+@bp.route("/now")
+def now_page() -> str:
+    return render_template("now.html", page="now")
+
+
+def _number(name: str) -> Optional[float]:
+    raw = request.args.get(name)
+    if raw is None or raw == "":
+        return None
+    value = float(raw)               # ValueError: answered 400 below
+    if math.isnan(value) or value < 0:
+        raise ValueError(f"{name} must be a number >= 0")
+    return value
+
+
+@bp.route("/ui/api/now")
+def now_api() -> Response:
+    try:
+        stale = _number("stale")
+        fields: Dict[str, float] = {}
+        for param, field in _RULE_PARAMS.items():
+            value = _number(param)
+            if value is not None:
+                fields[field] = int(value) if field == "min_failures" else value
+        rule = Rule(**fields)  # type: ignore[arg-type]
+    except ValueError as exc:
+        return json_response({"error": f"bad query: {exc}"}, 400)
+    return json_response(now_data(current_app.config["GWTRACE_STORE"], stale_s=stale, rule=rule))

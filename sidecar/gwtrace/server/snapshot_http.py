@@ -1,0 +1,82 @@
+"""``POST /v1/gwtrace/snapshot``: the sidecars' live snapshots of their open spans.
+
+A path of its own, under gwtrace's name, so that nothing a snapshot holds can
+ever be taken for real spans: an OTLP backend has no such path, and here the
+body goes to ``store.live`` (``live_snapshots``), never to the chunks that
+traces, search and the Jaeger API read. The body is an OTLP
+``ExportTraceServiceRequest`` (protobuf or JSON, gzip or not, the same size
+caps and bearer token as ``/v1/traces``) whose scope is ``gwtrace.snapshot``
+and whose every span carries ``gwtrace.snapshot=true``; anything else is 400.
+
+Answers: 200 stored; 409 a heartbeat (``gwtrace.snapshot.unchanged``) for a
+glidein the store has no snapshot of (the sidecar then sends a full one);
+400 not a snapshot; 413/415 as ``/v1/traces``; 503 with Retry-After when the
+store is busy.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from http import HTTPStatus
+from typing import Any, Callable, Dict, Iterable
+
+from google.rpc import code_pb2
+
+from ..store import TraceStore
+from ..store.live import BadSnapshot
+from .answers import JSON, RETRY_AFTER_SECONDS, Answer, envelope_answer, rpc_status_answer
+from .auth import BearerAuth, common_headers
+from .otlp_http import _ENCODINGS, _decode, _decompress, _mimetype, _read_body, _Refused, _PROTOBUF_TYPES
+
+log = logging.getLogger("gwtrace.server")
+
+PATH = "/v1/gwtrace/snapshot"
+
+
+def receive(environ: Dict[str, Any], store: TraceStore, max_bytes: int) -> Answer:
+    """Answer one ``POST /v1/gwtrace/snapshot``."""
+    mimetype = _mimetype(environ)
+    as_json = mimetype == JSON
+    if mimetype not in _PROTOBUF_TYPES and not as_json:
+        return rpc_status_answer(415, code_pb2.INVALID_ARGUMENT, f"unsupported media type {mimetype or '(none)'}",
+                                 False)
+    encoding = environ.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+    try:
+        if encoding not in _ENCODINGS:
+            raise _Refused(415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}; use gzip")
+        req, _, _ = _decode(_decompress(_read_body(environ, max_bytes), encoding, max_bytes), as_json)
+        try:
+            known = store.put_live_snapshot(req)
+        except BadSnapshot as exc:
+            raise _Refused(400, code_pb2.INVALID_ARGUMENT, f"not a gwtrace snapshot: {exc}") from None
+        except sqlite3.DatabaseError as exc:
+            log.warning("store unavailable for a snapshot: %s", exc)
+            raise _Refused(503, code_pb2.UNAVAILABLE, f"trace store busy or unavailable: {exc}",
+                           retry_after=RETRY_AFTER_SECONDS) from None
+        if not known:
+            raise _Refused(409, code_pb2.NOT_FOUND, "no snapshot of this glidein: send a full one")
+    except _Refused as refused:
+        return rpc_status_answer(refused.status, refused.code, refused.message, as_json, refused.retry_after)
+    return 200, [("Content-Type", JSON)], b'{"stored":true}'
+
+
+class SnapshotMiddleware:
+    """Answers ``/v1/gwtrace/snapshot`` before Flask sees it, as ``IngestMiddleware`` does ``/v1/traces``."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], store: TraceStore, auth: BearerAuth, max_bytes: int):
+        self.app, self.store, self.auth, self.max_bytes = app, store, auth, max_bytes
+
+    def __call__(self, environ: Dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if environ.get("PATH_INFO") != PATH:
+            return self.app(environ, start_response)
+        if not self.auth.allows(environ.get("HTTP_AUTHORIZATION", "")):
+            status, headers, body = self.auth.refusal(PATH, _mimetype(environ))
+        elif environ.get("REQUEST_METHOD", "") != "POST":
+            status, headers, body = envelope_answer(405, f"{environ.get('REQUEST_METHOD')} not allowed on {PATH}")
+            headers = headers + [("Allow", "POST")]
+        else:
+            status, headers, body = receive(environ, self.store, self.max_bytes)
+        headers = headers + [("Content-Length", str(len(body)))] + common_headers("")
+        start_response(f"{status} {HTTPStatus(status).phrase}", headers)
+        return [body]

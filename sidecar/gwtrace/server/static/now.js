@@ -1,0 +1,68 @@
+// 'Now' page: glideins alive per site/entry (from the sidecars' live snapshots) and the sites' red lights.
+"use strict";
+
+(() => {
+  const { el, clear, api, showMessage, ready, fmtDuration } = gw;
+  const secs = (s) => (s === null || s === undefined ? "?" : fmtDuration(Math.round(s * 1e6)));
+  const pct = (r) => Math.round(r * 100) + "%";
+
+  function lights(health) {
+    const rule = health.rule;
+    document.getElementById("now-rule").textContent = "Failure rate of the last " + secs(rule.window_s) +
+      " against the previous " + rule.baseline_days + " days; red at " + rule.factor + "x the baseline, " +
+      pct(rule.min_jump) + " above it and " + rule.min_failures + " failures.";
+    const list = clear(document.getElementById("now-lights"));
+    if (!health.sites.length) list.append(el("li", { className: "muted", text: "No glidein ended in that time." }));
+    for (const s of health.sites) {
+      list.append(el("li", { className: s.red ? "light red" : "light green", dataset: { site: s.site, red: s.red ? "1" : "0" } },
+        el("span", { className: "dot", text: s.red ? "●" : "○" }), " ",
+        el("strong", { text: s.site }),
+        " " + s.recent_failed + "/" + s.recent_glideins + " failed now (" + pct(s.recent_rate) + "), baseline " +
+        s.baseline_failed + "/" + s.baseline_glideins + " (" + pct(s.baseline_rate) + ")",
+        s.red ? el("span", { className: "error-text", text: " — " + s.why }) : null));
+    }
+  }
+
+  function entries(data) {
+    const body = clear(document.querySelector("#now-entries tbody"));
+    for (const c of data.entries) {
+      const phases = Object.entries(c.phases).map(([p, n]) => p + " ×" + n).join(", ");
+      body.append(el("tr", { dataset: { site: c.site, entry: c.entry } },
+        el("td", { text: c.site }), el("td", { text: c.entry }), el("td", { className: "num", text: String(c.alive) }),
+        el("td", { className: "num", text: String(c.jobs_running) }),
+        el("td", { className: c.stopped_reporting ? "num error-text" : "num", text: String(c.stopped_reporting) }),
+        el("td", { text: phases })));
+    }
+  }
+
+  function glideins(data) {
+    const body = clear(document.querySelector("#now-glideins tbody"));
+    for (const g of data.glideins) {
+      const name = g.uuid || g.key;
+      const jobs = g.jobs.map((j) => (j.job_id || j.name) + " (" + secs(j.running_s) + ")").join(", ");
+      body.append(el("tr", { dataset: { key: g.key, state: g.state } },
+        el("td", null, g.uuid ? el("a", { href: "/glidein/" + encodeURIComponent(g.uuid), text: name }) : name),
+        el("td", { text: g.site || "" }), el("td", { text: g.entry || "" }),
+        el("td", { className: g.stale ? "error-text" : "", text: g.stale ? g.state + " (silent " + secs(g.last_report_s) + ")" : g.state }),
+        el("td", { className: "mono", text: g.phase }), el("td", { className: "num", text: secs(g.phase_s) }),
+        el("td", { className: "num", text: secs(g.age_s) }), el("td", { text: jobs }), el("td", { text: g.host || "" })));
+    }
+  }
+
+  async function load() {
+    try {
+      const data = await api("/ui/api/now" + location.search);
+      const t = data.totals;
+      document.getElementById("now-totals").textContent = t.alive + " glidein(s) alive, " + t.jobs_running +
+        " job(s) running, " + t.stopped_reporting + " stopped reporting";
+      lights(data.health);
+      entries(data);
+      glideins(data);
+    } catch (e) {
+      showMessage(e.message);
+    }
+    ready();
+  }
+  load();
+  setInterval(load, 30000);   // what runs now changes: refetch every 30 s (snapshots come every minute)
+})();
