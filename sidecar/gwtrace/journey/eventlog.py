@@ -144,20 +144,32 @@ def _next_header(path: str, offset: int, after: int) -> Tuple[Optional[int], int
     return None, size
 
 
+CHECKPOINT_EVERY = 1024   # events between two offsets noted while reading (see _run)
+
+
 def _run(htcondor: Any, path: str, offset: int, result: ReadResult, limit: int) -> Tuple[int, bool]:
     """Read from ``offset`` until the bindings stop; return where, and whether on an unknown event code
-    (the bindings have read past that event: carry on from there).  On an event they cannot parse
-    (``ULOG_RD_ERROR``) they stop at its start, as at a partial event: the caller tells which it is."""
+    (the bindings have read past that event: carry on from there).
+
+    Otherwise, where they stopped is not trusted: on junk or a damaged event the bindings may read on
+    to a later ``...`` line (a cut-short event has none of its own), swallowing complete events, and
+    how far differs from run to run.  So the offset returned is the end of the last event they did
+    return (re-read from the last offset noted, at most CHECKPOINT_EVERY events back): the caller
+    resumes at the first event header from there, and no complete event is lost.
+    """
     failure = getattr(htcondor, "HTCondorException", RuntimeError)
     log = _open_at(htcondor, path, offset)
-    before = len(result.events)
+    checkpoint, since = offset, 0
     append = result.events.append
     try:
         for raw in log.events(stop_after=0):
             append(_event(raw))
+            since += 1
             if len(result.events) >= limit:
                 result.more = True
-                break
+                return int(log.__getstate__()[1]), False
+            if since == CHECKPOINT_EVERY:
+                checkpoint, since = int(log.__getstate__()[1]), 0
     except ValueError as err:
         match = _UNKNOWN.match(str(err))
         if not match:
@@ -168,15 +180,14 @@ def _run(htcondor: Any, path: str, offset: int, result: ReadResult, limit: int) 
     except failure as err:
         if "ULOG_RD_ERROR" not in str(err):
             raise
-        # The bindings read on to the next "..." line, which may end the *next* event (a cut-short event
-        # has none of its own): go back to where the bad event began, so that the caller resumes at the
-        # first header after it and loses no complete event.
-        return _start_of_failed(htcondor, path, offset, len(result.events) - before), False
-    return int(log.__getstate__()[1]), False
+    stopped = int(log.__getstate__()[1])
+    if stopped >= os.path.getsize(path):
+        return stopped, False
+    return _end_of_good(htcondor, path, checkpoint, since), False
 
 
-def _start_of_failed(htcondor: Any, path: str, offset: int, good: int) -> int:
-    """The offset just after the ``good`` events that precede, from ``offset``, an event the bindings failed on."""
+def _end_of_good(htcondor: Any, path: str, offset: int, good: int) -> int:
+    """The offset just after the ``good`` events that follow ``offset``."""
     log = _open_at(htcondor, path, offset)
     if good:
         for count, _ in enumerate(log.events(stop_after=0), 1):
