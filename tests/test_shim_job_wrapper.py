@@ -162,3 +162,23 @@ def test_shellcheck_posix_clean() -> None:
     for dialect in ("sh", "dash"):
         out = subprocess.run(["shellcheck", "-s", dialect, str(WRAPPER)], capture_output=True, text=True)
         assert out.returncode == 0, out.stdout
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_span_is_a_child_of_the_jobs_executing_span(shell, node) -> None:
+    """With NumShadowStarts in the ad, the parent is the "executing" span `gwtrace ingest --condor-log`
+    makes for that run (docs/journey.md): both derive its id from trace, cluster.proc and run."""
+    from gwtrace.journey.spans import run_span_id
+
+    ad = Path(node["env"]["_CONDOR_JOB_AD"])
+    ad.write_text(ad.read_text() + "NumShadowStarts = 2\n")
+    assert wrap(shell, ["/bin/true"], dict(node["env"])).returncode == 0
+    begin, _ = events(node["log"])
+    trace = AD_TRACEPARENT[3:35]
+    assert begin.trace_id == trace and begin.parent_id == run_span_id(trace, 1234, 5, 2)
+    assert dict(begin.attributes)["htcondor.run"] == 2
+    (node["log"]).write_text("")
+    env = dict(node["env"], PATH=node["nobash"])          # no sha256sum: the TraceParent's span, as before
+    assert wrap(shell, ["/bin/true"], env).returncode == 0
+    begin, _ = events(node["log"])
+    assert begin.parent_id == AD_TRACEPARENT[36:52]

@@ -57,6 +57,8 @@ def build_parser() -> argparse.ArgumentParser:
                    add_help=False)
     sub.add_parser("account", help="pilot time in canonical hours per category and time bucket",
                    add_help=False)
+    sub.add_parser("job", help="a user job's journey (submit, queue, glidein, run, exit) and --why it waits",
+                   add_help=False)
     sub.add_parser("now", help="glideins alive now per site/entry, their phase and jobs; --alerts: site red lights",
                    add_help=False)
     sub.add_parser("analyze", help="where glidein time goes per entry, and ranked hints on what to change",
@@ -68,7 +70,8 @@ def build_parser() -> argparse.ArgumentParser:
 _DELEGATED = {"serve": ("gwtrace.server", "serve_main"), "run": ("gwtrace.shim.run", "run_main"),
               "span": ("gwtrace.shim.run", "span_main"), "ingest": ("gwtrace.factory.ingest", "ingest_main"),
               "glideins": ("gwtrace.factory.cli", "main"), "analyze": ("gwtrace.analysis.cli", "main"),
-              "account": ("gwtrace.factory.account_cli", "main"), "now": ("gwtrace.live.cli", "main")}
+              "account": ("gwtrace.factory.account_cli", "main"), "now": ("gwtrace.live.cli", "main"),
+              "job": ("gwtrace.journey.cli", "main")}
 
 
 def main(argv: Optional[List[str]] = None) -> int:

@@ -337,7 +337,21 @@ def ingest_main(argv: List[str]) -> int:
     p.add_argument("--factory-logs", nargs="+", metavar="DIR",
                    help="backfill: every glidein of these client log directories becomes a trace "
                         "(from its .out/.err and the Condor-G logs; docs/accounting.md)")
+    p.add_argument("--condor-log", nargs="+", metavar="FILE",
+                   help="HTCondor job event logs (a user's log=, a schedd's event log, condor_activity_*.log): "
+                        "each job's journey as spans, incrementally (docs/journey.md)")
+    p.add_argument("--job-ads", nargs="+", metavar="FILE",
+                   help="with --condor-log or alone: job ads in long form (condor_q -long, history) "
+                        "for TraceParent, DESIRED_Sites, requests and the glidein that matched")
+    p.add_argument("--schedd", help="--condor-log: the schedd's name (default: the submit host's address)")
+    p.add_argument("--store", metavar="PATH", help="--condor-log: the store (default: the one `gwtrace serve` reads)")
     args = p.parse_args(argv)
+    if args.condor_log or args.job_ads:
+        if args.paths or args.spool or args.watch or args.factory_logs:
+            p.error("--condor-log/--job-ads take their files alone")
+        from gwtrace.journey.ingest import ingest_condor
+
+        return ingest_condor(args.condor_log or [], args.job_ads or [], args.schedd, args.store, sys.stderr)
     if args.factory_logs:
         if args.paths or args.spool or args.watch:
             p.error("--factory-logs takes its directories alone")

@@ -9,7 +9,7 @@ from typing import Optional
 from flask import Flask, Response, request
 
 from ..store import TraceStore
-from . import accounting, analysis, api, now, otlp_http, snapshot_http, ui
+from . import accounting, analysis, api, jobs, now, otlp_http, snapshot_http, ui
 from .answers import RETRY_AFTER_SECONDS, envelope_answer, to_response
 from .auth import PUBLIC_ENDPOINTS, BearerAuth, common_headers
 
@@ -37,6 +37,7 @@ def create_app(
     app.register_blueprint(accounting.bp)
     app.register_blueprint(analysis.bp)
     app.register_blueprint(now.bp)
+    app.register_blueprint(jobs.bp)
     app.wsgi_app = otlp_http.IngestMiddleware(app.wsgi_app, store, auth, max_body_bytes)  # type: ignore[method-assign]
     app.wsgi_app = snapshot_http.SnapshotMiddleware(app.wsgi_app, store, auth, max_body_bytes)  # type: ignore[method-assign]
     _register_hooks(app, auth)

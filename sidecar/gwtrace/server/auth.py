@@ -23,7 +23,8 @@ _CHALLENGE = ("WWW-Authenticate", 'Bearer realm="gwtrace"')
 # Authorization header on a page navigation.
 PUBLIC_ENDPOINTS = frozenset({"ui.static", "ui.search_page", "ui.trace_page", "ui.glidein_page", "healthz",
                               "accounting.accounting_page", "accounting.glideins_page", "analysis.analysis_page",
-                              "analysis.hints_page", "analysis.outliers_page", "now.now_page"})
+                              "analysis.hints_page", "analysis.outliers_page", "now.now_page",
+                              "jobs.job_page"})
 
 #: Headers every answer carries.
 _COMMON_HEADERS = (("X-Content-Type-Options", "nosniff"), ("Referrer-Policy", "no-referrer"))

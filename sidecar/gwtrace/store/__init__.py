@@ -277,6 +277,17 @@ class TraceStore:
         """The open spans of one glidein's latest snapshot."""
         return live.open_spans(self._connections.reader(), key)
 
+    # ------------------------------------------------- tables of other packages
+
+    def transaction(self) -> Any:
+        """A write transaction on the store's one writer connection (``with store.transaction() as conn``),
+        for tables other packages keep in the store (``journey.table``)."""
+        return self._connections.transaction()
+
+    def reader(self) -> Any:
+        """This thread's read connection, for tables other packages keep in the store."""
+        return self._connections.reader()
+
     # ---------------------------------------------------------- glidein records
 
     def put_glidein_records(self, records: Sequence[Any]) -> None:

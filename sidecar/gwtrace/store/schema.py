@@ -12,7 +12,7 @@ from typing import Optional
 
 from . import glideins, live
 
-SCHEMA_VERSION = 6
+SCHEMA_VERSION = 7  # 7: jobs, job_logs, job_log_schedds (gwtrace.journey.table)
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS resources (
@@ -153,7 +153,9 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
     if version == SCHEMA_VERSION:
         return
     old_ops = _rename_old_trace_ops(conn)
-    for statement in (_SCHEMA + glideins.SCHEMA + live.SCHEMA).split(";"):
+    from gwtrace.journey import table as journey_table
+
+    for statement in (_SCHEMA + glideins.SCHEMA + live.SCHEMA + journey_table.SCHEMA).split(";"):
         if statement.strip():
             conn.execute(statement)
     if old_ops:

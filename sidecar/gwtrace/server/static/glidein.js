@@ -30,6 +30,22 @@
     return { placed, rows: Math.max(1, ends.length) };
   }
 
+  /** Links to the job page of every HTCondor job this glidein ran (the job wrapper's span names it). */
+  function renderJobs(spans) {
+    const jobs = new Map();
+    for (const s of spans) {
+      const id = tagValue(s.tags, "htcondor.job.global_id") || tagValue(s.tags, "htcondor.job.id");
+      if (id !== undefined && !jobs.has(String(id))) jobs.set(String(id), s);
+    }
+    const box = clear(document.getElementById("glidein-jobs"));
+    if (!jobs.size) return;
+    box.append(el("strong", { text: "Jobs it ran: " }));
+    for (const id of jobs.keys()) {
+      box.append(el("a", { className: "job-link", href: "/job/" + encodeURIComponent(id), text: id }), " ");
+    }
+    box.hidden = false;
+  }
+
   function render(data) {
     const spans = data.spans;
     const start = Math.min(...spans.map((s) => s.startTime));
@@ -49,6 +65,7 @@
     add("Lifetime", fmtDuration(total));
     add("Spans", String(spans.length));
     add("Errors", String(spans.filter((s) => statusOf(s) === "error").length));
+    renderJobs(spans);
     const resource = clear(document.getElementById("glidein-resource"));
     resource.append(gw.kvTable(data.resource).firstChild);
 

@@ -125,6 +125,11 @@
       ev.preventDefault();
       runSearch();
     });
+    document.getElementById("job-find").addEventListener("submit", (ev) => {
+      ev.preventDefault();
+      const id = document.getElementById("f-job").value.trim();
+      if (id) location.href = "/job/" + encodeURIComponent(id);
+    });
     try {
       const filters = await api("/ui/api/filters");
       fillSelect(document.getElementById("f-service"), filters.services, params.get("service"));

@@ -1,0 +1,223 @@
+"""``gwtrace job ID --why``: why a job is idle or held, as ranked reasons with their evidence.
+
+The rules (docs/journey.md): a hold is explained from its code and subcode
+(``holds``); an idle job's wait is compared with the median wait of the
+store's other jobs of the same owner and of the same requests; the glideins
+at the sites it may run at (its ``DESIRED_Sites``) are counted from the
+store's glidein records: running (HTCondor started, no end), validating
+(started, HTCondor not yet), queued (submitted, not started), those that
+failed in the last day and at which script, and whether any running one is
+big enough; the negotiator's ``LastRejMatchReason`` is quoted.  Each
+reason has a weight (its rank) and lines of evidence; what could not be
+checked is listed as missing, never guessed.
+"""
+
+import statistics
+from typing import Any, Dict, List, Optional, Tuple
+
+from . import table
+from .holds import explain
+
+RECENT_FAILURES_S = 86400       # "failed recently": ended within the last day
+STALE_S = 7 * 86400             # a glidein record without an end, older than this, is not counted as alive
+SAMPLE = 1000                   # the most recent jobs a median is taken over
+SLOW_FACTOR = 2.0               # waiting longer than this many medians is "longer than usual"
+
+
+def _reason(weight: int, title: str, evidence: List[str], advice: Optional[str] = None) -> Dict[str, Any]:
+    return {"weight": weight, "title": title, "evidence": evidence, "advice": advice}
+
+
+def _duration(seconds: Optional[float]) -> str:
+    if seconds is None:
+        return "?"
+    seconds = int(seconds)
+    if seconds < 120:
+        return f"{seconds} s"
+    if seconds < 7200:
+        return f"{seconds // 60} min"
+    if seconds < 172800:
+        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
+    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
+
+
+def _hold_reason(state: Dict[str, Any], now: float) -> Dict[str, Any]:
+    start, _, code, sub, text = state["holds"][-1]
+    what = explain(code, sub, text)
+    evidence = [f"held for {_duration(now - start)}, hold code {code}"
+                + (f" subcode {sub}" if sub is not None else "") + f" ({what['label']})"]
+    if text:
+        evidence.append(f"HTCondor's reason: {text}")
+    if what.get("subcode_meaning"):
+        evidence.append(f"subcode: {what['subcode_meaning']}")
+    if len(state["holds"]) > 1:
+        evidence.append(f"held {len(state['holds'])} times in all")
+    return _reason(100, f"held: {what['meaning']}", evidence, what["suggestion"])
+
+
+def _waits(conn: Any, column: str, value: Any, key: str) -> List[int]:
+    rows = conn.execute(f"SELECT first_start - submitted FROM jobs WHERE {column} = ? AND first_start IS NOT NULL"
+                        f" AND submitted IS NOT NULL AND job_key != ? ORDER BY submitted DESC LIMIT {SAMPLE}",
+                        (value, key)).fetchall()
+    return [r[0] for r in rows if r[0] is not None and r[0] >= 0]
+
+
+def _wait_reasons(conn: Any, state: Dict[str, Any], waited: float, missing: List[str]) -> List[Dict[str, Any]]:
+    out = []
+    key = table.job_key(state["schedd"], state["cluster"], state["proc"])
+    groups: List[Tuple[str, str, Any]] = []
+    if state.get("owner"):
+        groups.append(("owner", f"of {state['owner']}", state["owner"]))
+    else:
+        missing.append("the job's owner is unknown (no job ad): no comparison with the owner's other jobs")
+    req = table.requirements_key(state["ad"])
+    if req:
+        groups.append(("req_key", "with the same requests", req))
+    else:
+        missing.append("the job's requests (request_cpus/memory, DESIRED_Sites) are unknown (give --job-ads)")
+    for column, words, value in groups:
+        waits = _waits(conn, column, value, key)
+        if not waits:
+            missing.append(f"no other job {words} has started yet in the store: no usual wait to compare with")
+            continue
+        median = statistics.median(waits)
+        evidence = [f"waiting {_duration(waited)}; median wait of {len(waits)} job(s) {words}: {_duration(median)}"]
+        if waited > SLOW_FACTOR * max(median, 60):
+            out.append(_reason(40, f"waiting longer than usual for jobs {words}", evidence))
+        else:
+            out.append(_reason(10, f"a usual wait for jobs {words}", evidence))
+    return out
+
+
+def glidein_counts(conn: Any, sites: List[str], now: float) -> Dict[str, Dict[str, Any]]:
+    """Per site (all sites when ``sites`` is empty): running, validating, queued glideins now; failures of the
+    last day by script; the running ones' (cpus, memory_mb)."""
+    where, args = "(ended IS NULL AND coalesce(started, submitted, 0) >= ?) OR ended >= ?", [now - STALE_S,
+                                                                                            now - RECENT_FAILURES_S]
+    if sites:
+        where = f"site IN ({','.join('?' * len(sites))}) AND ({where})"
+        args = list(sites) + args
+    query = ("SELECT coalesce(site, 'unknown'), started, ended, status, json_extract(record, '$.condor_start'),"
+             f" json_extract(record, '$.failed_script'), cpus, memory_mb FROM glideins WHERE {where}")
+    out: Dict[str, Dict[str, Any]] = {s: _empty() for s in sites}
+    for site, started, ended, status, condor, failed, cpus, memory in conn.execute(query, args):
+        cell = out.setdefault(site, _empty())
+        if ended is None:
+            if condor is not None:
+                cell["running"] += 1
+                cell["slots"].append((cpus, memory))
+            elif started is not None:
+                cell["validating"] += 1
+            else:
+                cell["queued"] += 1
+        elif ended >= now - RECENT_FAILURES_S and (failed or status == "ERROR"):
+            script = failed or "unknown script"
+            cell["failed"][script] = cell["failed"].get(script, 0) + 1
+    return out
+
+
+def _empty() -> Dict[str, Any]:
+    return {"running": 0, "validating": 0, "queued": 0, "failed": {}, "slots": []}
+
+
+def _fits(slots: List[Tuple[Any, Any]], ad: Dict[str, Any]) -> Optional[int]:
+    """How many running glideins have the cpus and memory the job asks for (None: requests unknown)."""
+    cpus, memory = ad.get("RequestCpus"), ad.get("RequestMemory")
+    if not isinstance(cpus, (int, float)) and not isinstance(memory, (int, float)):
+        return None
+    return sum(1 for c, m in slots
+               if (not isinstance(cpus, (int, float)) or c is None or c >= cpus)
+               and (not isinstance(memory, (int, float)) or m is None or m >= memory))
+
+
+def _glidein_reasons(conn: Any, state: Dict[str, Any], now: float, missing: List[str]) -> List[Dict[str, Any]]:
+    ad = state["ad"]
+    sites = table.sites_of(ad)
+    if not sites:
+        missing.append("the job's ad has no DESIRED_Sites: glideins are counted at every site")
+    if conn.execute("SELECT 1 FROM glideins LIMIT 1").fetchone() is None:
+        missing.append("the store holds no glidein records (gwtrace ingest --factory-logs, or traced glideins)")
+        return []
+    counts = glidein_counts(conn, sites, now)
+    where = ", ".join(sites) if sites else "any site"
+    running = sum(c["running"] for c in counts.values())
+    validating = sum(c["validating"] for c in counts.values())
+    queued = sum(c["queued"] for c in counts.values())
+    failed: Dict[str, int] = {}
+    for cell in counts.values():
+        for script, n in cell["failed"].items():
+            failed[script] = failed.get(script, 0) + n
+    lines = [f"{site}: {c['running']} running, {c['validating']} validating, {c['queued']} queued, "
+             f"{sum(c['failed'].values())} failed in the last day" for site, c in sorted(counts.items())][:10]
+    out = []
+    matched = [] if state["runs"] else ["no glidein has run this job yet (no execute event)"]
+    if running == 0:
+        out.append(_reason(80, f"no glidein is running at {where}", lines + matched,
+                           "the frontend may not be asking for glideins there, or the factory's entries are "
+                           "failing: see the failures below, or widen DESIRED_Sites"))
+    else:
+        fit = _fits([s for c in counts.values() for s in c["slots"]], ad)
+        if fit == 0:
+            out.append(_reason(90, f"none of the {running} running glidein(s) at {where} is big enough",
+                               lines + matched + [f"the job asks for {ad.get('RequestCpus', '?')} cpu(s), "
+                                        f"{ad.get('RequestMemory', '?')} MB"],
+                               "ask for less (request_memory / request_cpus) or wait for larger glideins"))
+        elif not state["runs"]:
+            fits = "" if fit is None else f" ({fit} with enough cpus and memory)"
+            out.append(_reason(60, f"{running} glidein(s) are running at {where}{fits} but none has run this job",
+                               lines + matched,
+                               "they may be busy with other jobs, or the job's requirements exclude them"))
+    if validating:
+        out.append(_reason(30, f"{validating} glidein(s) at {where} are still validating", lines[:3]))
+    if queued and not running:
+        out.append(_reason(25, f"{queued} glidein(s) for {where} are queued at the factory or the site", lines[:3]))
+    if failed:
+        top = sorted(failed.items(), key=lambda item: -item[1])
+        total = sum(failed.values())
+        out.append(_reason(70 if total > running else 35,
+                           f"{total} glidein(s) at {where} failed in the last day",
+                           [f"{n} at {script}" for script, n in top[:5]],
+                           "a site problem, not yours: the factory operators see it too"))
+    return out
+
+
+def _history_reasons(state: Dict[str, Any]) -> List[Dict[str, Any]]:
+    out = []
+    ad = state["ad"]
+    if ad.get("LastRejMatchReason"):
+        out.append(_reason(50, "the negotiator could not match it last time",
+                           [f"LastRejMatchReason: {ad['LastRejMatchReason']}"]
+                           + ([f"at {ad['LastRejMatchTime']}"] if ad.get("LastRejMatchTime") else [])))
+    ended = [r for r in state["runs"] if r["end_reason"] not in (None, "terminated")]
+    if ended:
+        last = ended[-1]
+        where = last["glidein"].get("host") or last.get("slot") or "?"
+        out.append(_reason(45, f"it ran {len(state['runs'])} time(s) already; the last run ended: {last['end_reason']}",
+                           [f"run {last['n']} on {where}"]
+                           + [text for _, text in state["notes"][-3:]]))
+    return out
+
+
+def why(store: Any, state: Dict[str, Any], now: float) -> Dict[str, Any]:
+    """Ranked reasons (highest weight first) and the evidence that is missing."""
+    from .view import current
+
+    now_state = current(state, now)
+    missing: List[str] = []
+    reasons: List[Dict[str, Any]] = []
+    if state["status"] == "held" and state["holds"]:
+        reasons.append(_hold_reason(state, now))
+    elif state["status"] == "idle":
+        store.refresh_glidein_records()   # records of traced glideins whose spans arrived since
+        conn = store.reader()
+        reasons += _wait_reasons(conn, state, now_state["for_s"] or 0, missing)
+        reasons += _glidein_reasons(conn, state, now, missing)
+        reasons += _history_reasons(state)
+        if "LastRejMatchReason" not in state["ad"]:
+            missing.append("no LastRejMatchReason in the job's ad (the negotiator's last word on it)")
+    else:
+        reasons.append(_reason(0, f"the job is not waiting: it is {state['status']}", []))
+    reasons.sort(key=lambda r: -r["weight"])
+    for rank, reason in enumerate(reasons, 1):
+        reason["rank"] = rank
+    return {"current": now_state, "reasons": reasons, "missing": missing}
