@@ -16,9 +16,10 @@ taken as it is and counted, never silently cut.
 from __future__ import annotations
 
 import json
+import time
 import urllib.parse
 import urllib.request
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from gwtrace.factory.from_trace import record_from_trace
 
@@ -92,19 +93,44 @@ def fetch_traces(base: str, start_us: int, end_us: int, page: int = PAGE) -> Ite
                 yield trace
 
 
-def load_from_jaeger(base: str, since: Optional[int], until: Optional[int]) -> List[Dict[str, Any]]:
-    """The records of the glideins whose traces start in the period (default: the last 30 days)."""
-    import time
-
+def _period(since: Optional[int], until: Optional[int]) -> Tuple[int, int]:
+    """The fetch window in microseconds (default: the last 30 days)."""
     end_us = (until if until is not None else int(time.time()) + 86400) * 1_000_000
     start_us = (since if since is not None else end_us // 1_000_000 - 30 * 86400) * 1_000_000
-    records: Dict[Tuple[Any, ...], Dict[str, Any]] = {}
-    for trace in fetch_traces(base, start_us, end_us):
+    return start_us, end_us
+
+
+def _records(base: str, since: Optional[int], until: Optional[int]) -> Iterator[Tuple[Tuple[Any, ...], Any, str]]:
+    """(identity key, GlideinRecord, trace id) for each glidein trace, page by page."""
+    for trace in fetch_traces(base, *_period(since, until)):
         rec = record_from_trace(spans_of(trace))
-        if rec is None:
-            continue
+        if rec is not None:
+            key = (rec.factory, rec.schedd, rec.cluster, rec.proc) if rec.cluster is not None else (trace.get("traceID"),)
+            yield key, rec, trace.get("traceID")
+
+
+def load_from_jaeger(base: str, since: Optional[int], until: Optional[int]) -> List[Dict[str, Any]]:
+    """The records of the glideins whose traces start in the period (default: the last 30 days)."""
+    records: Dict[Tuple[Any, ...], Dict[str, Any]] = {}
+    for key, rec, trace_id in _records(base, since, until):
         data = rec.to_dict()
-        data["trace_id"] = trace.get("traceID")
-        records[(rec.factory, rec.schedd, rec.cluster, rec.proc) if rec.cluster is not None
-                else (trace.get("traceID"),)] = data
+        data["trace_id"] = trace_id
+        records[key] = data
     return sorted(records.values(), key=lambda r: (r.get("started") or 0, r.get("cluster") or 0))
+
+
+def summaries_from_jaeger(base: str, since: Optional[int], until: Optional[int],
+                          keep: Callable[[Dict[str, Any]], bool]) -> List[List[Any]]:
+    """The analysis summaries of the same glideins, in the same order, without holding their records:
+    each record is summarised as its trace arrives (a record is ~50x its summary in memory)."""
+    from .summary import STARTED, summarize
+
+    found: Dict[Tuple[Any, ...], List[Any]] = {}
+    for key, rec, trace_id in _records(base, since, until):
+        data = rec.to_dict()
+        data["trace_id"] = trace_id
+        if keep(data):
+            found[key] = summarize(data)
+        else:
+            found.pop(key, None)
+    return sorted(found.values(), key=lambda s: (s[STARTED] or 0, s[1][0] or 0))

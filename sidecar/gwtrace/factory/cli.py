@@ -78,9 +78,7 @@ def load_records(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], List[s
     if getattr(args, "source", None):
         from gwtrace.analysis.jaeger_source import load_from_jaeger
 
-        kind, _, url = args.source.partition("=")
-        if kind != "jaeger" or not url:
-            raise ValueError(f"--source takes jaeger=URL, not {args.source!r}")
+        url = _jaeger_url(args.source)
         # traces are found by start: a glidein ending in the period may have started up to its longest life before
         since = None if args.since is None else args.since - MAX_GLIDEIN_LIFE
         return [r for r in load_from_jaeger(url, since, args.until) if _keep(r, args)], []
@@ -96,7 +94,13 @@ def load_summaries(args: argparse.Namespace) -> Tuple[Iterable[List[Any]], List[
     """
     from gwtrace.analysis.summary import summarize
 
-    if args.factory_logs or getattr(args, "source", None):
+    if getattr(args, "source", None) and not args.factory_logs:
+        from gwtrace.analysis.jaeger_source import summaries_from_jaeger
+
+        url = _jaeger_url(args.source)
+        since = None if args.since is None else args.since - MAX_GLIDEIN_LIFE
+        return summaries_from_jaeger(url, since, args.until, lambda r: _keep(r, args)), []
+    if args.factory_logs:
         records, errors = load_records(args)
         return (summarize(r) for r in records), errors
     store = open_store(args)
@@ -106,6 +110,13 @@ def load_summaries(args: argparse.Namespace) -> Tuple[Iterable[List[Any]], List[
             yield from store.glidein_summaries(args.since, args.until, args.site, args.entry, args.frontend)
 
     return stream(), []
+
+
+def _jaeger_url(source: str) -> str:
+    kind, _, url = source.partition("=")
+    if kind != "jaeger" or not url:
+        raise ValueError(f"--source takes jaeger=URL, not {source!r}")
+    return url
 
 
 #: the longest a glidein lives (GlideinWMS's usual maximum walltime is 2 days, a few sites allow more)
