@@ -321,7 +321,8 @@ def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
     return 1 if unreadable else 0
 
 
-def ingest_main(argv: List[str]) -> int:
+def _parser() -> argparse.ArgumentParser:
+    """The options of ``gwtrace ingest``: blocks in glidein output, a spool, a watch, a backfill, job logs."""
     p = argparse.ArgumentParser(prog="gwtrace ingest",
                                 description="Forward spans shipped home in glidein .out/.err files, "
                                             "or recover a sidecar state directory.")
@@ -345,6 +346,11 @@ def ingest_main(argv: List[str]) -> int:
                         "for TraceParent, DESIRED_Sites, requests and the glidein that matched")
     p.add_argument("--schedd", help="--condor-log: the schedd's name (default: the submit host's address)")
     p.add_argument("--store", metavar="PATH", help="--condor-log: the store (default: the one `gwtrace serve` reads)")
+    return p
+
+
+def ingest_main(argv: List[str]) -> int:
+    p = _parser()
     args = p.parse_args(argv)
     if args.condor_log or args.job_ads:
         if args.paths or args.spool or args.watch or args.factory_logs:
