@@ -31,3 +31,7 @@ echo
 echo "Browse it: run 'gwtrace serve' (it reads the same store), then open"
 echo "  http://127.0.0.1:4318/trace/$trace_id          (the traced glidein-like run)"
 [[ -z $first ]] || echo "  http://127.0.0.1:4318/trace/$first          (a glidein behind the top hint)"
+echo "  http://127.0.0.1:4318/hints                     (the hints, each with the glideins behind it)"
+echo "  http://127.0.0.1:4318/analysis                  (where the time goes, per entry and phase)"
+echo "  http://127.0.0.1:4318/accounting                (pilot time by category)"
+echo "  http://127.0.0.1:4318/now                       (what is running now)"
