@@ -45,6 +45,7 @@ builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock and escaping
   _gwtrace_aexp=${TRACEPARENT-}            # the TRACEPARENT we exported last
   _gwtrace_ad=$_gwtrace_abd                # BASH_SOURCE depth at the last slow path
   _gwtrace_arc=0 _gwtrace_asub=''          # $? before the command; a subshell with our EXIT trap
+  _gwtrace_asl=$BASH_SUBSHELL              # the subshell level the DEBUG trap saw last
   _gwtrace_aps=0 _gwtrace_acs='' _gwtrace_ast=0  # PIPESTATUS[0] (a returned function's own status), call site, status field
   _gwtrace_asite=('') _gwtrace_asrcf='' _gwtrace_asrc=() _gwtrace_accs=''  # call site per frame; the source lines read last
   _gwtrace_aspend=''                       # a `source` just ran: "depth _gwtrace_ad time"
@@ -54,9 +55,9 @@ builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock and escaping
   _gwtrace_anegre='(^|[[:space:](])![[:space:]]+$' _gwtrace_acontre='(&&|\|\||\||\\)[[:space:]]*$'
   _gwtrace_acsp='' _gwtrace_acts='' _gwtrace_acotp='' _gwtrace_acotpset='' _gwtrace_acpid=''
   # shellcheck disable=SC2016
-  _gwtrace_adbg_fn='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc.][ehuo\ ]* ]]||_gwtrace_auto_dbg "$_"'
+  _gwtrace_adbg_fn='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc.][ehuo\ ]* ]]||_gwtrace_auto_dbg "$_"'
   # shellcheck disable=SC2016
-  _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_";} 2>&-'
+  _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_";} 2>&-'
   # shellcheck disable=SC2016
   _gwtrace_adbg_cmd='{ (( _gwtrace_arc = $?, _gwtrace_aps = PIPESTATUS[0], _gwtrace_abusy )) || _gwtrace_auto_cmd "$_"; } 2>&-'
 }
@@ -322,6 +323,21 @@ _gwtrace_auto_sync() {
   fi
 }
 
+# _gwtrace_auto_subenter: the first command of a new subshell. When it calls
+# a function ($(f), `f`), our EXIT trap goes in now, before bash runs the
+# function: a command substitution execs the function's last command without
+# a fork when no EXIT trap is set as the function is entered, and the spans
+# the subshell opened were then never ended. A subshell that runs an
+# external command is left alone (its exec saves a fork, untraced too).
+_gwtrace_auto_subenter() {
+  local _gwtrace_lw=${BASH_COMMAND#"${BASH_COMMAND%%[![:space:]]*}"}
+  _gwtrace_asl=$BASH_SUBSHELL _gwtrace_lw=${_gwtrace_lw%%[[:space:]]*}
+  [[ $_gwtrace_asub != "$BASHPID" && $BASHPID != "$_gwtrace_amain" && -n $_gwtrace_lw ]] || return 0
+  builtin declare -F -- "$_gwtrace_lw" >/dev/null || return 0
+  _gwtrace_asub=$BASHPID
+  builtin trap -- "$_gwtrace_aexit0" EXIT
+}
+
 # A sourced file that runs no command (it only defines functions) gives the
 # DEBUG trap nothing to see inside it: before `source`/`.` the depth and time
 # are kept and the next command takes the slow path (_gwtrace_ad = -1); if
@@ -360,6 +376,7 @@ _gwtrace_auto_src_done() {
 _gwtrace_auto_dbg() {
   {                                            # nothing of ours reaches stderr
     (( _gwtrace_abusy )) && return 0           # our own `trap` and EXIT handlers
+    (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter
     [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
     if [[ $- == *x* || $BASH_COMMAND == [sbc][ehuo]* ]]; then
       (( _gwtrace_axg )) || _gwtrace_auto_dbgmode 1
@@ -487,6 +504,7 @@ _gwtrace_auto_cmd() {
   (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap
   [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
   [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
+  (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter
   (( _gwtrace_ln == _gwtrace_ad )) || _gwtrace_auto_sync "$_gwtrace_ln"
   [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
   [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
