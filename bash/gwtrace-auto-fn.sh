@@ -46,6 +46,14 @@ builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock and escaping
   _gwtrace_ad=$_gwtrace_abd                # BASH_SOURCE depth at the last slow path
   _gwtrace_arc=0 _gwtrace_asub=''          # $? before the command; a subshell with our EXIT trap
   _gwtrace_asl=$BASH_SUBSHELL              # the subshell level the DEBUG trap saw last
+  declare -gA _gwtrace_afn=()              # the functions entered so far: name -> 1
+  declare -gA _gwtrace_abi=()              # builtins and keywords: a subshell running one calls no function
+  for _gwtrace_dn in '[' '[[' '((' . : alias bg bind break builtin caller cd command compgen complete compopt continue \
+      declare dirs disown echo enable eval exec export false fc fg getopts hash help history jobs kill let local \
+      logout mapfile popd printf pushd pwd read readarray readonly return set shift shopt source suspend test times \
+      true type typeset ulimit umask unalias unset wait for case select if while until '{' '!'; do
+    _gwtrace_abi[$_gwtrace_dn]=1
+  done
   _gwtrace_aps=0 _gwtrace_acs='' _gwtrace_ast=0  # PIPESTATUS[0] (a returned function's own status), call site, status field
   _gwtrace_asite=('') _gwtrace_accs=''     # call site per frame, of the pending command
   _gwtrace_aspend=''                       # a `source` just ran: "depth _gwtrace_ad time"
@@ -189,19 +197,21 @@ _gwtrace_auto_adoptparent() {
   [[ $_gwtrace_ar != *[!0-9a-f]* ]]
 }
 
-# At exit: the pending command, every frame, and no more DEBUG trap.
+# At exit: the pending command, every frame, and no more DEBUG trap. The
+# frames this process opened end in one append, innermost first (nothing runs
+# after this: no TRACEPARENT to give back); the others are their owners'.
 _gwtrace_auto_exit_frames() {
+  local _gwtrace_li _gwtrace_llines=''
   [[ -z $_gwtrace_acmd ]] || _gwtrace_auto_cmd_end "$1"
   (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap process.still_running=true
-  _gwtrace_auto_unwind "$1"
-  [[ -z $_gwtrace_audbg ]] || builtin trap - DEBUG
-}
-
-# _gwtrace_auto_unwind STATUS [KEY=VALUE...]: end every frame.
-_gwtrace_auto_unwind() {
-  while (( _gwtrace_an > 0 )); do
-    _gwtrace_auto_pop "$@"
+  _gwtrace_auto_now
+  for (( _gwtrace_li = _gwtrace_an - 1; _gwtrace_li >= 0; _gwtrace_li-- )); do
+    [[ -n ${_gwtrace_asp[_gwtrace_li]} && ${_gwtrace_apid[_gwtrace_li]} == "$BASHPID" ]] || continue
+    _gwtrace_llines+="gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	${_gwtrace_asp[_gwtrace_li]}	${1:-0}"$'\n'
   done
+  _gwtrace_an=0
+  [[ -z $_gwtrace_llines ]] || builtin printf '%s' "$_gwtrace_llines" >>"$_gwtrace_alog" || :
+  [[ -z $_gwtrace_audbg ]] || builtin trap - DEBUG
 }
 
 # --- status: _gwtrace_auto_status and _gwtrace_auto_site are in gwtrace-auto-util.sh
@@ -240,6 +250,7 @@ _gwtrace_auto_sync() {
       _gwtrace_*|trace_*|trap|exit|'')
         _gwtrace_auto_push '' "$_gwtrace_lk" ;;
       *)
+        _gwtrace_afn[$_gwtrace_lname]=1
         _gwtrace_auto_push "$_gwtrace_lname" "$_gwtrace_lk" ;;
     esac
     _gwtrace_aname[_gwtrace_an-1]=$_gwtrace_lname
@@ -257,17 +268,26 @@ _gwtrace_auto_sync() {
   fi
 }
 
-# _gwtrace_auto_subenter: the first command of a new subshell. When it calls
-# a function ($(f), `f`), our EXIT trap goes in now, before bash runs the
-# function: a command substitution execs the function's last command without
-# a fork when no EXIT trap is set as the function is entered, and the spans
-# the subshell opened were then never ended. A subshell that runs an
-# external command is left alone (its exec saves a fork, untraced too).
+# _gwtrace_auto_subenter: the first command of a new subshell (BASH_SUBSHELL
+# changed: a new process). When it calls a function ($(f), `f`), our EXIT
+# trap goes in before bash runs the function: a command substitution execs
+# the function's last command without a fork when no EXIT trap is set as the
+# function is entered, and the spans the subshell opened were then never
+# ended. A subshell that runs a program is left alone (its exec saves a
+# fork, untraced too). A word that names a function entered so far
+# (_gwtrace_afn, inherited) is one; a program bash has hashed (BASH_CMDS), a
+# builtin or keyword (_gwtrace_abi) or a path is not; anything else is
+# looked up with `declare -F`. (Written out in the DEBUG trap's text this
+# would save the call, ~0.2 ms in a freshly forked shell, but bash parses
+# the whole text before every command: 500 more bytes cost every command
+# of every traced script ~40 µs.)
 _gwtrace_auto_subenter() {
-  local _gwtrace_lw=${BASH_COMMAND#"${BASH_COMMAND%%[![:space:]]*}"}
-  _gwtrace_asl=$BASH_SUBSHELL _gwtrace_lw=${_gwtrace_lw%%[[:space:]]*}
-  [[ $_gwtrace_asub != "$BASHPID" && $BASHPID != "$_gwtrace_amain" && -n $_gwtrace_lw ]] || return 0
-  builtin declare -F -- "$_gwtrace_lw" >/dev/null || return 0
+  local _gwtrace_lw=${BASH_COMMAND%%[[:space:]]*}
+  _gwtrace_asl=$BASH_SUBSHELL
+  [[ -n $_gwtrace_lw && $_gwtrace_lw != */* && -z ${_gwtrace_abi[$_gwtrace_lw]-} ]] || return 0
+  if [[ -z ${_gwtrace_afn[$_gwtrace_lw]-} ]]; then
+    [[ -z ${BASH_CMDS[$_gwtrace_lw]-} ]] && builtin declare -F -- "$_gwtrace_lw" >/dev/null || return 0
+  fi
   _gwtrace_asub=$BASHPID
   builtin trap -- "$_gwtrace_aexit0" EXIT
 }
@@ -333,7 +353,7 @@ _gwtrace_auto_dbg() {
       builtin printf '%s\n' "gw1	B	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	$_gwtrace_apfx${_gwtrace_actr:1}	${_gwtrace_acur:--}	0	$_gwtrace_afl	${_gwtrace_ats:--}	${FUNCNAME[1]}" >>"$_gwtrace_alog" || :
       _gwtrace_apar[_gwtrace_an]=$_gwtrace_acur _gwtrace_acur=$_gwtrace_apfx${_gwtrace_actr:1} \
         _gwtrace_asp[_gwtrace_an]=$_gwtrace_acur _gwtrace_adep[_gwtrace_an]=$_gwtrace_dn _gwtrace_apid[_gwtrace_an]=$BASHPID \
-        _gwtrace_aname[_gwtrace_an]=${FUNCNAME[1]} _gwtrace_asite[_gwtrace_an]="${BASH_LINENO[1]} ${FUNCNAME[1]} ${BASH_SOURCE[2]-}" _gwtrace_aotp[_gwtrace_an]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_an]=${TRACEPARENT+1} \
+        _gwtrace_aname[_gwtrace_an]=${FUNCNAME[1]} _gwtrace_afn[${FUNCNAME[1]}]=1 _gwtrace_asite[_gwtrace_an]="${BASH_LINENO[1]} ${FUNCNAME[1]} ${BASH_SOURCE[2]-}" _gwtrace_aotp[_gwtrace_an]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_an]=${TRACEPARENT+1} \
         _gwtrace_an=$((_gwtrace_an + 1)) _gwtrace_ad=$_gwtrace_dn _gwtrace_aexp=00-$_gwtrace_atr-$_gwtrace_acur-$_gwtrace_afl \
         GWTRACE_AUTO_OPEN+=,$_gwtrace_acur TRACEPARENT=$_gwtrace_aexp || :      # last: the script may have made it readonly
     elif (( _gwtrace_dn < _gwtrace_ad )) && [[ $BASHPID == "$_gwtrace_amain" && -n ${EPOCHREALTIME-} \
