@@ -162,24 +162,7 @@ _gwtrace_auto_pop() {
   _gwtrace_an=$_gwtrace_li
 }
 
-# _gwtrace_auto_tp VALUE SET: export TRACEPARENT=VALUE (SET '': unset it) and
-# remember it in _gwtrace_aexp; unless the script made it readonly (assigning
-# a readonly variable ends a non-interactive bash): then _gwtrace_aexp can
-# match nothing, which keeps the written-out paths of _gwtrace_auto_dbg away.
-_gwtrace_auto_tp() {
-  if (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) \
-     && [[ ${TRACEPARENT@a} == *r* ]]; then
-    _gwtrace_aexp='(readonly)'
-    return 0
-  fi
-  _gwtrace_aexp=$1
-  if [[ -n $2 ]]; then
-    builtin export TRACEPARENT="$1"
-  else
-    builtin unset TRACEPARENT
-  fi
-  return 0
-}
+# _gwtrace_auto_tp (TRACEPARENT for the children) is in gwtrace-auto-util.sh.
 
 # GWTRACE_AUTO_OPEN ("pid:trace,span,span...") names this process and the
 # spans it has open, so that a bash started by `exec` (same pid) can end them:

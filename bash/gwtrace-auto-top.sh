@@ -25,7 +25,7 @@ _gwtrace_auto_top_begin() {
   builtin printf '%s\n' "gw1	B	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_atsp	$_gwtrace_asp0	$_gwtrace_lremote	$_gwtrace_afl	${_gwtrace_ats:--}	$1	gwtrace.kind=function" >>"$_gwtrace_alog" || :
   _gwtrace_atotp=${TRACEPARENT-} _gwtrace_atotpset=${TRACEPARENT+1}
   [[ ${GWTRACE_AUTO_OPEN-} == "$BASHPID:"* ]] && GWTRACE_AUTO_OPEN+=,$_gwtrace_atsp
-  _gwtrace_auto_top_tp "00-$_gwtrace_atr-$_gwtrace_atsp-$_gwtrace_afl" 1
+  _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_atsp-$_gwtrace_afl" 1
 }
 
 # _gwtrace_auto_top_end [STATUS]: end it (no STATUS: what the trap saw).
@@ -38,22 +38,7 @@ _gwtrace_auto_top_end() {
   _gwtrace_auto_now
   builtin printf '%s\n' "gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_atsp	$_gwtrace_ast" >>"$_gwtrace_alog" || :
   GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"$_gwtrace_atsp"} _gwtrace_atsp=''
-  _gwtrace_auto_top_tp "$_gwtrace_atotp" "$_gwtrace_atotpset"
-}
-
-# _gwtrace_auto_top_tp VALUE SET: TRACEPARENT for the children, unless the
-# script made it readonly (assigning it would end the script).
-_gwtrace_auto_top_tp() {
-  if (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )); then
-    [[ ${TRACEPARENT@a} != *r* ]] || return 0
-  elif builtin readonly -p | { builtin read -r -d '' _gwtrace_lro; [[ $_gwtrace_lro == *" TRACEPARENT"[=$'\n']* ]]; }; then
-    return 0
-  fi
-  if [[ -n $2 ]]; then
-    builtin export TRACEPARENT="$1"
-  else
-    builtin unset TRACEPARENT
-  fi
+  _gwtrace_auto_tp "$_gwtrace_atotp" "$_gwtrace_atotpset"
 }
 
 # The script sets a DEBUG trap of its own: ours goes (bash has one DEBUG trap;

@@ -108,3 +108,22 @@ _gwtrace_auto_site() {
   fi
   _gwtrace_atested[$_gwtrace_lsite]=$_gwtrace_ar
 }
+
+# _gwtrace_auto_tp VALUE SET: export TRACEPARENT=VALUE (SET '': unset it) and
+# remember it in _gwtrace_aexp; unless the script made it readonly (assigning
+# a readonly variable ends a non-interactive bash): then _gwtrace_aexp can
+# match nothing, which keeps the written-out paths of _gwtrace_auto_dbg away.
+_gwtrace_auto_tp() {
+  if (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) \
+     && [[ ${TRACEPARENT@a} == *r* ]]; then
+    _gwtrace_aexp='(readonly)'
+    return 0
+  fi
+  _gwtrace_aexp=$1
+  if [[ -n $2 ]]; then
+    builtin export TRACEPARENT="$1"
+  else
+    builtin unset TRACEPARENT
+  fi
+  return 0
+}
