@@ -11,7 +11,21 @@ declare -gA _gwtrace_atested=()            # call site -> 1 tested by its caller
 _gwtrace_asrcf='' _gwtrace_asrc=()         # the source file read last, its lines
 _gwtrace_atestre='(^|[[:space:](])(if|elif|while|until|!)[[:space:]]'
 _gwtrace_anegre='(^|[[:space:](])![[:space:]]+$' _gwtrace_acontre='(&&|\|\||\||\\)[[:space:]]*$'
-[[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0-9]* ]] && _gwtrace_aboot=$GWTRACE_BOOT_US || _gwtrace_aboot=0
+# The boot time for the bash 4 clock, as the library works it out (_gwtrace_init):
+# GWTRACE_BOOT_US (the sidecar's), else the clock's seconds minus the uptime.
+if [[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0-9]* ]]; then
+  _gwtrace_aboot=$GWTRACE_BOOT_US
+else
+  _gwtrace_aboot=0
+  if [[ -z ${EPOCHREALTIME-} ]]; then
+    IFS= builtin read -r _gwtrace_at </proc/uptime || _gwtrace_at=''
+    _gwtrace_at=${_gwtrace_at%% *}
+    builtin printf -v _gwtrace_ar '%(%s)T' -1
+    [[ $_gwtrace_at != [0-9]*.[0-9][0-9] || $_gwtrace_at == *[!0-9.]* ]] \
+      || _gwtrace_aboot=$(( _gwtrace_ar * 1000000 - 10#${_gwtrace_at/./} * 10000 ))
+    _gwtrace_at='' _gwtrace_ar=''
+  fi
+fi
 
 # _gwtrace_auto_now: the time as seconds.microseconds into _gwtrace_at; bash 4
 # has no EPOCHREALTIME: /proc/uptime (10 ms) plus the boot time.

@@ -38,9 +38,14 @@ _gwtrace_auto_init() {
   IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
   _gwtrace_lu=${_gwtrace_lu//-/}
   [[ ${#_gwtrace_lu} -eq 32 && $_gwtrace_lu != *[!0-9a-f]* ]] || { _gwtrace_auto_extra; _gwtrace_auto_hex; _gwtrace_lu=$_gwtrace_ar; }
-  if [[ ${#_gwtrace_ltp} -eq 55 && $_gwtrace_ltp == 00-* && ${_gwtrace_ltp:2:1}${_gwtrace_ltp:35:1}${_gwtrace_ltp:52:1} == --- \
-        && ${_gwtrace_ltp:3:32}${_gwtrace_ltp:36:16}${_gwtrace_ltp:53:2} != *[!0-9a-f]* && ${_gwtrace_ltp:3:32} == *[1-9a-f]* && ${_gwtrace_ltp:36:16} == *[1-9a-f]* ]]; then
-    [[ $_gwtrace_ltp == *[13579bdf] ]] || { _gwtrace_alevel=0; return 0; }   # not sampled: nothing to record
+  # The library's rule (_gwtrace_read_context; bats/auto_truth.bats compares
+  # them): blanks trimmed, version not ff, 00 exactly 55 characters, a later
+  # version may go on after a '-'; lower-case hex, ids not all zero.
+  _gwtrace_ltp=${_gwtrace_ltp#"${_gwtrace_ltp%%[![:space:]]*}"} _gwtrace_ltp=${_gwtrace_ltp%"${_gwtrace_ltp##*[![:space:]]}"}
+  if [[ ${#_gwtrace_ltp} -ge 55 && ${_gwtrace_ltp:2:1}${_gwtrace_ltp:35:1}${_gwtrace_ltp:52:1} == --- && ${_gwtrace_ltp:0:2} != ff \
+        && ( ${#_gwtrace_ltp} -eq 55 || ( ${_gwtrace_ltp:0:2} != 00 && ${_gwtrace_ltp:55:1} == - ) ) \
+        && ${_gwtrace_ltp:0:2}${_gwtrace_ltp:3:32}${_gwtrace_ltp:36:16}${_gwtrace_ltp:53:2} != *[!0-9a-f]* && ${_gwtrace_ltp:3:32} == *[1-9a-f]* && ${_gwtrace_ltp:36:16} == *[1-9a-f]* ]]; then
+    [[ ${_gwtrace_ltp:54:1} == [13579bdf] ]] || { _gwtrace_alevel=0; return 0; }   # not sampled: nothing to record
     _gwtrace_atr=${_gwtrace_ltp:3:32} _gwtrace_abase=${_gwtrace_ltp:36:16} _gwtrace_afl=0$(( 16#${_gwtrace_ltp:54:1} & 3 )) _gwtrace_ats=${TRACESTATE-}
   else
     _gwtrace_atr=$_gwtrace_lu _gwtrace_abase='' _gwtrace_afl=01 _gwtrace_ats='' _gwtrace_lremote=0
