@@ -133,6 +133,7 @@ EOS
 
 # lib_context TP: what the library makes of TRACEPARENT=TP: "trace span flags" or "-".
 lib_context() {
+  # shellcheck disable=SC2016  # expanded by the inner bash
   TRACEPARENT=$1 bash -c 'source "$1"; [[ -n $_gwtrace_base_tr ]] && echo "$_gwtrace_base_tr $_gwtrace_base_sp $_gwtrace_base_fl" || echo -' _ "$GW_ROOT/bash/gwtrace.sh"
 }
 
@@ -163,6 +164,7 @@ auto_context() {
 }
 
 @test "the auto layer escapes as the library does" {
+  # shellcheck disable=SC2016  # expanded by the inner bash
   run bash -c '
     source "$1/bash/gwtrace.sh"; _gwtrace_adir=$1/bash; source "$1/bash/gwtrace-auto-util.sh"
     for s in "" plain "tab	x" "nl
@@ -181,6 +183,7 @@ x" "cr"$'"'"'\r'"'"' "back\\slash" "\\t literal" "mixed\\
 @test "the auto layer's bash 4 clock is the library's, with and without GWTRACE_BOOT_US" {
   local boot
   for boot in 1700000000000000 ''; do
+    # shellcheck disable=SC2016  # expanded by the inner bash
     run env ${boot:+GWTRACE_BOOT_US=$boot} bash -c '
       unset EPOCHREALTIME
       source "$1/bash/gwtrace.sh"; _gwtrace_adir=$1/bash; source "$1/bash/gwtrace-auto-util.sh"
