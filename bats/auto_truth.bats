@@ -199,3 +199,19 @@ x" "cr"$'"'"'\r'"'"' "back\\slash" "\\t literal" "mixed\\
     fi
   done
 }
+
+@test "the auto layer's span-id prefix is the library's splitmix64 step on the same state" {
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  run bash -c '
+    source "$1/bash/gwtrace.sh"; _gwtrace_adir=$1/bash; _gwtrace_asp0=x _gwtrace_abd=1 _gwtrace_amain=$BASHPID
+    source "$1/bash/gwtrace-auto-util.sh"; source "$1/bash/gwtrace-auto-fn.sh"; trap - DEBUG
+    for state in 0 1 42 -1 1234567890123456789 -7046029254386353131 9223372036854775807; do
+      _gwtrace_rng=$state; _gwtrace_rand64
+      _gwtrace_arng=$state _gwtrace_arngpid=$BASHPID; _gwtrace_auto_seed
+      [[ ${_gwtrace_r:6} == "$_gwtrace_apfx" || ( ${_gwtrace_r:6} == 0000000000 && $_gwtrace_apfx == 0000000001 ) ]] \
+        || { echo "differ at $state: ${_gwtrace_r:6} $_gwtrace_apfx"; exit 1; }
+      echo "same: $_gwtrace_apfx"
+    done' _ "$GW_ROOT"
+  assert_success
+  [ "$(grep -c '^same: [0-9a-f]\{10\}$' <<<"$output")" -eq 7 ]
+}
