@@ -490,9 +490,9 @@ _gwtrace_auto_cmd_word() {
     _gwtrace_lw=${_gwtrace_lc%%[[:space:]]*}
     _gwtrace_lname=${_gwtrace_lw%%=*} _gwtrace_lname=${_gwtrace_lname%+} _gwtrace_lname=${_gwtrace_lname%%\[*}
     if [[ $_gwtrace_lw == *=* && $_gwtrace_lname == [A-Za-z_]* && $_gwtrace_lname != *[!A-Za-z0-9_]* ]]; then
-      if [[ ${_gwtrace_lw#*=} == [\"\']* || ${_gwtrace_lw#*=} == *\$\(* || ${_gwtrace_lw#*=} == *\`* ]]; then
-        _gwtrace_ar=''; return 0              # quoted value or $(...): give up (what runs
-                                              # inside $(...) has spans of its own)
+      if [[ ${_gwtrace_lw#*=} == [\"\'\(]* || ${_gwtrace_lw#*=} == *\$\(* || ${_gwtrace_lw#*=} == *\`* ]]; then
+        _gwtrace_ar=''; return 0              # quoted value, an array's (...) or $(...): give up
+                                              # (what runs inside $(...) has spans of its own)
       fi
       _gwtrace_lc=${_gwtrace_lc:${#_gwtrace_lw}}
       continue

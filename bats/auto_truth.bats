@@ -29,11 +29,13 @@ x="$(echo hi | tr a-z A-Z)"
 y=`uname -s`
 LC_ALL=C grep -c nothing /dev/null || :
 cfg=$(cat /dev/null)
+wget_args=("http://x" "--user-agent" "wget/x" "--quiet")
 EOS
   auto_run commands
   assert_success
   run begins command
   refute_output --partial -- "--version"
+  refute_output --partial -- "--user-agent"
   refute_output --partial -- "-s"
   assert_output --partial "grep"
   assert_output --partial "wget"
