@@ -64,7 +64,18 @@ builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock and escaping
   # shellcheck disable=SC2016
   _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_";} 2>&-'
   # shellcheck disable=SC2016
-  _gwtrace_adbg_cmd='{ (( _gwtrace_arc = $?, _gwtrace_aps = PIPESTATUS[0], _gwtrace_abusy )) || _gwtrace_auto_cmd "$_"; } 2>&-'
+  _gwtrace_adbg_cmd='{ ((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0],_gwtrace_abusy))||{ [[ -z $_gwtrace_acmd$_gwtrace_aspend$_gwtrace_asetpend && ( -n ${_gwtrace_acbi[${BASH_COMMAND%%[[:space:]]*}]-} || ( $BASH_COMMAND == [A-Za-z_]*=* && $BASH_COMMAND != *[[:space:]]* ) ) ]]&&((${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl&&${#_gwtrace_abgpid[@]}==0));}||_gwtrace_auto_cmd "$_";} 2>&-'
+  # The commands level's fast path: no command pending, nothing to catch up
+  # on, and a builtin or keyword that is never a span (not wait, source, set,
+  # exec, eval, builtin, command, trap, exit: those go the slow way), or an
+  # assignment alone (one word: no command follows it).
+  declare -gA _gwtrace_acbi=()
+  for _gwtrace_dn in '[' '[[' '((' : echo printf test true false local declare typeset export readonly unset shift \
+      return break continue read let cd pushd popd pwd getopts hash type umask ulimit alias unalias mapfile readarray \
+      caller compgen complete compopt dirs disown enable fc help history jobs kill logout suspend times bg fg bind \
+      for case select; do
+    _gwtrace_acbi[$_gwtrace_dn]=1
+  done
 }
 
 # _gwtrace_auto_id: a span id (16 hex digits, never all zero) into _gwtrace_ar.
