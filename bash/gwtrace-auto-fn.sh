@@ -45,20 +45,37 @@ builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock and escaping
   _gwtrace_aexp=${TRACEPARENT-}            # the TRACEPARENT we exported last
   _gwtrace_ad=$_gwtrace_abd                # BASH_SOURCE depth at the last slow path
   _gwtrace_arc=0 _gwtrace_asub=''          # $? before the command; a subshell with our EXIT trap
+  _gwtrace_asl=$BASH_SUBSHELL              # the subshell level the DEBUG trap saw last
+  declare -gA _gwtrace_afn=()              # the functions entered so far: name -> 1
+  declare -gA _gwtrace_abi=()              # builtins and keywords: a subshell running one calls no function
+  for _gwtrace_dn in '[' '[[' '((' . : alias bg bind break builtin caller cd command compgen complete compopt continue \
+      declare dirs disown echo enable eval exec export false fc fg getopts hash help history jobs kill let local \
+      logout mapfile popd printf pushd pwd read readarray readonly return set shift shopt source suspend test times \
+      true type typeset ulimit umask unalias unset wait for case select if while until '{' '!'; do
+    _gwtrace_abi[$_gwtrace_dn]=1
+  done
   _gwtrace_aps=0 _gwtrace_acs='' _gwtrace_ast=0  # PIPESTATUS[0] (a returned function's own status), call site, status field
-  _gwtrace_asite=('') _gwtrace_asrcf='' _gwtrace_asrc=() _gwtrace_accs=''  # call site per frame; the source lines read last
+  _gwtrace_asite=('') _gwtrace_accs=''     # call site per frame, of the pending command
   _gwtrace_aspend=''                       # a `source` just ran: "depth _gwtrace_ad time"
   _gwtrace_actxt='' _gwtrace_abang='' _gwtrace_abgpid=() _gwtrace_abgsp=()  # commands: text, $! at begin; background jobs
-  declare -gA _gwtrace_atested=()          # call site -> 1 tested by its caller, 0 not
-  _gwtrace_atestre='(^|[[:space:](])(if|elif|while|until|!)[[:space:]]'
-  _gwtrace_anegre='(^|[[:space:](])![[:space:]]+$' _gwtrace_acontre='(&&|\|\||\||\\)[[:space:]]*$'
   _gwtrace_acsp='' _gwtrace_acts='' _gwtrace_acotp='' _gwtrace_acotpset='' _gwtrace_acpid=''
   # shellcheck disable=SC2016
-  _gwtrace_adbg_fn='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc.][ehuo\ ]* ]]||_gwtrace_auto_dbg "$_"'
+  _gwtrace_adbg_fn='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc.][ehuo\ ]* ]]||_gwtrace_auto_dbg "$_"'
   # shellcheck disable=SC2016
-  _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_";} 2>&-'
+  _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_";} 2>&-'
   # shellcheck disable=SC2016
-  _gwtrace_adbg_cmd='{ (( _gwtrace_arc = $?, _gwtrace_aps = PIPESTATUS[0], _gwtrace_abusy )) || _gwtrace_auto_cmd "$_"; } 2>&-'
+  _gwtrace_adbg_cmd='{ ((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0],_gwtrace_abusy))||{ [[ -z $_gwtrace_acmd$_gwtrace_aspend$_gwtrace_asetpend && ( -n ${_gwtrace_acbi[${BASH_COMMAND%%[[:space:]]*}]-} || ( $BASH_COMMAND == [A-Za-z_]*=* && $BASH_COMMAND != *[[:space:]]* ) ) ]]&&((${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl&&${#_gwtrace_abgpid[@]}==0));}||_gwtrace_auto_cmd "$_";} 2>&-'
+  # The commands level's fast path: no command pending, nothing to catch up
+  # on, and a builtin or keyword that is never a span (not wait, source, set,
+  # exec, eval, builtin, command, trap, exit: those go the slow way), or an
+  # assignment alone (one word: no command follows it).
+  declare -gA _gwtrace_acbi=()
+  for _gwtrace_dn in '[' '[[' '((' : echo printf test true false local declare typeset export readonly unset shift \
+      return break continue read let cd pushd popd pwd getopts hash type umask ulimit alias unalias mapfile readarray \
+      caller compgen complete compopt dirs disown enable fc help history jobs kill logout suspend times bg fg bind \
+      for case select; do
+    _gwtrace_acbi[$_gwtrace_dn]=1
+  done
 }
 
 # _gwtrace_auto_id: a span id (16 hex digits, never all zero) into _gwtrace_ar.
@@ -156,24 +173,7 @@ _gwtrace_auto_pop() {
   _gwtrace_an=$_gwtrace_li
 }
 
-# _gwtrace_auto_tp VALUE SET: export TRACEPARENT=VALUE (SET '': unset it) and
-# remember it in _gwtrace_aexp; unless the script made it readonly (assigning
-# a readonly variable ends a non-interactive bash): then _gwtrace_aexp can
-# match nothing, which keeps the written-out paths of _gwtrace_auto_dbg away.
-_gwtrace_auto_tp() {
-  if (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) \
-     && [[ ${TRACEPARENT@a} == *r* ]]; then
-    _gwtrace_aexp='(readonly)'
-    return 0
-  fi
-  _gwtrace_aexp=$1
-  if [[ -n $2 ]]; then
-    builtin export TRACEPARENT="$1"
-  else
-    builtin unset TRACEPARENT
-  fi
-  return 0
-}
+# _gwtrace_auto_tp (TRACEPARENT for the children) is in gwtrace-auto-util.sh.
 
 # GWTRACE_AUTO_OPEN ("pid:trace,span,span...") names this process and the
 # spans it has open, so that a bash started by `exec` (same pid) can end them:
@@ -191,86 +191,25 @@ _gwtrace_auto_adoptparent() {
   [[ $_gwtrace_ar != *[!0-9a-f]* ]]
 }
 
-# At exit: the pending command, every frame, and no more DEBUG trap.
+# At exit: the pending command, every frame, and no more DEBUG trap. The
+# frames this process opened end in one append, innermost first (nothing runs
+# after this: no TRACEPARENT to give back); the others are their owners'.
 _gwtrace_auto_exit_frames() {
+  local _gwtrace_li _gwtrace_llines=''
   [[ -z $_gwtrace_acmd ]] || _gwtrace_auto_cmd_end "$1"
   (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap process.still_running=true
-  _gwtrace_auto_unwind "$1"
+  _gwtrace_auto_now
+  for (( _gwtrace_li = _gwtrace_an - 1; _gwtrace_li >= 0; _gwtrace_li-- )); do
+    [[ -n ${_gwtrace_asp[_gwtrace_li]} && ${_gwtrace_apid[_gwtrace_li]} == "$BASHPID" ]] || continue
+    _gwtrace_llines+="gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	${_gwtrace_asp[_gwtrace_li]}	${1:-0}"$'\n'
+  done
+  _gwtrace_an=0
+  [[ -z $_gwtrace_llines ]] || builtin printf '%s' "$_gwtrace_llines" >>"$_gwtrace_alog" || :
   [[ -z $_gwtrace_audbg ]] || builtin trap - DEBUG
 }
 
-# _gwtrace_auto_unwind STATUS [KEY=VALUE...]: end every frame.
-_gwtrace_auto_unwind() {
-  while (( _gwtrace_an > 0 )); do
-    _gwtrace_auto_pop "$@"
-  done
-}
-
-# --- status: a failure, or a status its caller tested --------------------------
-#
-# Bash gives no flag for "this status is tested". What the DEBUG trap sees at
-# the caller's next command: $? (the caller's view: negated by `!`, 0 after an
-# `if` whose condition failed, a `while` that ended) and PIPESTATUS[0] (the
-# function's or command's own status). The span keeps its own status as
-# process.exit.code; it is ERROR only if nothing tested it:
-#  - $? differs from PIPESTATUS[0]: `if f`, `if ! f`, `while f`, `until f`;
-#  - the caller's next command reads $? (`rc=$?`, `[ $? -ne 0 ]`);
-#  - the call site's text (the line of the script, read once per file, the
-#    line before too when it ends with && || | or \) has the call in an
-#    if/elif/while/until condition, after `!`, or before && or ||.
-# Only non-zero statuses pay for this.
-
-# _gwtrace_auto_status SITE: the E status field for the function's or
-# command's own status, into _gwtrace_ast. In an EXIT trap PIPESTATUS is 0
-# whatever the status: $? then, unless the call was negated (`! f`).
-_gwtrace_auto_status() {
-  if (( _gwtrace_aps == 0 && _gwtrace_arc != 0 )); then
-    _gwtrace_auto_site "$1"
-    (( _gwtrace_ar == 2 )) || _gwtrace_aps=$_gwtrace_arc
-  fi
-  if (( _gwtrace_aps == 0 )); then
-    _gwtrace_ast=0
-    return 0
-  fi
-  if (( _gwtrace_arc == _gwtrace_aps )) && [[ $BASH_COMMAND != *'$?'* || $BASH_COMMAND == *_gwtrace_* ]]; then
-    _gwtrace_auto_site "$1"
-    if (( _gwtrace_ar == 0 )); then
-      _gwtrace_ast=$_gwtrace_aps
-      return 0
-    fi
-  fi
-  _gwtrace_ast="ok	process.exit.code=$_gwtrace_aps	gwtrace.status.tested=true"
-}
-
-# _gwtrace_auto_site "LINE NAME FILE": how the caller's text uses the call
-# of NAME at LINE of FILE, into _gwtrace_ar: 0 not tested, 1 tested, 2
-# tested and negated (`! NAME`). Cached per call site.
-_gwtrace_auto_site() {
-  local _gwtrace_lsite=$1 _gwtrace_lline _gwtrace_lname _gwtrace_lfile _gwtrace_ltext _gwtrace_lpre _gwtrace_lpost _gwtrace_lprev
-  _gwtrace_ar=${_gwtrace_atested[$_gwtrace_lsite]-}
-  [[ -z $_gwtrace_ar ]] || return 0
-  _gwtrace_ar=0
-  _gwtrace_lline=${_gwtrace_lsite%% *} _gwtrace_lname=${_gwtrace_lsite#* } _gwtrace_lfile=${_gwtrace_lname#* } _gwtrace_lname=${_gwtrace_lname%% *}
-  [[ -n $_gwtrace_lsite && -n $_gwtrace_lfile && $_gwtrace_lline == [1-9]* && -r $_gwtrace_lfile ]] || return 0
-  _gwtrace_atested[$_gwtrace_lsite]=0
-  if [[ $_gwtrace_lfile != "$_gwtrace_asrcf" ]]; then
-    builtin mapfile -t _gwtrace_asrc <"$_gwtrace_lfile" || return 0
-    _gwtrace_asrcf=$_gwtrace_lfile
-  fi
-  _gwtrace_ltext=${_gwtrace_asrc[_gwtrace_lline-1]-} _gwtrace_lprev=${_gwtrace_asrc[_gwtrace_lline-2]-}
-  [[ $_gwtrace_ltext == *"$_gwtrace_lname"* ]] || return 0
-  _gwtrace_lpre=${_gwtrace_ltext%%"$_gwtrace_lname"*} _gwtrace_lpost=${_gwtrace_ltext#*"$_gwtrace_lname"}
-  if [[ $_gwtrace_lpre != *[![:space:]]* && $_gwtrace_lline -gt 1 && $_gwtrace_lprev =~ $_gwtrace_acontre ]]; then
-    _gwtrace_lpre=$_gwtrace_lprev
-  fi
-  _gwtrace_lpre=${_gwtrace_lpre##*;} _gwtrace_lpost=${_gwtrace_lpost%%;*}
-  if [[ $_gwtrace_lpre =~ $_gwtrace_anegre ]]; then
-    _gwtrace_ar=2
-  elif [[ $_gwtrace_lpre =~ $_gwtrace_atestre || $_gwtrace_lpost == *'&&'* || $_gwtrace_lpost == *'||'* ]]; then
-    _gwtrace_ar=1
-  fi
-  _gwtrace_atested[$_gwtrace_lsite]=$_gwtrace_ar
-}
+# --- status: _gwtrace_auto_status and _gwtrace_auto_site are in gwtrace-auto-util.sh
+# (the scripts level's top-level function spans use them too).
 
 # --- functions and commands (DEBUG trap) ------------------------------------
 
@@ -305,6 +244,7 @@ _gwtrace_auto_sync() {
       _gwtrace_*|trace_*|trap|exit|'')
         _gwtrace_auto_push '' "$_gwtrace_lk" ;;
       *)
+        _gwtrace_afn[$_gwtrace_lname]=1
         _gwtrace_auto_push "$_gwtrace_lname" "$_gwtrace_lk" ;;
     esac
     _gwtrace_aname[_gwtrace_an-1]=$_gwtrace_lname
@@ -320,6 +260,30 @@ _gwtrace_auto_sync() {
       builtin trap -- "$_gwtrace_aexit0" EXIT  # no need to read gwtrace-auto-extra.sh
     fi
   fi
+}
+
+# _gwtrace_auto_subenter: the first command of a new subshell (BASH_SUBSHELL
+# changed: a new process). When it calls a function ($(f), `f`), our EXIT
+# trap goes in before bash runs the function: a command substitution execs
+# the function's last command without a fork when no EXIT trap is set as the
+# function is entered, and the spans the subshell opened were then never
+# ended. A subshell that runs a program is left alone (its exec saves a
+# fork, untraced too). A word that names a function entered so far
+# (_gwtrace_afn, inherited) is one; a program bash has hashed (BASH_CMDS), a
+# builtin or keyword (_gwtrace_abi) or a path is not; anything else is
+# looked up with `declare -F`. (Written out in the DEBUG trap's text this
+# would save the call, ~0.2 ms in a freshly forked shell, but bash parses
+# the whole text before every command: 500 more bytes cost every command
+# of every traced script ~40 µs.)
+_gwtrace_auto_subenter() {
+  local _gwtrace_lw=${BASH_COMMAND%%[[:space:]]*}
+  _gwtrace_asl=$BASH_SUBSHELL
+  [[ -n $_gwtrace_lw && $_gwtrace_lw != */* && -z ${_gwtrace_abi[$_gwtrace_lw]-} ]] || return 0
+  if [[ -z ${_gwtrace_afn[$_gwtrace_lw]-} ]]; then
+    [[ -z ${BASH_CMDS[$_gwtrace_lw]-} ]] && builtin declare -F -- "$_gwtrace_lw" >/dev/null || return 0
+  fi
+  _gwtrace_asub=$BASHPID
+  builtin trap -- "$_gwtrace_aexit0" EXIT
 }
 
 # A sourced file that runs no command (it only defines functions) gives the
@@ -360,6 +324,7 @@ _gwtrace_auto_src_done() {
 _gwtrace_auto_dbg() {
   {                                            # nothing of ours reaches stderr
     (( _gwtrace_abusy )) && return 0           # our own `trap` and EXIT handlers
+    (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter
     [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
     if [[ $- == *x* || $BASH_COMMAND == [sbc][ehuo]* ]]; then
       (( _gwtrace_axg )) || _gwtrace_auto_dbgmode 1
@@ -382,7 +347,7 @@ _gwtrace_auto_dbg() {
       builtin printf '%s\n' "gw1	B	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	$_gwtrace_apfx${_gwtrace_actr:1}	${_gwtrace_acur:--}	0	$_gwtrace_afl	${_gwtrace_ats:--}	${FUNCNAME[1]}" >>"$_gwtrace_alog" || :
       _gwtrace_apar[_gwtrace_an]=$_gwtrace_acur _gwtrace_acur=$_gwtrace_apfx${_gwtrace_actr:1} \
         _gwtrace_asp[_gwtrace_an]=$_gwtrace_acur _gwtrace_adep[_gwtrace_an]=$_gwtrace_dn _gwtrace_apid[_gwtrace_an]=$BASHPID \
-        _gwtrace_aname[_gwtrace_an]=${FUNCNAME[1]} _gwtrace_asite[_gwtrace_an]="${BASH_LINENO[1]} ${FUNCNAME[1]} ${BASH_SOURCE[2]-}" _gwtrace_aotp[_gwtrace_an]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_an]=${TRACEPARENT+1} \
+        _gwtrace_aname[_gwtrace_an]=${FUNCNAME[1]} _gwtrace_afn[${FUNCNAME[1]}]=1 _gwtrace_asite[_gwtrace_an]="${BASH_LINENO[1]} ${FUNCNAME[1]} ${BASH_SOURCE[2]-}" _gwtrace_aotp[_gwtrace_an]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_an]=${TRACEPARENT+1} \
         _gwtrace_an=$((_gwtrace_an + 1)) _gwtrace_ad=$_gwtrace_dn _gwtrace_aexp=00-$_gwtrace_atr-$_gwtrace_acur-$_gwtrace_afl \
         GWTRACE_AUTO_OPEN+=,$_gwtrace_acur TRACEPARENT=$_gwtrace_aexp || :      # last: the script may have made it readonly
     elif (( _gwtrace_dn < _gwtrace_ad )) && [[ $BASHPID == "$_gwtrace_amain" && -n ${EPOCHREALTIME-} \
@@ -487,6 +452,7 @@ _gwtrace_auto_cmd() {
   (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap
   [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
   [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
+  (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter
   (( _gwtrace_ln == _gwtrace_ad )) || _gwtrace_auto_sync "$_gwtrace_ln"
   [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
   [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
@@ -535,9 +501,9 @@ _gwtrace_auto_cmd_word() {
     _gwtrace_lw=${_gwtrace_lc%%[[:space:]]*}
     _gwtrace_lname=${_gwtrace_lw%%=*} _gwtrace_lname=${_gwtrace_lname%+} _gwtrace_lname=${_gwtrace_lname%%\[*}
     if [[ $_gwtrace_lw == *=* && $_gwtrace_lname == [A-Za-z_]* && $_gwtrace_lname != *[!A-Za-z0-9_]* ]]; then
-      if [[ ${_gwtrace_lw#*=} == [\"\']* || ${_gwtrace_lw#*=} == *\$\(* || ${_gwtrace_lw#*=} == *\`* ]]; then
-        _gwtrace_ar=''; return 0              # quoted value or $(...): give up (what runs
-                                              # inside $(...) has spans of its own)
+      if [[ ${_gwtrace_lw#*=} == [\"\'\(]* || ${_gwtrace_lw#*=} == *\$\(* || ${_gwtrace_lw#*=} == *\`* ]]; then
+        _gwtrace_ar=''; return 0              # quoted value, an array's (...) or $(...): give up
+                                              # (what runs inside $(...) has spans of its own)
       fi
       _gwtrace_lc=${_gwtrace_lc:${#_gwtrace_lw}}
       continue

@@ -7,7 +7,25 @@
 # 10 KB: gwtrace-auto-extra.sh is read only by the shells that need it.
 
 _gwtrace_autil=1 _gwtrace_ar='' _gwtrace_at=''
-[[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0-9]* ]] && _gwtrace_aboot=$GWTRACE_BOOT_US || _gwtrace_aboot=0
+declare -gA _gwtrace_atested=()            # call site -> 1 tested by its caller, 0 not
+_gwtrace_asrcf='' _gwtrace_asrc=()         # the source file read last, its lines
+_gwtrace_atestre='(^|[[:space:](])(if|elif|while|until|!)[[:space:]]'
+_gwtrace_anegre='(^|[[:space:](])![[:space:]]+$' _gwtrace_acontre='(&&|\|\||\||\\)[[:space:]]*$'
+# The boot time for the bash 4 clock, as the library works it out (_gwtrace_init):
+# GWTRACE_BOOT_US (the sidecar's), else the clock's seconds minus the uptime.
+if [[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0-9]* ]]; then
+  _gwtrace_aboot=$GWTRACE_BOOT_US
+else
+  _gwtrace_aboot=0
+  if [[ -z ${EPOCHREALTIME-} ]]; then
+    IFS= builtin read -r _gwtrace_at </proc/uptime || _gwtrace_at=''
+    _gwtrace_at=${_gwtrace_at%% *}
+    builtin printf -v _gwtrace_ar '%(%s)T' -1
+    [[ $_gwtrace_at != [0-9]*.[0-9][0-9] || $_gwtrace_at == *[!0-9.]* ]] \
+      || _gwtrace_aboot=$(( _gwtrace_ar * 1000000 - 10#${_gwtrace_at/./} * 10000 ))
+    _gwtrace_at='' _gwtrace_ar=''
+  fi
+fi
 
 # _gwtrace_auto_now: the time as seconds.microseconds into _gwtrace_at; bash 4
 # has no EPOCHREALTIME: /proc/uptime (10 ms) plus the boot time.
@@ -37,4 +55,89 @@ _gwtrace_auto_esc() {
     _gwtrace_ar=${_gwtrace_ar//$'\n'/"${_gwtrace_lbs}n"}
     _gwtrace_ar=${_gwtrace_ar//$'\r'/"${_gwtrace_lbs}r"}
   fi
+}
+
+# --- status: a failure, or a status its caller tested --------------------------
+#
+# Bash gives no flag for "this status is tested". What the DEBUG trap sees at
+# the caller's next command: $? (the caller's view: negated by `!`, 0 after an
+# `if` whose condition failed, a `while` that ended) and PIPESTATUS[0] (the
+# function's or command's own status). The span keeps its own status as
+# process.exit.code; it is ERROR only if nothing tested it:
+#  - $? differs from PIPESTATUS[0]: `if f`, `if ! f`, `while f`, `until f`;
+#  - the caller's next command reads $? (`rc=$?`, `[ $? -ne 0 ]`);
+#  - the call site's text (the line of the script, read once per file, the
+#    line before too when it ends with && || | or \) has the call in an
+#    if/elif/while/until condition, after `!`, or before && or ||.
+# Only non-zero statuses pay for this.
+
+# _gwtrace_auto_status SITE: the E status field for the function's or
+# command's own status, into _gwtrace_ast. In an EXIT trap PIPESTATUS is 0
+# whatever the status: $? then, unless the call was negated (`! f`).
+_gwtrace_auto_status() {
+  if (( _gwtrace_aps == 0 && _gwtrace_arc != 0 )); then
+    _gwtrace_auto_site "$1"
+    (( _gwtrace_ar == 2 )) || _gwtrace_aps=$_gwtrace_arc
+  fi
+  if (( _gwtrace_aps == 0 )); then
+    _gwtrace_ast=0
+    return 0
+  fi
+  if (( _gwtrace_arc == _gwtrace_aps )) && [[ $BASH_COMMAND != *'$?'* || $BASH_COMMAND == *_gwtrace_* ]]; then
+    _gwtrace_auto_site "$1"
+    if (( _gwtrace_ar == 0 )); then
+      _gwtrace_ast=$_gwtrace_aps
+      return 0
+    fi
+  fi
+  _gwtrace_ast="ok	process.exit.code=$_gwtrace_aps	gwtrace.status.tested=true"
+}
+
+# _gwtrace_auto_site "LINE NAME FILE": how the caller's text uses the call
+# of NAME at LINE of FILE, into _gwtrace_ar: 0 not tested, 1 tested, 2
+# tested and negated (`! NAME`). Cached per call site.
+_gwtrace_auto_site() {
+  local _gwtrace_lsite=$1 _gwtrace_lline _gwtrace_lname _gwtrace_lfile _gwtrace_ltext _gwtrace_lpre _gwtrace_lpost _gwtrace_lprev
+  _gwtrace_ar=${_gwtrace_atested[$_gwtrace_lsite]-}
+  [[ -z $_gwtrace_ar ]] || return 0
+  _gwtrace_ar=0
+  _gwtrace_lline=${_gwtrace_lsite%% *} _gwtrace_lname=${_gwtrace_lsite#* } _gwtrace_lfile=${_gwtrace_lname#* } _gwtrace_lname=${_gwtrace_lname%% *}
+  [[ -n $_gwtrace_lsite && -n $_gwtrace_lfile && $_gwtrace_lline == [1-9]* && -r $_gwtrace_lfile ]] || return 0
+  _gwtrace_atested[$_gwtrace_lsite]=0
+  if [[ $_gwtrace_lfile != "$_gwtrace_asrcf" ]]; then
+    builtin mapfile -t _gwtrace_asrc <"$_gwtrace_lfile" || return 0
+    _gwtrace_asrcf=$_gwtrace_lfile
+  fi
+  _gwtrace_ltext=${_gwtrace_asrc[_gwtrace_lline-1]-} _gwtrace_lprev=${_gwtrace_asrc[_gwtrace_lline-2]-}
+  [[ $_gwtrace_ltext == *"$_gwtrace_lname"* ]] || return 0
+  _gwtrace_lpre=${_gwtrace_ltext%%"$_gwtrace_lname"*} _gwtrace_lpost=${_gwtrace_ltext#*"$_gwtrace_lname"}
+  if [[ $_gwtrace_lpre != *[![:space:]]* && $_gwtrace_lline -gt 1 && $_gwtrace_lprev =~ $_gwtrace_acontre ]]; then
+    _gwtrace_lpre=$_gwtrace_lprev
+  fi
+  _gwtrace_lpre=${_gwtrace_lpre##*;} _gwtrace_lpost=${_gwtrace_lpost%%;*}
+  if [[ $_gwtrace_lpre =~ $_gwtrace_anegre ]]; then
+    _gwtrace_ar=2
+  elif [[ $_gwtrace_lpre =~ $_gwtrace_atestre || $_gwtrace_lpost == *'&&'* || $_gwtrace_lpost == *'||'* ]]; then
+    _gwtrace_ar=1
+  fi
+  _gwtrace_atested[$_gwtrace_lsite]=$_gwtrace_ar
+}
+
+# _gwtrace_auto_tp VALUE SET: export TRACEPARENT=VALUE (SET '': unset it) and
+# remember it in _gwtrace_aexp; unless the script made it readonly (assigning
+# a readonly variable ends a non-interactive bash): then _gwtrace_aexp can
+# match nothing, which keeps the written-out paths of _gwtrace_auto_dbg away.
+_gwtrace_auto_tp() {
+  if (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) \
+     && [[ ${TRACEPARENT@a} == *r* ]]; then
+    _gwtrace_aexp='(readonly)'
+    return 0
+  fi
+  _gwtrace_aexp=$1
+  if [[ -n $2 ]]; then
+    builtin export TRACEPARENT="$1"
+  else
+    builtin unset TRACEPARENT
+  fi
+  return 0
 }

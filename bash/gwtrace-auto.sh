@@ -13,7 +13,7 @@
 {
 [[ -z ${_gwtrace_auto_loaded-} ]] || return 0
 _gwtrace_auto_loaded=1 _gwtrace_adir=${BASH_SOURCE[0]%/*} _gwtrace_alevel=0 _gwtrace_amain=$BASHPID
-_gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
+_gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_atop='' _gwtrace_atsp='' _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
 # The EXIT trap: record the status, end the spans (the halves that go around
 # a handler of the script's own are in gwtrace-auto-extra.sh).
 # shellcheck disable=SC2016
@@ -38,9 +38,14 @@ _gwtrace_auto_init() {
   IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
   _gwtrace_lu=${_gwtrace_lu//-/}
   [[ ${#_gwtrace_lu} -eq 32 && $_gwtrace_lu != *[!0-9a-f]* ]] || { _gwtrace_auto_extra; _gwtrace_auto_hex; _gwtrace_lu=$_gwtrace_ar; }
-  if [[ ${#_gwtrace_ltp} -eq 55 && $_gwtrace_ltp == 00-* && ${_gwtrace_ltp:2:1}${_gwtrace_ltp:35:1}${_gwtrace_ltp:52:1} == --- \
-        && ${_gwtrace_ltp:3:32}${_gwtrace_ltp:36:16}${_gwtrace_ltp:53:2} != *[!0-9a-f]* && ${_gwtrace_ltp:3:32} == *[1-9a-f]* && ${_gwtrace_ltp:36:16} == *[1-9a-f]* ]]; then
-    [[ $_gwtrace_ltp == *[13579bdf] ]] || { _gwtrace_alevel=0; return 0; }   # not sampled: nothing to record
+  # The library's rule (_gwtrace_read_context; bats/auto_truth.bats compares
+  # them): blanks trimmed, version not ff, 00 exactly 55 characters, a later
+  # version may go on after a '-'; lower-case hex, ids not all zero.
+  _gwtrace_ltp=${_gwtrace_ltp#"${_gwtrace_ltp%%[![:space:]]*}"} _gwtrace_ltp=${_gwtrace_ltp%"${_gwtrace_ltp##*[![:space:]]}"}
+  if [[ ${#_gwtrace_ltp} -ge 55 && ${_gwtrace_ltp:2:1}${_gwtrace_ltp:35:1}${_gwtrace_ltp:52:1} == --- && ${_gwtrace_ltp:0:2} != ff \
+        && ( ${#_gwtrace_ltp} -eq 55 || ( ${_gwtrace_ltp:0:2} != 00 && ${_gwtrace_ltp:55:1} == - ) ) \
+        && ${_gwtrace_ltp:0:2}${_gwtrace_ltp:3:32}${_gwtrace_ltp:36:16}${_gwtrace_ltp:53:2} != *[!0-9a-f]* && ${_gwtrace_ltp:3:32} == *[1-9a-f]* && ${_gwtrace_ltp:36:16} == *[1-9a-f]* ]]; then
+    [[ ${_gwtrace_ltp:54:1} == [13579bdf] ]] || { _gwtrace_alevel=0; return 0; }   # not sampled: nothing to record
     _gwtrace_atr=${_gwtrace_ltp:3:32} _gwtrace_abase=${_gwtrace_ltp:36:16} _gwtrace_afl=0$(( 16#${_gwtrace_ltp:54:1} & 3 )) _gwtrace_ats=${TRACESTATE-}
   else
     _gwtrace_atr=$_gwtrace_lu _gwtrace_abase='' _gwtrace_afl=01 _gwtrace_ats='' _gwtrace_lremote=0
@@ -70,6 +75,12 @@ _gwtrace_auto_init() {
     builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr,$_gwtrace_asp0" TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_asp0-$_gwtrace_afl" || :
   fi
   builtin trap -- "$_gwtrace_aexit0" EXIT
+  if (( _gwtrace_alevel == 1 && _gwtrace_abd == 1 )) && [[ $- != *T* ]]; then
+    # Functions called from the script's top level (see gwtrace-auto-top.sh).
+    # shellcheck disable=SC2016
+    declare -gA _gwtrace_atw=([_gwtrace_auto_init]=0) && _gwtrace_atop='{ ((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0],${#BASH_SOURCE[@]}!=1||_gwtrace_abusy))||[[ -z $_gwtrace_atsp && ${_gwtrace_atw[${BASH_COMMAND%%[[:space:]]*}]-} == 0 ]]||_gwtrace_auto_top "$_";} 2>&-' \
+      && builtin trap -- "$_gwtrace_atop" DEBUG
+  fi
   if (( _gwtrace_alevel >= 2 )); then
     # shellcheck source=gwtrace-auto-fn.sh
     builtin source "$_gwtrace_adir/gwtrace-auto-fn.sh" || _gwtrace_alevel=1
@@ -83,12 +94,37 @@ _gwtrace_auto_exit_post() {
   if (( _gwtrace_alevel >= 2 )); then
     _gwtrace_auto_exit_frames "$_gwtrace_aexit"
   elif [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_asp0 && -z $_gwtrace_aroot ]]; then
+    [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end "$_gwtrace_aexit"
     [[ -n ${EPOCHREALTIME-} ]] || { _gwtrace_auto_extra; _gwtrace_auto_now; }
     builtin printf '%s\n' "gw1${_gwtrace_lt}E${_gwtrace_lt}${EPOCHREALTIME:-$_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp0}${_gwtrace_lt}${_gwtrace_aexit}" >>"$_gwtrace_alog" || :
     _gwtrace_asp0=''
   fi
+  [[ -z $_gwtrace_atsp || $BASHPID != "$_gwtrace_amain" ]] || _gwtrace_auto_top_end "$_gwtrace_aexit"
   [[ -z $_gwtrace_aadopt || $BASHPID != "$_gwtrace_amain" ]] || _gwtrace_auto_adopt_end "$_gwtrace_aexit"
   _gwtrace_aexit=''
+}
+
+# The scripts level's DEBUG trap, past its fast path: a pending top-level
+# function span ends; a command word not seen yet is looked up (a function:
+# a span, from gwtrace-auto-top.sh). $1 is the script's $_, given back.
+_gwtrace_auto_top() {
+  { local _gwtrace_lw=${BASH_COMMAND%%[[:space:]]*}
+    [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop ]] || return 0
+    [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end
+    [[ -n $_gwtrace_lw ]] || return 0
+    if [[ -z ${_gwtrace_atw[$_gwtrace_lw]-} ]]; then
+      _gwtrace_atw[$_gwtrace_lw]=0
+      case $_gwtrace_lw in
+        _gwtrace_*|trace_*|gwtrace_*|trap|exit|*[$'\\\t\n\r']*) ;;
+        *) ! builtin declare -F -- "$_gwtrace_lw" >/dev/null || _gwtrace_atw[$_gwtrace_lw]=1 ;;
+      esac
+    fi
+    [[ ${_gwtrace_atw[$_gwtrace_lw]} == 0 ]] || {
+      # shellcheck source=gwtrace-auto-top.sh
+      [[ -n ${_gwtrace_atopf-} ]] || { _gwtrace_atopf=1; builtin source "$_gwtrace_adir/gwtrace-auto-top.sh"; }
+      _gwtrace_auto_top_begin "$_gwtrace_lw"; }
+  } 2>&-
+  return 0
 }
 
 _gwtrace_auto_init
@@ -97,7 +133,8 @@ _gwtrace_auto_init
 # here runs in a group with fd 2 closed (invisible to set -x); fd 203 carries
 # the script's stderr for bash's own messages.
 trap() {
-  { [[ -z ${_gwtrace_aurset-} ]] || { builtin trap - RETURN; _gwtrace_apend=1; }   # not fired by our functions
+  { [[ -z $_gwtrace_atop || " $* " != *" DEBUG "* || $1 == -[pl] ]] || _gwtrace_auto_top_off
+    [[ -z ${_gwtrace_aurset-} ]] || { builtin trap - RETURN; _gwtrace_apend=1; }   # not fired by our functions
     _gwtrace_atrc=-1 _gwtrace_aoneshot=''; (( ++_gwtrace_abusy )); _gwtrace_auto_extra; } 2>&-
   { _gwtrace_auto_trap 203 "$@"; } 203>&2 2>&-
   # shellcheck disable=SC2064  # the script's own arguments, passed on as they are

@@ -29,11 +29,13 @@ x="$(echo hi | tr a-z A-Z)"
 y=`uname -s`
 LC_ALL=C grep -c nothing /dev/null || :
 cfg=$(cat /dev/null)
+wget_args=("http://x" "--user-agent" "wget/x" "--quiet")
 EOS
   auto_run commands
   assert_success
   run begins command
   refute_output --partial -- "--version"
+  refute_output --partial -- "--user-agent"
   refute_output --partial -- "-s"
   assert_output --partial "grep"
   assert_output --partial "wget"
@@ -125,4 +127,93 @@ EOS
     run awk -F'\t' '$2 == "B" && $11 == "helper"' "$LOG"
     (( ${#lines[@]} == 2 ))
   done
+}
+
+# One rule, two copies (issue 10): the auto layer keeps fast copies of the
+# library's TRACEPARENT parsing, escaping and bash 4 clock; these tests hold
+# them equal to the library's on the same inputs.
+
+# lib_context TP: what the library makes of TRACEPARENT=TP: "trace span flags" or "-".
+lib_context() {
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  TRACEPARENT=$1 bash -c 'source "$1"; [[ -n $_gwtrace_base_tr ]] && echo "$_gwtrace_base_tr $_gwtrace_base_sp $_gwtrace_base_fl" || echo -' _ "$GW_ROOT/bash/gwtrace.sh"
+}
+
+# auto_context TP: what the auto layer makes of it: the script span's "trace parent flags" or "-".
+auto_context() {
+  : >"$LOG"
+  TRACEPARENT=$1 BASH_ENV="$GW_ROOT/bash/gwtrace-auto.sh" GWTRACE_AUTO_LEVEL=scripts bash -c ':'
+  awk -F'\t' -v tp="$1" '$2 == "B" { if ($7 == "-") print "-"; else print $5, $7, $9; exit }' "$LOG"
+}
+
+@test "the auto layer parses TRACEPARENT by the library's rule" {
+  local tp inputs=(
+    "$TP_VALID" "00-$TP_TRACE-$TP_PARENT-03" "00-$TP_TRACE-$TP_PARENT-ff"
+    "  $TP_VALID  " "01-$TP_TRACE-$TP_PARENT-01" "01-$TP_TRACE-$TP_PARENT-01-future"
+    "cc-$TP_TRACE-$TP_PARENT-01-x" "ff-$TP_TRACE-$TP_PARENT-01" "00-$TP_TRACE-$TP_PARENT-01-extra"
+    "01-$TP_TRACE-$TP_PARENT-01x" "00-${TP_TRACE^^}-$TP_PARENT-01" "00-00000000000000000000000000000000-$TP_PARENT-01"
+    "00-$TP_TRACE-0000000000000000-01" "00-$TP_TRACE-$TP_PARENT-0g" "00_$TP_TRACE-$TP_PARENT-01"
+    "00-$TP_TRACE-$TP_PARENT" "" "garbage")
+  for tp in "${inputs[@]}"; do
+    local lib auto
+    lib=$(lib_context "$tp") auto=$(auto_context "$tp")
+    echo "[$tp] library: $lib auto: $auto"
+    [ "$lib" = "$auto" ]
+  done
+  # Not sampled: the library records (flags 00); the auto layer records nothing.
+  [ "$(lib_context "00-$TP_TRACE-$TP_PARENT-00")" = "$TP_TRACE $TP_PARENT 00" ]
+  [ -z "$(auto_context "00-$TP_TRACE-$TP_PARENT-00")" ]
+}
+
+@test "the auto layer escapes as the library does" {
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  run bash -c '
+    source "$1/bash/gwtrace.sh"; _gwtrace_adir=$1/bash; source "$1/bash/gwtrace-auto-util.sh"
+    for s in "" plain "tab	x" "nl
+x" "cr"$'"'"'\r'"'"' "back\\slash" "\\t literal" "mixed\\	
+	\\n" "$(printf "%0900d" 0)	end"; do
+      _gwtrace_esc "$s"; _gwtrace_auto_esc "$s"
+      [[ $_gwtrace_r == "$_gwtrace_ar" ]] || { echo "differ on [$s]: [$_gwtrace_r] [$_gwtrace_ar]"; exit 1; }
+      echo "same: $_gwtrace_ar"
+    done' _ "$GW_ROOT"
+  assert_success
+  assert_output --partial 'same: tab\tx'
+  assert_output --partial 'same: back\\slash'
+  assert_output --partial 'same: cr\r'
+}
+
+@test "the auto layer's bash 4 clock is the library's, with and without GWTRACE_BOOT_US" {
+  local boot
+  for boot in 1700000000000000 ''; do
+    # shellcheck disable=SC2016  # expanded by the inner bash
+    run env ${boot:+GWTRACE_BOOT_US=$boot} bash -c '
+      unset EPOCHREALTIME
+      source "$1/bash/gwtrace.sh"; _gwtrace_adir=$1/bash; source "$1/bash/gwtrace-auto-util.sh"
+      _gwtrace_now; _gwtrace_auto_now
+      echo "$_gwtrace_clock $_gwtrace_at"' _ "$GW_ROOT"
+    assert_success
+    local lib=${output% *} auto=${output#* }
+    [[ $lib =~ ^[0-9]+\.[0-9]{6}$ && $auto =~ ^[0-9]+\.[0-9]{6}$ ]]
+    # the same 10 ms tick of /proc/uptime, or the next one
+    (( ${auto/./} - ${lib/./} >= 0 && ${auto/./} - ${lib/./} <= 10000 ))
+    if [[ -z $boot ]]; then
+      (( ${auto%.*} - $(date +%s) <= 2 && $(date +%s) - ${auto%.*} <= 2 ))
+    fi
+  done
+}
+
+@test "the auto layer's span-id prefix is the library's splitmix64 step on the same state" {
+  # shellcheck disable=SC2016  # expanded by the inner bash
+  run bash -c '
+    source "$1/bash/gwtrace.sh"; _gwtrace_adir=$1/bash; _gwtrace_asp0=x _gwtrace_abd=1 _gwtrace_amain=$BASHPID
+    source "$1/bash/gwtrace-auto-util.sh"; source "$1/bash/gwtrace-auto-fn.sh"; trap - DEBUG
+    for state in 0 1 42 -1 1234567890123456789 -7046029254386353131 9223372036854775807; do
+      _gwtrace_rng=$state; _gwtrace_rand64
+      _gwtrace_arng=$state _gwtrace_arngpid=$BASHPID; _gwtrace_auto_seed
+      [[ ${_gwtrace_r:6} == "$_gwtrace_apfx" || ( ${_gwtrace_r:6} == 0000000000 && $_gwtrace_apfx == 0000000001 ) ]] \
+        || { echo "differ at $state: ${_gwtrace_r:6} $_gwtrace_apfx"; exit 1; }
+      echo "same: $_gwtrace_apfx"
+    done' _ "$GW_ROOT"
+  assert_success
+  [ "$(grep -c '^same: [0-9a-f]\{10\}$' <<<"$output")" -eq 7 ]
 }

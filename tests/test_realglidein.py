@@ -25,7 +25,7 @@ from conftest import GWTRACE, REPO, clean_env
 from gwtrace.wire.blocks import Block, find_blocks
 from otlp_receiver import OtlpReceiver
 
-HARNESS = REPO.parent / "shared" / "tools" / "realglidein"
+HARNESS = Path(os.environ.get("GWTRACE_REALGLIDEIN") or REPO.parent / "shared" / "tools" / "realglidein")
 pytestmark = pytest.mark.skipif(not (HARNESS / "gwms").is_dir(),
                                 reason=f"GlideinWMS harness not found at {HARNESS} (the steering repo's shared/)")
 

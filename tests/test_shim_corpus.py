@@ -174,7 +174,17 @@ def test_corpus_script_is_unchanged_and_traced(script: str, level: str, tracing)
     if level == "functions":
         assert render_run(spans, root, script) == expected
     elif level == "scripts":
-        assert render_run(spans, root, script) == scripts_only(expected)
+        # The scripts level adds a span for each function a script calls
+        # from its own top level (gwtrace-auto-top.sh): the script tree is
+        # the same, and each such span is a function of the expected tree,
+        # the child of a script span.
+        functions = [s for s in spans if s.attributes.get("gwtrace.kind") == "function"]
+        assert render_run(spans, root, script, keep=lambda s: s.attributes.get("gwtrace.kind") != "function") \
+            == scripts_only(expected)
+        scripts = {s.span_id for s in spans if s.attributes.get("gwtrace.kind") == "script"} | {root.span_id}
+        names = {line.strip().rsplit(" ", 1)[0] for line in expected}
+        for span in functions:
+            assert span.parent_id in scripts and span.name in names, span.name
     else:
         commands = [s for s in spans if s.attributes.get("gwtrace.kind") == "command"]
         assert render_run(spans, root, script, keep=lambda s: s.attributes.get("gwtrace.kind") != "command") == expected
@@ -208,3 +218,21 @@ def test_tested_status_keeps_the_exit_code(tracing) -> None:
     yes = [s for s in spans if s.name == "yes"]
     assert [STATUS[s.status_code] for s in yes] == ["OK", "OK"]
     assert all(s.attributes.get("process.exit.code", 0) == 0 for s in yes)
+
+
+def test_scripts_level_spans_top_level_calls(tracing) -> None:
+    """At the scripts level, the functions a script calls from its top level
+    are spans (a glidein's downloads, signature checks, its validation
+    scripts under them); a `! f` is f's own status, tested; nothing runs in
+    functions or $(...) (issue 9)."""
+    env, receiver = tracing
+    traced = run_traced("top_functions.sh", "scripts", dict(env))
+    assert traced.returncode == 0 and traced.stdout == run_plain("top_functions.sh").stdout
+    root, spans = trace_of(receiver, "corpus:top_functions.sh:scripts")
+    assert render_run(spans, root, "top_functions.sh") == [
+        "top_functions.sh OK", "  fetch_file OK", "    bash -c OK", "  check_signature OK",
+        "  fetch_file OK", "    bash -c OK", "  check_signature OK", "  report OK"]
+    checks = [s for s in spans if s.name == "check_signature"]
+    assert [s.attributes.get("process.exit.code", 0) for s in checks] == [1, 0]
+    assert checks[0].attributes["gwtrace.status.tested"] is True
+    assert all(s.attributes["gwtrace.kind"] == "function" for s in spans if s.name in ("fetch_file", "report"))
