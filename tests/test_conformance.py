@@ -311,11 +311,7 @@ TRACEPARENTS: List[Tuple[str, str, Optional[str]]] = [
 #: test_unsampled_context_writes_nothing checks it for every producer.
 
 #: Producer -> labels it is known to get wrong (xfail, with the reason).
-KNOWN_WRONG: Dict[str, Dict[str, str]] = {
-    "auto": {label: "bash/gwtrace-auto.sh accepts only version 00, exactly 55 characters, no surrounding "
-                    "spaces (the library's _gwtrace_read_context accepts future versions and trims)"
-             for label in ("future version with an extra field", "future version, 55 characters", "spaces around")},
-}
+KNOWN_WRONG: Dict[str, Dict[str, str]] = {}   # none since the auto layer reads TRACEPARENT by the library's rule
 
 
 def _begin_of(lines: List[bytes]) -> List[str]:

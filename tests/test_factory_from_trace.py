@@ -105,3 +105,24 @@ def test_the_files_record_wins_over_the_traced_one(tmp_path):
         store.ingest(synthetic.glidein_trace(random.Random(6), START, uuid="g-3", site="FNAL"))  # spans again
         (kept,) = store.glidein_records()
     assert kept["gwms"]["duration"] == 100 and not kept["incomplete"]
+
+
+def test_scripts_run_through_the_glideins_functions_are_its_scripts():
+    """At the scripts level a glidein's fetch_file has a span (gwtrace.kind=function) and the validation
+    scripts it runs are its children: they are still the glidein's scripts; a script run by a script is not."""
+    from gwtrace.factory.from_trace import record_from_trace
+
+    res = {"service.name": "glidein", "glidein.site": "S", "glidein.entry": "E"}
+
+    def span(sid, parent, name, start, end, **attrs):
+        return {"trace_id": "t" * 32, "span_id": sid, "parent_span_id": parent, "name": name,
+                "start_ns": start * 10**9, "end_ns": end * 10**9, "status_code": 1, "attributes": attrs,
+                "resource": res}
+
+    spans = [span("r", "", "glidein_startup.sh", 0, 100),
+             span("f1", "r", "fetch_file", 1, 10, **{"gwtrace.kind": "function"}),
+             span("s1", "f1", "validate_node.sh", 2, 9),
+             span("n1", "s1", "inner.sh", 3, 4),
+             span("s2", "r", "cvmfs_setup.sh", 11, 20)]
+    rec = record_from_trace(spans)
+    assert [s.id for s in rec.scripts] == ["validate_node.sh", "cvmfs_setup.sh"]

@@ -81,11 +81,23 @@ def _identity(rec: GlideinRecord, resource: Dict[str, Any]) -> None:
         rec.notes.append("GLIDEIN_MaxMemMBs unknown: 2 GB per core assumed")
 
 
-def _is_script(span: Span, root: Span) -> bool:
+def _is_script(span: Span, root: Span, by_id: Optional[Dict[str, Span]] = None) -> bool:
+    """A script the glidein ran: marked so, or a script file run by the glidein itself, directly or through
+    its own functions (at the ``scripts`` level a glidein's ``fetch_file`` has a span, and the validation
+    scripts it runs are its children)."""
     if "glidein.script" in span["attributes"] or "gwms.script.id" in span["attributes"]:
         return True
-    return span["parent_span_id"] == root["span_id"] and span["name"].endswith(_SCRIPT_SUFFIXES) \
-        and span["name"] not in ("condor_startup.sh", "gwtrace_setup.sh")
+    if not span["name"].endswith(_SCRIPT_SUFFIXES) or span["name"] in ("condor_startup.sh", "gwtrace_setup.sh"):
+        return False
+    parent = span["parent_span_id"]
+    for _ in range(64):   # through the glidein's function spans, up to the glidein
+        if parent == root["span_id"]:
+            return True
+        above = (by_id or {}).get(parent)
+        if above is None or above["attributes"].get("gwtrace.kind") != "function":
+            return False
+        parent = above["parent_span_id"]
+    return False
 
 
 def _job(span: Span) -> JobRecord:
@@ -113,11 +125,12 @@ def record_from_trace(spans: List[Span]) -> Optional[GlideinRecord]:
     rec.status = _STATUS.get(root["status_code"], "UNKNOWN")
     rec.failed_script = root["attributes"].get("glidein.failed_script")
     rec.mark_incomplete(NO_OUT)
+    by_id = {span["span_id"]: span for span in spans}
     for span in spans:
         name = span["name"]
         if span is root or name in ("glidein", "glidein_startup.sh"):
             continue
-        if name == "condor" or (name == "condor_startup.sh" and not _is_script(span, root)):
+        if name == "condor" or (name == "condor_startup.sh" and not _is_script(span, root, by_id)):
             if name == "condor" or rec.condor_start is None:  # the backfill's own span says it best
                 rec.condor_start, rec.condor_end = _secs(span["start_ns"]), _secs(span["end_ns"])
         elif _is_job(span):
@@ -126,7 +139,7 @@ def record_from_trace(spans: List[Span]) -> Optional[GlideinRecord]:
             rec.ce_submitted = _secs(span["end_ns"])
         elif name == "condorg.queued":  # a backfilled glidein: from the factory's submission to its start
             rec.submitted, rec.started = _secs(span["start_ns"]), _secs(span["end_ns"])
-        elif _is_script(span, root):
+        elif _is_script(span, root, by_id):
             status = _STATUS.get(span["status_code"], "OK")
             rec.scripts.append(ScriptResult(id=name, status=status, start=_secs(span["start_ns"]),
                                             end=_secs(span["end_ns"])))
