@@ -75,6 +75,9 @@ from .values import (
 from .wire import scope_spans_slices
 from .writer import GLIDEIN_UUID_KEYS, Writer
 
+#: traces whose records are made per transaction when they are refreshed
+REFRESH_BATCH = 500
+
 __all__ = [
     "BUSY_TIMEOUT_MS", "CHECKPOINT_BYTES", "GLIDEIN_UUID_KEYS", "SCHEMA_VERSION", "SPAN_KIND_NAMES",
     "STATUS_ERROR", "STATUS_OK", "STATUS_UNSET", "StoreUnreadable", "TraceStore", "any_value_to_python",
@@ -309,6 +312,11 @@ class TraceStore:
         pending = glideins.dirty(reader)
         if not pending:
             return 0
+        # a batch at a time: memory stays flat however many traces arrived
+        return sum(self._refresh(reader, pending[at:at + REFRESH_BATCH], record_from_trace)
+                   for at in range(0, len(pending), REFRESH_BATCH))
+
+    def _refresh(self, reader: Any, pending: List[bytes], record_from_trace: Any) -> int:
         from_files = glideins.from_files(reader, pending)
         made = []
         for trace_id in pending:
