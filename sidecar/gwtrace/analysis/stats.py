@@ -23,8 +23,16 @@ QUEUED = ("factory_queue", "ce_queue")
 
 def quantile(values: Sequence[float], q: float) -> float:
     """The q-quantile by the nearest-rank rule (values need not be sorted)."""
+    return quantiles(values, (q,))[0]
+
+
+def quantiles(values: Sequence[float], qs: Sequence[float]) -> List[float]:
+    """Several quantiles of the same values with one sort (nearest rank; 0.0 for no values)."""
     ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, max(0, int(q * len(ordered) + 0.5) - 1))] if ordered else 0.0
+    if not ordered:
+        return [0.0] * len(qs)
+    last = len(ordered) - 1
+    return [ordered[min(last, max(0, int(q * len(ordered) + 0.5) - 1))] for q in qs]
 
 
 class Accumulator:
@@ -75,8 +83,9 @@ class PhaseCells(Accumulator):
         out = []
         for (group, kind), (values, failed, canonical) in sorted(
                 self.cells.items(), key=lambda item: (item[0][0], rank.get(item[0][1], 99))):
+            p50, p90, p99 = quantiles(values, (.5, .9, .99))
             out.append({self.by: group, "phase": kind, "glideins": len(values), "failed": failed,
-                        "p50_s": quantile(values, .5), "p90_s": quantile(values, .9), "p99_s": quantile(values, .99),
+                        "p50_s": p50, "p90_s": p90, "p99_s": p99,
                         "canonical_hours": None if kind in QUEUED else round(canonical / 3600, 2)})
         return out
 
