@@ -17,7 +17,7 @@ from gwtrace.factory.cli import add_record_options, load_summaries
 from .hints import Hint, HintInputs, Thresholds, ranked
 from .outliers import compare_spec, outliers
 from .stats import PhaseCells, ScriptCells, TrendCells
-from .summary import summarize
+from .summary import as_summary
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -167,8 +167,7 @@ def _one_pass(items: Iterable[Any], by: str, thresholds: Thresholds, full: bool
     cells = (PhaseCells(by), ScriptCells(), TrendCells()) if full else ()
     with gc_paused():
         for s in items:
-            if not isinstance(s, list):
-                s = summarize(s)
+            s = as_summary(s)
             inputs.add(s)
             for acc in cells:
                 acc.add(s)

@@ -19,10 +19,9 @@ from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from gwtrace.factory.canonical import job_units
 from gwtrace.factory.to_trace import glidein_trace_id
 from .summary import (CANON, CONDOR, ENDED, ENTRY, FAILED_SCRIPT, JOBS, REF, SCRIPTS, SITE, STARTED, STATUS, UNITS,
-                      WAITS, Summary, summarize)
+                      WAITS, Accumulator, Summary)
 
 Record = Dict[str, Any]
 EXAMPLES = 10  # glideins named in each hint's evidence (the count says how many there are)
@@ -85,11 +84,6 @@ def glidein_ref(rec: Record) -> Dict[str, Any]:
             "site": rec.get("site"), "entry": rec.get("entry")}
 
 
-def units(rec: Record) -> float:
-    """The glidein's size in canonical units (cores, or 2 GB blocks if memory is larger)."""
-    return job_units(rec.get("cpus") or 1, rec.get("memory_mb") or 2048)
-
-
 def first_job_wait(rec: Record) -> Optional[float]:
     """Seconds from HTCondor's start to the first job, for glideins that ran one."""
     starts = [j["start"] for j in rec.get("jobs") or [] if j.get("start") is not None]
@@ -113,7 +107,7 @@ def ce_wait(rec: Record) -> Optional[float]:
     return max(0.0, rec["started"] - rec["ce_submitted"])
 
 
-class _Ref:
+class GlideinRefs:
     """The glideins behind the evidence: an index per glidein, its name and size kept, nothing else."""
 
     def __init__(self) -> None:
@@ -182,22 +176,17 @@ class _Entry:
         self.empty_lost = 0.0
 
 
-class HintInputs:
+class HintInputs(Accumulator):
     """What the rules read, gathered in one pass over the glidein summaries (``add``)."""
 
     def __init__(self) -> None:
-        self.refs = _Ref()
+        self.refs = GlideinRefs()
         self.sites: Dict[str, _Site] = {}
         self.entries: Dict[str, _Entry] = {}
         self.runs: Dict[str, Dict[str, _Values]] = {}   # script -> site -> (seconds, glidein)
         self.ce_everyone = array("d")
         self.first_start: Optional[float] = None
         self.last_end: Optional[float] = None
-
-    def feed(self, items: Iterable[Any]) -> "HintInputs":
-        for item in items:
-            self.add(item if isinstance(item, list) else summarize(item))
-        return self
 
     def add(self, s: Summary) -> None:
         if s[CANON] is None:

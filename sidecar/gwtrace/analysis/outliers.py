@@ -23,25 +23,20 @@ from array import array
 from collections import Counter
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from .hints import _Ref
-from .summary import CPUS, ENTRY, FAILED_SCRIPT, FRONTEND, PHASES, SITE, STATUS, Summary, phase_names, summarize
+from .hints import GlideinRefs
+from .summary import CPUS, ENTRY, FAILED_SCRIPT, FRONTEND, PHASES, SITE, STATUS, Accumulator, Summary, as_summary, phase_names
 
 MIN_N = 20
 THRESHOLD = 3.5
 ATTRIBUTES = ("site", "entry", "frontend", "cpus", "failed_script")
 
 
-class OutlierGroups:
+class OutlierGroups(Accumulator):
     """Seconds per (entry, phase name) and the glidein each came from, gathered in one pass (``add``)."""
 
     def __init__(self) -> None:
-        self.refs = _Ref()
+        self.refs = GlideinRefs()
         self.groups: Dict[Tuple[str, str], Tuple[array, array]] = {}
-
-    def feed(self, items: Iterable[Any]) -> "OutlierGroups":
-        for item in items:
-            self.add(item if isinstance(item, list) else summarize(item))
-        return self
 
     def add(self, s: Summary) -> None:
         index = self.refs.add(s)
@@ -122,7 +117,7 @@ def compare_spec(records: Iterable[Any], spec: str) -> Tuple[Optional[str], List
         raise ValueError(f"--compare takes 'failed' or 'slow:PHASE' (e.g. slow:idle_tail), not {spec!r}")
     rows: List[Tuple[float, int, Dict[str, Any]]] = []
     for at, item in enumerate(records):
-        s = item if isinstance(item, list) else summarize(item)
+        s = as_summary(item)
         key = float(s[STATUS] == "ERROR") if spec == "failed" else _phase_total(s, spec[5:])
         rows.append((key, at, _attributes(s)))
     if spec == "failed":

@@ -11,7 +11,7 @@ from array import array
 from collections import Counter, defaultdict
 from typing import Any, Dict, Iterable, List, Optional, Sequence
 
-from .summary import ENDED, ENTRY, PHASES, SCRIPTS, SITE, STARTED, STATUS, UNITS, VALIDATION, Summary, summarize
+from .summary import ENDED, ENTRY, PHASES, SCRIPTS, SITE, STARTED, STATUS, UNITS, VALIDATION, Accumulator, Summary
 
 DAY = 86400
 #: phase kinds in the order of a glidein's life (the table's order)
@@ -33,19 +33,6 @@ def quantiles(values: Sequence[float], qs: Sequence[float]) -> List[float]:
         return [0.0] * len(qs)
     last = len(ordered) - 1
     return [ordered[min(last, max(0, int(q * len(ordered) + 0.5) - 1))] for q in qs]
-
-
-class Accumulator:
-    """Takes glidein summaries one at a time (``add``), keeps only per-group numbers: one pass, any size."""
-
-    def add(self, s: Summary) -> None:
-        raise NotImplementedError
-
-    def feed(self, items: Iterable[Any]) -> "Accumulator":
-        """Add records or summaries (for callers holding a list)."""
-        for item in items:
-            self.add(item if isinstance(item, list) else summarize(item))
-        return self
 
 
 class PhaseCells(Accumulator):

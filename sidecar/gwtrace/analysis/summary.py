@@ -16,7 +16,7 @@ per-group numbers and an index per glidein, never the summaries themselves.
 
 from __future__ import annotations
 
-from typing import Any, Dict, List, Optional, Sequence, Tuple
+from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from .phases import Record, canonical_units, phases
 
@@ -124,9 +124,22 @@ def summarize(rec: Record) -> Summary:
     ]
 
 
-def as_summaries(items: Sequence[Any]) -> List[Summary]:
-    """Records or summaries -> summaries (the analysis functions take either)."""
-    return [item if isinstance(item, list) else summarize(item) for item in items]
+def as_summary(item: Any) -> Summary:
+    """A record or a summary -> its summary (the analysis functions take either)."""
+    return item if isinstance(item, list) else summarize(item)
+
+
+class Accumulator:
+    """Takes glidein summaries one at a time (``add``), keeps only per-group numbers: one pass, any size."""
+
+    def add(self, s: Summary) -> None:
+        raise NotImplementedError
+
+    def feed(self, items: Iterable[Any]) -> "Accumulator":
+        """Add records or summaries (for callers holding a list)."""
+        for item in items:
+            self.add(as_summary(item))
+        return self
 
 
 def ref_of(summary: Summary) -> Dict[str, Any]:
