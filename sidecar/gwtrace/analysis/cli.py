@@ -13,11 +13,11 @@ import sys
 from typing import Any, Dict, Iterable, List, Optional, TextIO, Tuple
 
 from gwtrace.gcpause import gc_paused
-from gwtrace.factory.cli import add_record_options, load_summaries
+from gwtrace.factory.cli import add_record_options, load_summaries, summary_parts
+from .fold import Part, default_workers, fold
 from .hints import Hint, HintInputs, Thresholds, ranked
-from .outliers import compare_spec, outliers
+from .outliers import OutlierGroups, compare_spec
 from .stats import PhaseCells, ScriptCells, TrendCells
-from .summary import as_summary
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,6 +35,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=("table", "json"), default="table")
     parser.add_argument("--plot", metavar="DIR", help="also draw the charts into DIR (matplotlib)")
     parser.add_argument("--plot-format", choices=("svg", "png"), default="svg")
+    parser.add_argument("--workers", type=int, default=default_workers(), metavar="N",
+                        help="read the store in N parts side by side (default: the usable CPUs, at most 4)")
     return parser
 
 
@@ -126,7 +128,12 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
         thresholds = Thresholds.parse(args.threshold)
     except ValueError as exc:
         parser.error(str(exc))
-    summaries, errors = load_summaries(args)
+    if args.workers < 1:
+        parser.error("--workers takes a number of processes, 1 or more")
+    if args.compare is not None:
+        summaries, errors = load_summaries(args)
+    else:
+        parts, errors = summary_parts(args, args.workers)
     if args.compare is not None:
         try:
             with gc_paused():
@@ -137,9 +144,9 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
                      lambda: render_compare(label, rows, stdout), errors, stderr)
     if args.outliers:
         with gc_paused():
-            found = outliers(summaries)
+            found = fold(parts, lambda: (OutlierGroups(),))[0].found()
         return _emit(args.format, {"outliers": found}, stdout, lambda: render_outliers(found, stdout), errors, stderr)
-    report, ranked, lengths = _one_pass(summaries, args.by, thresholds, full=not args.hints or bool(args.plot))
+    report, ranked, lengths = _folded(parts, args.by, thresholds, full=not args.hints or bool(args.plot))
     if args.plot:
         from .plots import plot_all
 
@@ -163,16 +170,18 @@ def _one_pass(items: Iterable[Any], by: str, thresholds: Thresholds, full: bool
               ) -> Tuple[Dict[str, Any], List[Hint], Dict[str, Any]]:
     """The report (when ``full``), the ranked hints and the phase lengths, in one pass over the glideins
     (summaries, or records summarised on the way)."""
-    inputs = HintInputs()
-    cells = (PhaseCells(by), ScriptCells(), TrendCells()) if full else ()
+    return _folded([lambda: items], by, thresholds, full)
+
+
+def _folded(parts: List[Part], by: str, thresholds: Thresholds, full: bool
+            ) -> Tuple[Dict[str, Any], List[Hint], Dict[str, Any]]:
+    """``_one_pass`` over the parts of a period, read side by side (``fold``) and merged in order."""
     with gc_paused():
-        for s in items:
-            s = as_summary(s)
-            inputs.add(s)
-            for acc in cells:
-                acc.add(s)
+        accs = fold(parts, lambda: (HintInputs(), PhaseCells(by), ScriptCells(), TrendCells()) if full
+                    else (HintInputs(),))
+    inputs = accs[0]
     if not full:
         return {}, ranked(inputs, thresholds), {}
-    phase_cells, script_cells, trend_cells = cells
+    _, phase_cells, script_cells, trend_cells = accs
     report = {"phases": phase_cells.rows(), "scripts": script_cells.rows(), "trends": trend_cells.rows()}
     return report, ranked(inputs, thresholds), phase_cells.lengths()

@@ -1,4 +1,3 @@
-# size: ~440 lines: the hint rules, one function each beside its documented threshold, read as one table.
 """What an operator should change, ranked by the canonical hours it costs.
 
 Each rule looks at glidein records (``GlideinRecord.to_dict()`` dicts, from
@@ -8,23 +7,19 @@ a ``Hint`` only when a documented threshold is crossed by enough glideins:
 the evidence names the glideins behind it, so every claim can be clicked
 through.  Costs are canonical core-hours per day of the analysed period
 (docs/analysis.md says how each is counted); a rule that costs nothing
-measurable is still listed when its evidence holds, last.
+measurable is still listed when its evidence holds, last. What the rules
+read is gathered once per glidein by ``hint_inputs.HintInputs``.
 """
 
 from __future__ import annotations
 
 import statistics
-from array import array
 from collections import Counter, defaultdict
 from dataclasses import asdict, dataclass, field, fields
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
-from gwtrace.factory.to_trace import glidein_trace_id
-from .summary import (CANON, CONDOR, ENDED, ENTRY, FAILED_SCRIPT, JOBS, REF, SCRIPTS, SITE, STARTED, STATUS, UNITS,
-                      WAITS, Accumulator, Summary)
+from .hint_inputs import GlideinValues, HintInputs
 
-Record = Dict[str, Any]
-EXAMPLES = 10  # glideins named in each hint's evidence (the count says how many there are)
 FIRST_JOB, IDLE_TAIL, CE = range(3)  # the waits of a summary, in its order
 
 
@@ -76,187 +71,6 @@ class Hint:
         out["cost_hours_per_day"] = round(self.cost_hours_per_day, 2)
         return out
 
-
-def glidein_ref(rec: Record) -> Dict[str, Any]:
-    """How a hint names a glidein: its id and its trace (the same id live and backfilled traces carry)."""
-    return {"glidein": f"{rec.get('cluster')}.{rec.get('proc')}@{rec.get('schedd') or '?'}",
-            "trace_id": glidein_trace_id(rec.get("factory"), rec.get("schedd"), rec.get("cluster"), rec.get("proc")),
-            "site": rec.get("site"), "entry": rec.get("entry")}
-
-
-def first_job_wait(rec: Record) -> Optional[float]:
-    """Seconds from HTCondor's start to the first job, for glideins that ran one."""
-    starts = [j["start"] for j in rec.get("jobs") or [] if j.get("start") is not None]
-    if rec.get("condor_start") is None or not starts:
-        return None
-    return max(0.0, min(starts) - rec["condor_start"])
-
-
-def idle_tail(rec: Record) -> Optional[float]:
-    """Seconds from the end of the last job to HTCondor's end."""
-    ends = [j["end"] for j in rec.get("jobs") or [] if j.get("end") is not None]
-    if rec.get("condor_end") is None or not ends:
-        return None
-    return max(0.0, rec["condor_end"] - max(ends))
-
-
-def ce_wait(rec: Record) -> Optional[float]:
-    """Seconds between the factory handing the glidein to the CE and the glidein starting."""
-    if rec.get("ce_submitted") is None or rec.get("started") is None:
-        return None
-    return max(0.0, rec["started"] - rec["ce_submitted"])
-
-
-class GlideinRefs:
-    """The glideins behind the evidence: an index per glidein, its name and size kept, nothing else."""
-
-    def __init__(self) -> None:
-        self.refs: List[Tuple[Any, ...]] = []
-        self.units = array("d")
-
-    def add(self, s: Summary) -> int:
-        cluster, proc, schedd, factory = s[REF]
-        self.refs.append((cluster, proc, schedd, factory, s[SITE], s[ENTRY]))
-        self.units.append(s[UNITS])
-        return len(self.refs) - 1
-
-    def name(self, index: int) -> Dict[str, Any]:
-        cluster, proc, schedd, factory, site, entry = self.refs[index]
-        return glidein_ref({"cluster": cluster, "proc": proc, "schedd": schedd, "factory": factory,
-                            "site": site, "entry": entry})
-
-    def examples(self, indexes: Iterable[int], order: Optional[Sequence[float]] = None) -> List[Dict[str, Any]]:
-        """The first ``EXAMPLES`` glideins, or the largest by ``order`` (one value per index; ties: first first)."""
-        chosen = list(indexes)
-        if order is not None:
-            keyed = sorted(zip(order, range(len(chosen))), key=lambda pair: pair[0], reverse=True)
-            chosen = [chosen[at] for _, at in keyed]
-        return [self.name(i) for i in chosen[:EXAMPLES]]
-
-
-class _Values:
-    """(value, glidein index) pairs in arrival order, as two arrays."""
-
-    __slots__ = ("values", "index")
-
-    def __init__(self) -> None:
-        self.values = array("d")
-        self.index = array("l")
-
-    def add(self, value: float, index: int) -> None:
-        self.values.append(value)
-        self.index.append(index)
-
-    def __len__(self) -> int:
-        return len(self.values)
-
-
-class _Site:
-    __slots__ = ("glideins", "failed", "lost")
-
-    def __init__(self) -> None:
-        self.glideins = 0
-        self.failed: Dict[str, array] = {}   # failed_script -> glidein indexes
-        self.lost: Dict[str, float] = defaultdict(float)   # failed_script -> validation_fail seconds
-
-
-class _Entry:
-    __slots__ = ("glideins", "waits", "jobs", "killed", "hit", "lost", "walls", "lives", "running", "empty",
-                 "empty_lost")
-
-    def __init__(self) -> None:
-        self.glideins = 0
-        self.waits = (_Values(), _Values(), _Values())   # first job, idle tail, CE
-        self.jobs = self.killed = self.running = 0
-        self.hit = array("l")          # glideins whose end killed a job
-        self.lost = 0.0                # their preemption badput (s)
-        self.walls = array("d")
-        self.lives = array("d")
-        self.empty = array("l")        # glideins that started HTCondor and never got a job
-        self.empty_lost = 0.0
-
-
-class HintInputs(Accumulator):
-    """What the rules read, gathered in one pass over the glidein summaries (``add``)."""
-
-    def __init__(self) -> None:
-        self.refs = GlideinRefs()
-        self.sites: Dict[str, _Site] = {}
-        self.entries: Dict[str, _Entry] = {}
-        self.runs: Dict[str, Dict[str, _Values]] = {}   # script -> site -> (seconds, glidein)
-        self.ce_everyone = array("d")
-        self.first_start: Optional[float] = None
-        self.last_end: Optional[float] = None
-
-    def add(self, s: Summary) -> None:
-        if s[CANON] is None:
-            return
-        index = self.refs.add(s)
-        if s[STARTED] is not None:
-            self.first_start = s[STARTED] if self.first_start is None else min(self.first_start, s[STARTED])
-        if s[ENDED] is not None:
-            self.last_end = s[ENDED] if self.last_end is None else max(self.last_end, s[ENDED])
-        if s[WAITS][2] is not None:
-            self.ce_everyone.append(s[WAITS][2])
-        if s[SITE]:
-            self._add_site(s, index)
-        if s[ENTRY]:
-            self._add_entry(s, index)
-
-    def _add_site(self, s: Summary, index: int) -> None:
-        site = self.sites.get(s[SITE])
-        if site is None:
-            site = self.sites[s[SITE]] = _Site()
-        site.glideins += 1
-        if s[STATUS] == "ERROR" and s[FAILED_SCRIPT]:
-            site.failed.setdefault(s[FAILED_SCRIPT], array("l")).append(index)
-            site.lost[s[FAILED_SCRIPT]] += s[CANON][0]
-        runs = self.runs
-        site_name = s[SITE]
-        for script, seconds, _, _ in s[SCRIPTS]:
-            if seconds is not None:
-                by_site = runs.get(script)
-                if by_site is None:
-                    by_site = runs[script] = {}
-                cell = by_site.get(site_name)
-                if cell is None:
-                    cell = by_site[site_name] = _Values()
-                cell.values.append(seconds)
-                cell.index.append(index)
-
-    def _add_entry(self, s: Summary, index: int) -> None:
-        entry = self.entries.get(s[ENTRY])
-        if entry is None:
-            entry = self.entries[s[ENTRY]] = _Entry()
-        entry.glideins += 1
-        first_job, tail, ce = s[WAITS]
-        if first_job is not None:
-            entry.waits[0].add(first_job, index)
-        if tail is not None:
-            entry.waits[1].add(tail, index)
-        if ce is not None:
-            entry.waits[2].add(ce, index)
-        jobs, killed, walls = s[JOBS]
-        entry.jobs += jobs
-        entry.killed += killed
-        if killed:
-            entry.hit.append(index)
-            entry.lost += s[CANON][1]
-        entry.walls.extend(walls)
-        started, life = s[CONDOR]
-        if life is not None:
-            entry.lives.append(life)
-        if started:
-            entry.running += 1
-            if not jobs:
-                entry.empty.append(index)
-                entry.empty_lost += s[CANON][2]
-
-    def days(self) -> float:
-        """Length of the analysed period, for costs per day (at least one hour, so a tiny sample is not inflated)."""
-        if self.first_start is None or self.last_end is None:
-            return 1.0
-        return max(self.last_end - self.first_start, 3600) / 86400.0
 
 
 def failing_scripts(inputs: HintInputs, t: Thresholds, days: float) -> List[Hint]:
@@ -318,7 +132,7 @@ def slow_scripts(inputs: HintInputs, t: Thresholds, days: float) -> List[Hint]:
     return hints
 
 
-def _per_glidein(cell: _Values) -> List[float]:
+def _per_glidein(cell: GlideinValues) -> List[float]:
     """For each run, the seconds its glidein spent in all runs of the script (the examples' order)."""
     total: Dict[int, float] = defaultdict(float)
     for seconds, index in zip(cell.values, cell.index):
@@ -326,7 +140,7 @@ def _per_glidein(cell: _Values) -> List[float]:
     return [total[index] for index in cell.index]
 
 
-def _per_entry(inputs: HintInputs, t: Thresholds, which: int) -> Iterable[Tuple[str, _Values, float]]:
+def _per_entry(inputs: HintInputs, t: Thresholds, which: int) -> Iterable[Tuple[str, GlideinValues, float]]:
     """(entry, its values of wait ``which``, their median) for entries with enough glideins where it is known."""
     for entry, cell in inputs.entries.items():
         values = cell.waits[which]
@@ -334,7 +148,7 @@ def _per_entry(inputs: HintInputs, t: Thresholds, which: int) -> Iterable[Tuple[
             yield entry, values, statistics.median(values.values)
 
 
-def _cost(inputs: HintInputs, values: _Values) -> float:
+def _cost(inputs: HintInputs, values: GlideinValues) -> float:
     """The canonical hours of a wait summed over the glideins that waited."""
     units = inputs.refs.units
     return sum(v * units[i] for v, i in zip(values.values, values.index)) / 3600.0

@@ -23,7 +23,7 @@ from array import array
 from collections import Counter
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from .hints import GlideinRefs
+from .hint_inputs import GlideinRefs, shifted
 from .summary import CPUS, ENTRY, FAILED_SCRIPT, FRONTEND, PHASES, SITE, STATUS, Accumulator, Summary, as_summary, phase_names
 
 MIN_N = 20
@@ -47,6 +47,16 @@ class OutlierGroups(Accumulator):
                 cell = self.groups[(entry, name)] = (array("d"), array("l"))
             cell[0].append(seconds)
             cell[1].append(index)
+
+    def merge(self, later: "OutlierGroups") -> None:
+        shift = self.refs.merge(later.refs)
+        for key, (values, index) in later.groups.items():
+            cell = self.groups.get(key)
+            if cell is None:
+                self.groups[key] = (values, shifted(index, shift))
+            else:
+                cell[0].extend(values)
+                cell[1].extend(shifted(index, shift))
 
     def found(self, min_n: int = MIN_N, threshold: float = THRESHOLD) -> List[Dict[str, Any]]:
         """Glideins whose phase is far longer than the same phase at the same entry, farthest first."""

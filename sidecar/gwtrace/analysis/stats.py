@@ -58,6 +58,16 @@ class PhaseCells(Accumulator):
             if kind not in QUEUED:
                 cell[2] += seconds * units
 
+    def merge(self, later: "PhaseCells") -> None:
+        for key, (values, failed, canonical) in later.cells.items():
+            cell = self.cells.get(key)
+            if cell is None:
+                self.cells[key] = [values, failed, canonical]
+            else:
+                cell[0].extend(values)
+                cell[1] += failed
+                cell[2] += canonical
+
     def lengths(self) -> Dict[str, List[float]]:
         """Each phase kind's seconds per glidein, all groups together (the histograms)."""
         out: Dict[str, List[float]] = defaultdict(list)
@@ -100,6 +110,16 @@ class ScriptCells(Accumulator):
                 cell[1] += 1
                 cell[2][message or "(no message in the files)"] += 1
 
+    def merge(self, later: "ScriptCells") -> None:
+        for key, (seconds, failed, messages) in later.cells.items():
+            cell = self.cells.get(key)
+            if cell is None:
+                self.cells[key] = [seconds, failed, messages]
+            else:
+                cell[0].extend(seconds)
+                cell[1] += failed
+                cell[2].update(messages)
+
     def rows(self) -> List[Dict[str, Any]]:
         out = []
         for (script, site), (seconds, failed, messages) in sorted(self.cells.items(), key=_script_key):
@@ -140,6 +160,18 @@ class TrendCells(Accumulator):
         cell[1] += s[STATUS] == "ERROR"
         if s[VALIDATION] is not None:
             cell[2].append(s[VALIDATION])
+
+    def merge(self, later: "TrendCells") -> None:
+        for site, by_day in later.days.items():
+            mine = self.days[site]
+            for day, (n, failed, seconds) in by_day.items():
+                cell = mine.get(day)
+                if cell is None:
+                    mine[day] = [n, failed, seconds]
+                else:
+                    cell[0] += n
+                    cell[1] += failed
+                    cell[2].extend(seconds)
 
     def rows(self, min_glideins: int = 10, factor: float = 2.0, min_failures: int = 5) -> List[Dict[str, Any]]:
         out = []

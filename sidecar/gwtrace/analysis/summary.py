@@ -10,8 +10,10 @@ hundred bytes. The store keeps it beside the record at ingest
 are summarised on the fly. Either way the same ``summarize`` makes it, so the
 answers cannot differ.
 
-The analysis reads summaries one at a time (``fold.Fold``) and keeps only
-per-group numbers and an index per glidein, never the summaries themselves.
+The analysis reads summaries one at a time (``Accumulator.add``) and keeps
+only per-group numbers and an index per glidein, never the summaries
+themselves; parts of a period can be read in parallel and their
+accumulators merged (``fold.py``).
 """
 
 from __future__ import annotations
@@ -87,7 +89,7 @@ def _scripts(rec: Record) -> List[List[Any]]:
 
 
 def _waits(rec: Record) -> List[Optional[float]]:
-    from .hints import ce_wait, first_job_wait, idle_tail
+    from .hint_inputs import ce_wait, first_job_wait, idle_tail
 
     return [first_job_wait(rec), idle_tail(rec), ce_wait(rec)]
 
@@ -133,6 +135,14 @@ class Accumulator:
     """Takes glidein summaries one at a time (``add``), keeps only per-group numbers: one pass, any size."""
 
     def add(self, s: Summary) -> None:
+        raise NotImplementedError
+
+    def merge(self, later: "Accumulator") -> None:
+        """Take in an accumulator of the same kind that was fed the glideins coming after this one's.
+
+        The result is what one accumulator fed all of them in that order would hold (the same
+        quantiles, ties and examples): what lets ``fold`` read the parts of a period in parallel.
+        """
         raise NotImplementedError
 
     def feed(self, items: Iterable[Any]) -> "Accumulator":

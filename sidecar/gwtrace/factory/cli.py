@@ -11,7 +11,7 @@ import csv
 import json
 import sys
 from datetime import datetime, timezone
-from typing import Any, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple
 
 from .canonical import CATEGORIES
 from .collect import collect
@@ -110,6 +110,32 @@ def load_summaries(args: argparse.Namespace) -> Tuple[Iterable[List[Any]], List[
             yield from store.glidein_summaries(args.since, args.until, args.site, args.entry, args.frontend)
 
     return stream(), []
+
+
+#: below this many glideins a part, a child process costs more than it saves
+MIN_PART = 10_000
+
+
+def summary_parts(args: argparse.Namespace, workers: int) -> Tuple[List[Callable[[], Iterable[List[Any]]]], List[str]]:
+    """The selected summaries as parts of the period that can be read side by side (``analysis.fold``), each
+    opening its own store reader; one part unless the store holds enough glideins for ``workers`` > 1."""
+    if workers <= 1 or args.factory_logs or getattr(args, "source", None):
+        items, errors = load_summaries(args)
+        return [lambda: items], errors
+    filters = {"since": args.since, "until": args.until, "site": args.site, "entry": args.entry,
+               "frontend": args.frontend}
+    with open_store(args) as store:
+        store.refresh_glidein_records()
+        cuts = store.summary_cuts(workers, MIN_PART, **filters)
+    bounds = list(zip([None] + cuts, cuts + [None]))
+
+    def part(low: Optional[int], high: Optional[int]) -> Callable[[], Iterator[List[Any]]]:
+        def read() -> Iterator[List[Any]]:
+            with open_store(args) as store:
+                yield from store.glidein_summaries(part=(low, high), refresh=False, **filters)
+        return read
+
+    return [part(low, high) for low, high in bounds], []
 
 
 def _jaeger_url(source: str) -> str:

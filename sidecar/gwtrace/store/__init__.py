@@ -340,11 +340,25 @@ class TraceStore:
 
     def glidein_summaries(self, since: Optional[int] = None, until: Optional[int] = None,
                           site: Optional[str] = None, entry: Optional[str] = None,
-                          frontend: Optional[str] = None) -> Iterator[List[Any]]:
-        """The analysis summaries (``analysis.summary``) of the stored glideins, one at a time."""
-        self.refresh_glidein_records()
-        return glideins.summaries(self._connections.reader(), since=since, until=until, site=site, entry=entry,
-                                  frontend=frontend)
+                          frontend: Optional[str] = None,
+                          part: Optional[Tuple[Optional[int], Optional[int]]] = None,
+                          refresh: bool = True) -> Iterator[List[Any]]:
+        """The analysis summaries (``analysis.summary``) of the stored glideins, one at a time.
+
+        ``part``: a range of start keys from ``summary_cuts``; ``refresh=False`` when the caller made the
+        records of newly traced glideins already (the parts of one analysis do it once, before they start).
+        """
+        if refresh:
+            self.refresh_glidein_records()
+        return glideins.summaries(self._connections.reader(), part, since=since, until=until, site=site,
+                                  entry=entry, frontend=frontend)
+
+    def summary_cuts(self, parts: int, min_part: int, since: Optional[int] = None, until: Optional[int] = None,
+                     site: Optional[str] = None, entry: Optional[str] = None,
+                     frontend: Optional[str] = None) -> List[int]:
+        """Start keys cutting the selected glideins into up to ``parts`` parts of at least ``min_part``."""
+        return glideins.summary_cuts(self._connections.reader(), parts, min_part, since=since, until=until,
+                                     site=site, entry=entry, frontend=frontend)
 
     def glidein_entry(self, trace_id: str) -> Optional[str]:
         """The entry of the glidein the trace ``trace_id`` (hex) is the record of: by key, else by scan

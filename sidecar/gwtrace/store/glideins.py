@@ -242,11 +242,36 @@ def _put_summary(conn: sqlite3.Connection, trace_id: bytes, data: Dict[str, Any]
                   data.get("frontend"), started, data.get("ended"), json.dumps(summarize(data), separators=(",", ":"), check_circular=False)))
 
 
-def summaries(conn: sqlite3.Connection, **filters: Any) -> Iterator[List[Any]]:
-    """The analysis summaries of the stored glideins, oldest start first, one row at a time."""
+def summaries(conn: sqlite3.Connection, part: Optional[Tuple[Optional[int], Optional[int]]] = None,
+              **filters: Any) -> Iterator[List[Any]]:
+    """The analysis summaries of the stored glideins, oldest start first, one row at a time.
+
+    ``part``: only those with ``low <= start_key < high`` (either end None: open), a part ``summary_cuts``
+    cut the period into.
+    """
     where, args = _where(**filters)
+    if part is not None:
+        where, args = _start_range(where, args, *part)
     for (text,) in conn.execute(f"SELECT summary FROM glidein_summaries{where} ORDER BY start_key", args):
         yield json.loads(text)
+
+
+def summary_cuts(conn: sqlite3.Connection, parts: int, min_part: int, **filters: Any) -> List[int]:
+    """Start keys cutting the selected summaries into up to ``parts`` parts of about the same size, each of
+    at least ``min_part`` glideins (none: one part). Reads only the start keys, in index order."""
+    where, args = _where(**filters)
+    keys = [key for (key,) in conn.execute(f"SELECT start_key FROM glidein_summaries{where} ORDER BY start_key", args)]
+    parts = min(parts, len(keys) // max(1, min_part))
+    cuts = sorted({keys[len(keys) * at // parts] for at in range(1, parts)}) if parts > 1 else []
+    return [cut for cut in cuts if cut > keys[0]]
+
+
+def _start_range(where: str, args: List[Any], low: Optional[int], high: Optional[int]) -> Tuple[str, List[Any]]:
+    clauses = [c for c, v in (("start_key >= ?", low), ("start_key < ?", high)) if v is not None]
+    if not clauses:
+        return where, args
+    joined = " AND ".join(clauses)
+    return (f"{where} AND {joined}" if where else f" WHERE {joined}"), args + [v for v in (low, high) if v is not None]
 
 
 def summarize_missing(conn: sqlite3.Connection) -> int:
