@@ -244,11 +244,8 @@ def _put_summary(conn: sqlite3.Connection, trace_id: bytes, data: Dict[str, Any]
 
 def summaries(conn: sqlite3.Connection, part: Optional[Tuple[Optional[int], Optional[int]]] = None,
               **filters: Any) -> Iterator[List[Any]]:
-    """The analysis summaries of the stored glideins, oldest start first, one row at a time.
-
-    ``part``: only those with ``low <= start_key < high`` (either end None: open), a part ``summary_cuts``
-    cut the period into.
-    """
+    """The analysis summaries of the stored glideins, oldest start first, one row at a time; ``part``: only
+    those with ``low <= start_key < high`` (None: open), a part ``summary_cuts`` cut the period into."""
     where, args = _where(**filters)
     if part is not None:
         where, args = _start_range(where, args, *part)
