@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import GWTRACE, Sidecar, clean_env, run_bash
-from gwtrace.factory.ingest import Ledger
+from gwtrace.factory.ledger import Ledger
 from otlp_receiver import OtlpReceiver
 from test_faults import spans_script
 

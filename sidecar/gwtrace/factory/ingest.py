@@ -21,7 +21,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, Set, TextIO
+from typing import Iterable, Iterator, List, Optional, TextIO
 
 import requests
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -34,42 +34,13 @@ from gwtrace.export.otlpenv import otlp_env
 from gwtrace.wire.events import ProtocolError, parse_line
 from gwtrace.wire.blocks import BadBlock, Block, find_blocks
 from gwtrace.sidecar.daemon import now_us
+from gwtrace.factory.ledger import LEDGER_NAME, Ledger, default_ledger
 
-LEDGER_NAME = "ingested.sha256"
 HTTP_ATTEMPTS = 5
 
 
 class IngestError(RuntimeError):
     """A block could not be forwarded (the collector refused or is away)."""
-
-
-def default_ledger() -> Path:
-    home = os.environ.get("GWTRACE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share", "gwtrace")
-    return Path(home) / LEDGER_NAME
-
-
-class Ledger:
-    """Blocks already forwarded, per destination: ``<sha256> <destination>``
-    lines, append-only. Ingesting into another collector or store sends the
-    block again; into the same one, never. A line with a digest only (written
-    before destinations were recorded) counts for every destination, so an
-    upgrade never sends anything twice."""
-
-    def __init__(self, path: Path, destination: str) -> None:
-        self.path = path
-        self.destination = destination
-        self.seen: Set[str] = set()
-        if path.exists():
-            for line in path.read_text().splitlines():
-                digest, _, where = line.strip().partition(" ")
-                if digest and (not where or where == destination):
-                    self.seen.add(digest)
-
-    def add(self, digest: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(self.path, "a") as f:
-            f.write(f"{digest} {self.destination}\n")
-        self.seen.add(digest)
 
 
 class Forwarder:
@@ -86,6 +57,8 @@ class Forwarder:
         self.endpoint: Optional[str] = None
         otlp = otlp_env()
         if otlp.configured:
+            if otlp.token_problem:          # unauthenticated, every block would be refused
+                raise IngestError(f"{otlp.token_problem}; nothing sent")
             self.endpoint = otlp.endpoint
             self.headers = {"Content-Type": "application/x-protobuf", **otlp.headers}
             self.gzip = otlp.compression == "gzip"
@@ -307,7 +280,11 @@ def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
     """Backfill glideins from factory files; 1 if a file could not be read (the rest is sent)."""
     from .backfill import backfill
 
-    forwarder = Forwarder()
+    try:
+        forwarder = Forwarder()
+    except IngestError as exc:
+        print(f"gwtrace: {exc}", file=err)
+        return 1
     try:
         keep = forwarder.store.put_glidein_records if forwarder.store is not None else None
         glideins, spans, unreadable = backfill(dirs, forwarder.send, err, keep)
@@ -390,6 +367,6 @@ def ingest_main(argv: List[str]) -> int:
                   f"{totals['failed']} not forwarded", file=sys.stderr)
             status = status or (0 if ok else 1)
         return status
-    except (ControlError, OSError) as exc:
+    except (ControlError, IngestError, OSError) as exc:
         print(f"gwtrace: {exc}", file=sys.stderr)
         return 1
