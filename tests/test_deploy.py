@@ -239,3 +239,18 @@ def test_a_busy_ledger_is_one_line_exit_0_and_nothing_sent(tmp_path):
         assert len(receiver.wait_for(expected)) == expected
     finally:
         receiver.stop()
+
+
+def test_the_factory_xml_in_the_docs_is_the_tested_file():
+    """docs/deploy.md shows deploy/gwtrace-factory.xml, the file test_realglidein.py
+    builds its factory web area from: the same bytes, and well-formed."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    from conftest import REPO
+
+    xml = (REPO / "deploy" / "gwtrace-factory.xml").read_text()
+    shown = re.findall(r"```xml\n(.*?)```", (REPO / "docs" / "deploy.md").read_text(), re.S)
+    assert shown == [xml]
+    files = ET.fromstring(xml).findall("./files/file")
+    assert [f.get("after_entry") for f in files] == [None, None, None, "True"]
