@@ -122,3 +122,17 @@ def test_an_unreadable_token_file_is_one_warning_and_the_spans_ride_home(glidein
     warnings = [line for line in logs.decode(errors="replace").splitlines() if TOKEN_FILE_VARIABLE in line]
     assert len(warnings) == 1, warnings
     assert f"{glidein['main']}/no-such.token" in warnings[0] and "cannot read it" in warnings[0]
+
+
+def test_ingest_with_an_unusable_token_file_says_so_in_one_line_and_sends_nothing(tmp_path: Path,
+                                                                                  receiver: OtlpReceiver) -> None:
+    from conftest import GWTRACE
+
+    (tmp_path / "logs").mkdir()
+    env = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.endpoint, GWTRACE_HOME=str(tmp_path / "f"),
+                    GWTRACE_OTLP_TOKEN_FILE=str(tmp_path / "missing.token"))
+    for args in ([str(tmp_path / "logs")], ["--watch", str(tmp_path / "logs"), "--once"]):
+        out = subprocess.run([GWTRACE, "ingest", *args], env=env, capture_output=True, text=True, timeout=60)
+        assert out.returncode == 1 and out.stderr.count("\n") == 1, out.stderr
+        assert "GWTRACE_OTLP_TOKEN_FILE=" in out.stderr and "nothing sent" in out.stderr
+    assert receiver.requests == 0
