@@ -19,7 +19,8 @@
 # sidecar (flushing) when the glidein exits.
 #
 # Exporter: GWTRACE_OTLP_ENDPOINT or GWTRACE_OTLP_TRACES_ENDPOINT (and
-# GWTRACE_OTLP_HEADERS, GWTRACE_SERVICE_NAME) from glidein_config. Without one
+# GWTRACE_OTLP_HEADERS, GWTRACE_OTLP_TOKEN_FILE, GWTRACE_SERVICE_NAME) from
+# glidein_config. Without one
 # the node sends nothing (GWTRACE_EXPORT=ship-home). Either way, what was not
 # delivered when the glidein ends rides home in its .err for `gwtrace ingest`
 # (docs/deploy.md). GWTRACE_DISABLE=1 turns tracing off.
@@ -73,16 +74,24 @@ state_dir() {
 }
 
 # Exporter settings from glidein_config; without an endpoint, the embedded store.
+# The token file is passed by its path (absolute, or relative to the glidein's
+# work directory): the sidecar reads it, so the token is never in glidein_config,
+# an environment or a command line.
 exporter_env() {
-  local endpoint traces headers service
+  local endpoint traces headers service token_file
   endpoint=$(gconfig_get GWTRACE_OTLP_ENDPOINT "$glidein_config")
   traces=$(gconfig_get GWTRACE_OTLP_TRACES_ENDPOINT "$glidein_config")
   headers=$(gconfig_get GWTRACE_OTLP_HEADERS "$glidein_config")
   service=$(gconfig_get GWTRACE_SERVICE_NAME "$glidein_config")
+  token_file=$(gconfig_get GWTRACE_OTLP_TOKEN_FILE "$glidein_config")
+  token_file=${token_file:-${GWTRACE_OTLP_TOKEN_FILE-}}
+  [[ -z $token_file || $token_file == /* ]] ||
+    token_file=$(gconfig_get GLIDEIN_WORK_DIR "$glidein_config")/$token_file
   [[ -n $endpoint ]] && export OTEL_EXPORTER_OTLP_ENDPOINT=$endpoint
   [[ -n $traces ]] && export OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=$traces
   [[ -n $headers ]] && export OTEL_EXPORTER_OTLP_HEADERS=$headers
   [[ -n $service ]] && export OTEL_SERVICE_NAME=$service
+  [[ -n $token_file ]] && export GWTRACE_OTLP_TOKEN_FILE=$token_file
   # No collector configured: the node sends nothing and keeps no store in the
   # glidein's directory (deleted with it); every span rides home in the .err.
   [[ -n $endpoint$traces ]] || export GWTRACE_EXPORT=ship-home

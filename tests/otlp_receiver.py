@@ -66,6 +66,7 @@ class OtlpReceiver:
         # Scripted misbehaviour: a list of (status, headers) answers used first.
         self.script: List[Tuple[int, Dict[str, str]]] = []
         self.hang = False
+        self.delay = 0.0          # seconds before answering each POST (a slow collector)
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -83,6 +84,8 @@ class OtlpReceiver:
                     hang = receiver.hang
                 if hang:
                     time.sleep(3600)
+                if receiver.delay:
+                    time.sleep(receiver.delay)
                 if scripted is not None:
                     status, headers = scripted
                     self.send_response(status)

@@ -8,7 +8,7 @@ import subprocess
 from pathlib import Path
 
 from conftest import GWTRACE, Sidecar, clean_env, run_bash
-from gwtrace.factory.ingest import Ledger
+from gwtrace.factory.ledger import Ledger
 from otlp_receiver import OtlpReceiver
 from test_faults import spans_script
 
@@ -169,3 +169,88 @@ def test_a_clean_stop_removes_the_directory_start_made_and_keeps_one_with_spans(
             assert ("gwtrace ingest --spool " + directory in stop.stderr) == kept
     finally:
         receiver.stop()
+
+
+def _client_logs(top: Path, glideins: int, spans: int) -> int:
+    """A factory's client log directory: one shipped-home block of SPANS spans per glidein .err."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+    from gwtrace.wire.blocks import frame
+
+    entry = top / "user_fe" / "glidein_gf" / "entry_E"
+    entry.mkdir(parents=True)
+    for g in range(glideins):
+        request = ExportTraceServiceRequest()
+        scope = request.resource_spans.add().scope_spans.add()
+        for i in range(spans):
+            scope.spans.add(trace_id=g.to_bytes(16, "big"), span_id=(i + 1).to_bytes(8, "big"), name=f"g{g}.s{i}")
+        (entry / f"job.{g}.0.err").write_text("glidein stderr\n" + frame("otlp", request.SerializeToString(), spans))
+    return glideins * spans
+
+
+def test_concurrent_ingests_on_one_ledger_send_every_span_exactly_once(tmp_path):
+    """A cron one-shot and a --watch --once over the same client logs and ledger
+    at the same time, into a slow collector: each span arrives once."""
+    import time
+    from collections import Counter
+
+    expected = _client_logs(tmp_path / "client", glideins=40, spans=3)
+    receiver = OtlpReceiver().start()
+    receiver.delay = 0.02
+    try:
+        env = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.endpoint, GWTRACE_HOME=str(tmp_path / "f"))
+        runs = [["ingest", str(tmp_path / "client")],
+                ["ingest", "--watch", str(tmp_path / "client"), "--once", "--settle", "0"],
+                ["ingest", str(tmp_path / "client")]]
+        procs = [subprocess.Popen([GWTRACE, *run], env=env, stderr=subprocess.PIPE, text=True) for run in runs]
+        outs = [(p.wait(timeout=120), p.stderr.read()) for p in procs]
+        assert [rc for rc, _ in outs] == [0, 0, 0], outs
+        time.sleep(0.2)
+        counts = Counter((s.trace_id, s.span_id) for s in receiver.spans)
+        assert len(counts) == expected and set(counts.values()) == {1}, counts.most_common(3)
+        assert receiver.requests == 40
+    finally:
+        receiver.stop()
+
+
+def test_a_busy_ledger_is_one_line_exit_0_and_nothing_sent(tmp_path):
+    """Past --lock-wait, the second ingest gives up in one line (cron: no failure,
+    nothing lost); once the ledger is free, the same command sends everything."""
+    import fcntl
+    import os
+
+    expected = _client_logs(tmp_path / "client", glideins=2, spans=2)
+    ledger = tmp_path / "f" / "ingested.sha256"
+    ledger.parent.mkdir()
+    receiver = OtlpReceiver().start()
+    try:
+        env = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.endpoint, GWTRACE_HOME=str(ledger.parent))
+        fd = os.open(ledger, os.O_RDWR | os.O_CREAT)
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        try:
+            for args in ([str(tmp_path / "client")], ["--watch", str(tmp_path / "client"), "--once"]):
+                busy = ingest(env, "--lock-wait", "0.3", *args)
+                assert busy.returncode == 0 and busy.stderr.count("\n") == 1, busy.stderr
+                assert "in use by another gwtrace ingest" in busy.stderr and "nothing lost" in busy.stderr
+        finally:
+            os.close(fd)
+        assert receiver.requests == 0
+        done = ingest(env, "--watch", str(tmp_path / "client"), "--once", "--settle", "0")
+        assert done.returncode == 0, done.stderr
+        assert len(receiver.wait_for(expected)) == expected
+    finally:
+        receiver.stop()
+
+
+def test_the_factory_xml_in_the_docs_is_the_tested_file():
+    """docs/deploy.md shows deploy/gwtrace-factory.xml, the file test_realglidein.py
+    builds its factory web area from: the same bytes, and well-formed."""
+    import re
+    import xml.etree.ElementTree as ET
+
+    from conftest import REPO
+
+    xml = (REPO / "deploy" / "gwtrace-factory.xml").read_text()
+    shown = re.findall(r"```xml\n(.*?)```", (REPO / "docs" / "deploy.md").read_text(), re.S)
+    assert shown == [xml]
+    files = ET.fromstring(xml).findall("./files/file")
+    assert [f.get("after_entry") for f in files] == [None, None, None, "True"]

@@ -1,7 +1,8 @@
 """Acceptance on the real thing (issue 9, part 1): GlideinWMS's own
 glidein_startup.sh, with a factory web area built by GlideinWMS's own classes
-(../shared/tools/realglidein), gets gwtrace as docs/deploy.md says: four
-files in the main file list, the set-up script `exec` and `after_entry`. No
+(../shared/tools/realglidein), gets gwtrace as docs/deploy.md says: the
+<files> and <attrs> of deploy/gwtrace-factory.xml (the file the docs show),
+four files in the main file list, the set-up script `exec` and `after_entry`. No
 collector is reachable from the "worker node". Every span of the glidein must
 come home in its .err and reach the factory's collector through
 `gwtrace ingest` exactly once, also when the glidein is SIGTERMed; a user job
@@ -16,8 +17,9 @@ import signal
 import subprocess
 import sys
 import time
+import xml.etree.ElementTree as ET
 from pathlib import Path
-from typing import Dict, List
+from typing import Dict, List, Optional
 
 import pytest
 
@@ -29,9 +31,11 @@ HARNESS = Path(os.environ.get("GWTRACE_REALGLIDEIN") or REPO.parent / "shared" /
 pytestmark = pytest.mark.skipif(not (HARNESS / "gwms").is_dir(),
                                 reason=f"GlideinWMS harness not found at {HARNESS} (the steering repo's shared/)")
 
-# The files and attributes of docs/deploy.md ("Factory configuration").
-FILES = ["bash/gwtrace.sh:main", "{pyz}:main", "shim/gwtrace-job-wrapper:main",
-         "shim/gwtrace_setup.sh:main,exec,after_entry"]
+# The factory configuration docs/deploy.md shows, read from the file itself.
+FACTORY_XML = REPO / "deploy" / "gwtrace-factory.xml"
+#: Where each <file absfname> of it comes from in this repository ({pyz}: built).
+SOURCES = {"gwtrace.sh": "bash/gwtrace.sh", "gwtrace-sidecar.pyz": "{pyz}",
+           "gwtrace-job-wrapper": "shim/gwtrace-job-wrapper", "gwtrace_setup.sh": "shim/gwtrace_setup.sh"}
 
 
 def harness(*args: str, timeout: float = 600) -> subprocess.CompletedProcess:
@@ -48,12 +52,32 @@ def pyz(tmp_path_factory) -> Path:
     return out
 
 
-def web_area(root: Path, pyz: Path, *extra: str) -> Path:
+def factory_xml(pyz: Path, endpoint: Optional[str]) -> List[str]:
+    """build-webarea options for deploy/gwtrace-factory.xml: each global <file>
+    with its XML attributes as they are (the harness's add_file_unparsed is
+    GlideinWMS's own), each global <attr> as a global constant, its example
+    endpoint replaced by ENDPOINT (None: removed, as the file says)."""
+    glidein = ET.parse(FACTORY_XML).getroot()
+    options: List[str] = []
+    for el in glidein.findall("./files/file"):
+        source = SOURCES[Path(el.attrib["absfname"]).name].format(pyz=pyz)
+        attrs = ",".join(f"{k}={v}" for k, v in el.attrib.items() if k != "absfname")
+        options += ["--add-file", f"{source}:main,{attrs}"]
+    for el in glidein.findall("./attrs/attr"):
+        assert (el.get("glidein_publish"), el.get("job_publish")) == ("False", "False"), el.attrib
+        if el.attrib["name"] == "GWTRACE_OTLP_ENDPOINT":
+            if endpoint is None:
+                continue
+            el.set("value", endpoint)
+        options += ["--main-attr", f"{el.attrib['name']}={el.attrib['value']}"]
+    files = [Path(el.attrib["absfname"]).name for el in glidein.findall("./files/file")]
+    assert sorted(files) == sorted(SOURCES) and files[-1] == "gwtrace_setup.sh", files
+    return options
+
+
+def web_area(root: Path, pyz: Path, *extra: str, endpoint: Optional[str] = None) -> Path:
     area = root / "area"
-    adds: List[str] = []
-    for spec in FILES:
-        adds += ["--add-file", spec.format(pyz=pyz)]
-    done = harness("build-webarea", str(area), *adds, *extra)
+    done = harness("build-webarea", str(area), *factory_xml(pyz, endpoint), *extra)
     assert done.returncode == 0, done.stderr
     served = harness("serve", str(area))
     assert served.returncode == 0, served.stderr
@@ -91,11 +115,11 @@ def ingest_once(logs: Path, home: Path) -> Dict[str, object]:
 
 
 @pytest.mark.parametrize("collector", [
-    [],                                                          # none configured: ship-home only
-    ["--attr", "GWTRACE_OTLP_ENDPOINT=http://127.0.0.1:9"],      # configured, but nothing listens
+    None,                           # none configured: ship-home only
+    "http://127.0.0.1:9",           # configured, but nothing listens
 ], ids=["no-collector-configured", "collector-unreachable"])
 def test_an_offline_glidein_brings_every_span_home_once(tmp_path, pyz, collector):
-    area = web_area(tmp_path, pyz, *collector)
+    area = web_area(tmp_path, pyz, endpoint=collector)
     try:
         run = tmp_path / "client_log"
         done = harness("run-glidein", "--keep", str(area), str(run), timeout=900)
@@ -117,6 +141,9 @@ def test_an_offline_glidein_brings_every_span_home_once(tmp_path, pyz, collector
     # The user job, through the glidein's own condor_job_wrapper.sh and the
     # environment its condor_config gives jobs (STARTER_JOB_ENVIRONMENT).
     work = next(run.glob("glide_*"))
+    configured = [line for line in (work / "glidein_config").read_text().splitlines()
+                  if line.startswith("GWTRACE_OTLP_ENDPOINT ")]
+    assert configured == ([f"GWTRACE_OTLP_ENDPOINT {collector}"] if collector else []), configured
     job_env = starter_job_environment(work / "condor_config")
     assert {"GWTRACE_LIB", "GWTRACE_SOCKET", "GWTRACE_GLIDEIN_TRACEPARENT", "GWTRACE_PYZ"} <= set(job_env)
     job = tmp_path / "job.sh"

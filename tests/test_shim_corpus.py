@@ -236,3 +236,21 @@ def test_scripts_level_spans_top_level_calls(tracing) -> None:
     assert [s.attributes.get("process.exit.code", 0) for s in checks] == [1, 0]
     assert checks[0].attributes["gwtrace.status.tested"] is True
     assert all(s.attributes["gwtrace.kind"] == "function" for s in spans if s.name in ("fetch_file", "report"))
+
+
+def test_a_script_replaced_by_a_program_that_is_not_bash_says_so(tracing) -> None:
+    """exec_nonbash.sh: the spans the exec left open end when the process is
+    gone (not at the sidecar's stop), after the program's run, UNSET, with what
+    replaced bash; the program's status is the process's, unchanged."""
+    env, receiver = tracing
+    traced = subprocess.run([GWTRACE, "run", "--name", "exec_nonbash:says_so", "--level", "functions", "--",
+                             "bash", "exec_nonbash.sh"], cwd=CORPUS, env=env, capture_output=True, timeout=60,
+                            stdin=subprocess.DEVNULL)
+    assert traced.returncode == 0 and b"child status: 3\n" in traced.stdout
+    _, spans = trace_of(receiver, "exec_nonbash:says_so")
+    gone = {s.name: s for s in spans if s.attributes.get("gwtrace.process_gone")}
+    assert set(gone) == {"exec_sh.sh", "prepare"}
+    for span in gone.values():
+        assert span.attributes["process.exec"] is True and span.attributes["gwtrace.replaced_by"] == "dash"
+        assert STATUS[span.status_code] == "UNSET" and not span.attributes.get("gwtrace.incomplete")
+        assert 1.0 <= (span.end_ns - span.start_ns) / 1e9 < 3.0     # dash's second, then seen gone

@@ -53,12 +53,36 @@ def node(tmp_path: Path) -> Dict[str, object]:
     return {"env": env, "log": log_dir / "events.log", "nobash": str(nobash), "tmp": tmp_path}
 
 
+# A pilot's starter runs the wrapper with every signal at its default and none
+# blocked. A test runner may have inherited SIGTERM ignored or blocked (a CI
+# agent, a supervisor): POSIX sh cannot trap a signal ignored at its start,
+# and no shell can unblock one, so the wrapper passes them on to the job as
+# they are (test below) and cannot forward SIGTERM; the SIGTERM test then
+# waited out its job's `sleep 30` and failed. So the wrapper is started here
+# as a starter would: from a clean signal state, whatever pytest inherited.
+# (perl, not python: python would set LC_CTYPE in the job's environment.)
+_LAUNCH = r"""use POSIX qw(SIGTERM SIG_SETMASK sigprocmask);
+my $mode = shift;
+for my $n (1 .. 64) {
+    next if $n == 9 || $n == 19;
+    POSIX::sigaction($n, POSIX::SigAction->new($mode eq "ignore" && $n == SIGTERM ? "IGNORE" : "DEFAULT"));
+}
+sigprocmask(SIG_SETMASK, POSIX::SigSet->new($mode eq "block" ? (SIGTERM) : ())) or die "sigprocmask: $!";
+exec { $ARGV[0] } @ARGV or die "exec $ARGV[0]: $!";
+"""
+
+
+def started(argv: List[str], mode: str = "clean") -> List[str]:
+    """ARGV run from a clean signal state, or with SIGTERM ignored ("ignore") or blocked ("block")."""
+    return [shutil.which("perl") or "perl", "-e", _LAUNCH, mode, *argv]
+
+
 def events(log: Path) -> List[Event]:
     return [parse_line(line) for line in log.read_bytes().splitlines()]
 
 
 def wrap(shell: List[str], job: List[str], env: Dict[str, str], **kw) -> subprocess.CompletedProcess:
-    return subprocess.run([*shell, str(WRAPPER), *job], env=env, capture_output=True, timeout=30, **kw)
+    return subprocess.run(started([*shell, str(WRAPPER), *job]), env=env, capture_output=True, timeout=30, **kw)
 
 
 @pytest.mark.parametrize("with_bash", [True, False], ids=["bash-on-path", "no-bash"])
@@ -112,13 +136,19 @@ def test_usage_error_is_one_line() -> None:
 
 @pytest.mark.parametrize("shell", SHELLS)
 def test_sigterm_reaches_the_job_and_its_status_is_kept(shell, node) -> None:
-    # \$! is expanded when the trap runs (the sleep), not when it is set (empty)
-    job = ["/bin/sh", "-c", 'trap "kill \\$!; echo got-term; exit 7" TERM; echo ready; sleep 30 & wait']
-    proc = subprocess.Popen([*shell, str(WRAPPER), *job], env=node["env"], stdout=subprocess.PIPE)
+    # No child of the job's to kill from its trap: a TERM that came right after
+    # `sleep 30 &` (the test sends it as soon as "ready" is read) reached the
+    # forked shell before it became sleep, caught by the inherited trap and
+    # lost, and the orphaned sleep held stdout open for 30 s. A foreground
+    # sleep of 0.1 s only delays the trap that much.
+    job = ["/bin/sh", "-c", 'trap "echo got-term; exit 7" TERM; echo ready; while :; do sleep 0.1; done']
+    proc = subprocess.Popen(started([*shell, str(WRAPPER), *job]), env=node["env"], stdout=subprocess.PIPE)
     assert proc.stdout.readline() == b"ready\n"
+    sent = time.monotonic()
     proc.send_signal(signal.SIGTERM)
     assert proc.wait(timeout=30) == 7
     assert proc.stdout.read() == b"got-term\n"
+    assert time.monotonic() - sent < 5         # at once, and no orphan holds stdout
     end = events(node["log"])[-1]
     assert end.status == "7" and dict(end.attributes)["gwtrace.forwarded_signal"] == "TERM"
 
@@ -140,6 +170,27 @@ def test_with_bash_the_job_gets_sigint_and_sigquit_back(node) -> None:
     # POSIX sh starts a background job with SIGINT and SIGQUIT ignored (docs/shim.md)
     without = wrap(["dash"], job, dict(node["env"], PATH=node["nobash"]))
     assert int(without.stdout.split()[1], 16) & 0b110 == 0b110
+
+
+@pytest.mark.parametrize("mode", ["ignore", "block"])
+@pytest.mark.parametrize("with_bash", [True, False], ids=["bash-on-path", "no-bash"])
+def test_sigterm_ignored_or_blocked_at_start_stays_so_for_the_job(node, mode, with_bash) -> None:
+    """A pilot that starts the job with SIGTERM ignored or blocked: the job has it
+    so with the wrapper as without (the wrapper cannot trap or unblock it; it
+    changes nothing), and its span still ends with the job's status."""
+    env = dict(node["env"]) if with_bash else dict(node["env"], PATH=node["nobash"])
+    job = [shutil.which("grep"), "-E", "^Sig(Ign|Blk)", "/proc/self/status"]   # no shell: its own masks
+
+    def term_bits(argv: List[str]) -> Dict[str, int]:
+        out = subprocess.run(started(argv, mode), env=env, capture_output=True, text=True, timeout=30)
+        assert out.returncode == 0, out.stderr
+        return {line.split(":")[0]: int(line.split()[1], 16) >> (signal.SIGTERM - 1) & 1
+                for line in out.stdout.splitlines()}
+
+    plain = term_bits(["dash", "-c", 'exec "$@"', "wrapper", *job])
+    assert plain == {"SigIgn": int(mode == "ignore"), "SigBlk": int(mode == "block")}
+    assert term_bits(["dash", str(WRAPPER), *job]) == plain
+    assert events(node["log"])[-1].status == "0"
 
 
 def test_the_jobs_environment_is_unchanged_but_for_traceparent(node) -> None:

@@ -339,8 +339,8 @@ class ShipHomeDelivery(Delivery):
 
     holds = True
 
-    def __init__(self) -> None:
-        super().__init__(_NoExporter(), "ship home at stop (GWTRACE_EXPORT=ship-home)")
+    def __init__(self, why: str = "GWTRACE_EXPORT=ship-home") -> None:
+        super().__init__(_NoExporter(), f"ship home at stop ({why})")
 
     def send(self, spans: Sequence[ReadableSpan]) -> Outcome:
         return Outcome(False, True, "ship_home", message="no collector on this node: spans ride home at stop")
@@ -351,7 +351,13 @@ def make_delivery(store_path: Optional[str] = None) -> Delivery:
     OTLP/HTTP if an endpoint is set, else the store."""
     if os.environ.get("GWTRACE_EXPORT", "").strip().lower() == "ship-home":
         return ShipHomeDelivery()
-    if otlp_env().configured:
+    settings = otlp_env()
+    if settings.configured and settings.token_problem:
+        # Unauthenticated, the collector would refuse them for good (401):
+        # keep them, as a node with no collector does, to ride home at stop.
+        log.warning("%s: spans are kept, not sent", settings.token_problem)
+        return ShipHomeDelivery("no usable token")
+    if settings.configured:
         problem = endpoint_problem()
         if problem:
             log.warning("%s", problem)

@@ -13,7 +13,14 @@ disagree on a rule. The rules are the OpenTelemetry specification's
 * headers: ``k=v,k2=v2``, each side URL-decoded and stripped;
 * compression: ``gzip`` or ``none`` (anything else is warned about and means none);
 * timeout: milliseconds (``0`` means no limit: an hour here), default 10 s;
-* certificate, client key, client certificate: file paths.
+* certificate, client key, client certificate: file paths;
+* ``GWTRACE_OTLP_TOKEN_FILE`` (gwtrace's own): a file whose content, stripped,
+  becomes the ``Authorization: Bearer`` header (it wins over one in the
+  headers). A glidein passes the *path* so that the token itself never sits in
+  ``glidein_config`` (printed into the glidein's .err), in an environment (jobs
+  inherit the pilot's) or on a command line. A file that cannot be used leaves
+  no Authorization header and says why in ``token_problem`` (never the content);
+  the sidecar then keeps its spans rather than send them unauthenticated.
 
 Each option's signal-specific ``OTEL_EXPORTER_OTLP_TRACES_X`` wins over the
 generic ``OTEL_EXPORTER_OTLP_X``. Standard library only: the snapshot sender
@@ -34,6 +41,9 @@ DEFAULT_TIMEOUT_S = 10.0
 UNLIMITED_TIMEOUT_S = 3600.0
 TRACES_PATH = "/v1/traces"
 PREFIX = "OTEL_EXPORTER_OTLP_"
+TOKEN_FILE_VARIABLE = "GWTRACE_OTLP_TOKEN_FILE"
+#: A bearer token is a few kB at most (a SciToken or a JWT); more is not one.
+MAX_TOKEN_BYTES = 64 * 1024
 
 
 class OtlpEnv(NamedTuple):
@@ -48,6 +58,7 @@ class OtlpEnv(NamedTuple):
     certificate: Optional[str]    # CA file
     client_key: Optional[str]
     client_certificate: Optional[str]
+    token_problem: str = ""       # why GWTRACE_OTLP_TOKEN_FILE gave no token ("" when fine or unset)
 
     @property
     def configured(self) -> bool:
@@ -121,6 +132,39 @@ def parse_compression(raw: str, variable: str) -> str:
     return "none"
 
 
+def read_token(path: str) -> Tuple[str, str]:
+    """(token, problem) of a token file; the problem names the file, never its content."""
+    where = f"{TOKEN_FILE_VARIABLE}={path!r}"
+    try:
+        with open(path, "rb") as f:
+            raw = f.read(MAX_TOKEN_BYTES + 1)
+    except OSError as exc:
+        return "", f"{where}: cannot read it: {exc.strerror or type(exc).__name__}"
+    try:
+        token = raw.decode("ascii").strip()
+    except UnicodeDecodeError:
+        return "", f"{where}: not an ASCII token"
+    if len(raw) > MAX_TOKEN_BYTES:
+        return "", f"{where}: larger than {MAX_TOKEN_BYTES} bytes, not a token"
+    if not token:
+        return "", f"{where}: empty"
+    if any(c.isspace() or not c.isprintable() for c in token):
+        return "", f"{where}: more than one word (a token is one line without spaces)"
+    return token, ""
+
+
+def with_token(headers: Dict[str, str], env: Mapping[str, str]) -> Tuple[Dict[str, str], str]:
+    """``headers`` with the token file's Authorization (replacing any), and the token's problem."""
+    path = (env.get(TOKEN_FILE_VARIABLE) or "").strip()
+    if not path:
+        return headers, ""
+    token, problem = read_token(path)
+    kept = {k: v for k, v in headers.items() if k.lower() != "authorization"}
+    if token:
+        kept["Authorization"] = f"Bearer {token}"
+    return kept, problem
+
+
 def otlp_env(env: Optional[Mapping[str, str]] = None) -> OtlpEnv:
     """The OTLP settings of ``env`` (default ``os.environ``), by the rules of the module docstring."""
     env = os.environ if env is None else env
@@ -128,14 +172,16 @@ def otlp_env(env: Optional[Mapping[str, str]] = None) -> OtlpEnv:
     base = (env.get(f"{PREFIX}ENDPOINT") or "").strip()
     variable = f"{PREFIX}TRACES_ENDPOINT" if traces else f"{PREFIX}ENDPOINT" if base else ""
     compression_raw, compression_var = _option(env, "COMPRESSION")
+    headers, token_problem = with_token(parse_headers(_option(env, "HEADERS")[0]), env)
     return OtlpEnv(
         endpoint=resolve_endpoint(traces, base),
         endpoint_variable=variable,
         endpoint_value=traces or base,
-        headers=parse_headers(_option(env, "HEADERS")[0]),
+        headers=headers,
         compression=parse_compression(compression_raw, compression_var),
         timeout_s=timeout_seconds(env),
         certificate=_option(env, "CERTIFICATE")[0] or None,
         client_key=_option(env, "CLIENT_KEY")[0] or None,
         client_certificate=_option(env, "CLIENT_CERTIFICATE")[0] or None,
+        token_problem=token_problem,
     )

@@ -21,7 +21,7 @@ import os
 import sys
 import time
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, Set, TextIO
+from typing import Iterable, Iterator, List, Optional, TextIO
 
 import requests
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -34,42 +34,13 @@ from gwtrace.export.otlpenv import otlp_env
 from gwtrace.wire.events import ProtocolError, parse_line
 from gwtrace.wire.blocks import BadBlock, Block, find_blocks
 from gwtrace.sidecar.daemon import now_us
+from gwtrace.factory.ledger import DEFAULT_LOCK_WAIT_S, LEDGER_NAME, Ledger, LedgerBusy, default_ledger
 
-LEDGER_NAME = "ingested.sha256"
 HTTP_ATTEMPTS = 5
 
 
 class IngestError(RuntimeError):
     """A block could not be forwarded (the collector refused or is away)."""
-
-
-def default_ledger() -> Path:
-    home = os.environ.get("GWTRACE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share", "gwtrace")
-    return Path(home) / LEDGER_NAME
-
-
-class Ledger:
-    """Blocks already forwarded, per destination: ``<sha256> <destination>``
-    lines, append-only. Ingesting into another collector or store sends the
-    block again; into the same one, never. A line with a digest only (written
-    before destinations were recorded) counts for every destination, so an
-    upgrade never sends anything twice."""
-
-    def __init__(self, path: Path, destination: str) -> None:
-        self.path = path
-        self.destination = destination
-        self.seen: Set[str] = set()
-        if path.exists():
-            for line in path.read_text().splitlines():
-                digest, _, where = line.strip().partition(" ")
-                if digest and (not where or where == destination):
-                    self.seen.add(digest)
-
-    def add(self, digest: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(self.path, "a") as f:
-            f.write(f"{digest} {self.destination}\n")
-        self.seen.add(digest)
 
 
 class Forwarder:
@@ -86,6 +57,8 @@ class Forwarder:
         self.endpoint: Optional[str] = None
         otlp = otlp_env()
         if otlp.configured:
+            if otlp.token_problem:          # unauthenticated, every block would be refused
+                raise IngestError(f"{otlp.token_problem}; nothing sent")
             self.endpoint = otlp.endpoint
             self.headers = {"Content-Type": "application/x-protobuf", **otlp.headers}
             self.gzip = otlp.compression == "gzip"
@@ -257,6 +230,27 @@ class Watcher:
         return sorted(found)
 
 
+def _scan(watcher: Watcher, forwarder: Forwarder, ledger: Ledger, lock_wait: float, err: TextIO) -> bool:
+    """One scan of --watch, holding the ledger: False if a block could not go.
+
+    The files are chosen under the lock too, so a scan that gives up on a busy
+    ledger marks nothing as read: the next scan takes them.
+    """
+    try:
+        with ledger.locked(lock_wait):
+            files = watcher.ready(time.time())
+            if not files:
+                return True
+            totals, ok = ingest_files([str(f) for f in files], forwarder, ledger, err)
+    except LedgerBusy as exc:
+        print(f"gwtrace: {exc}; this scan skipped, nothing lost", file=err)
+        return True
+    if totals["blocks"] or not ok:
+        print(f"gwtrace: ingested {totals['blocks']} block(s), {totals['spans']} span(s) from "
+              f"{len(files)} file(s) into {forwarder.destination}", file=err)
+    return ok
+
+
 def watch(args: argparse.Namespace, err: TextIO) -> int:
     """Ingest settled glidein output forever (or once with --once); SIGTERM ends it cleanly."""
     import signal as _signal
@@ -272,13 +266,7 @@ def watch(args: argparse.Namespace, err: TextIO) -> int:
     status = 0
     try:
         while not stop["now"]:
-            files = watcher.ready(time.time())
-            if files:
-                totals, ok = ingest_files([str(f) for f in files], forwarder, ledger, err)
-                if totals["blocks"] or not ok:
-                    print(f"gwtrace: ingested {totals['blocks']} block(s), {totals['spans']} span(s) from "
-                          f"{len(files)} file(s) into {forwarder.destination}", file=err)
-                status = status or (0 if ok else 1)
+            status = status or (0 if _scan(watcher, forwarder, ledger, args.lock_wait, err) else 1)
             if args.once:
                 break
             for _ in range(int(args.interval * 10)):
@@ -307,7 +295,11 @@ def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
     """Backfill glideins from factory files; 1 if a file could not be read (the rest is sent)."""
     from .backfill import backfill
 
-    forwarder = Forwarder()
+    try:
+        forwarder = Forwarder()
+    except IngestError as exc:
+        print(f"gwtrace: {exc}", file=err)
+        return 1
     try:
         keep = forwarder.store.put_glidein_records if forwarder.store is not None else None
         glideins, spans, unreadable = backfill(dirs, forwarder.send, err, keep)
@@ -329,6 +321,9 @@ def _parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", help="glidein output files or directories of them")
     p.add_argument("--spool", metavar="DIR", help="recover the spans of a (dead) sidecar's state directory")
     p.add_argument("--ledger", help=f"file of digests already ingested (default ${{GWTRACE_HOME}}/{LEDGER_NAME})")
+    p.add_argument("--lock-wait", type=float, default=DEFAULT_LOCK_WAIT_S, metavar="SECONDS",
+                   help="wait this long for another ingest's hold on the ledger, then give up in one line "
+                        f"(exit 0; default {DEFAULT_LOCK_WAIT_S:g})")
     p.add_argument("--watch", nargs="+", metavar="DIR",
                    help="follow client log directories: ingest job.*.err/.out files as glideins complete")
     p.add_argument("--interval", type=float, default=60.0, help="--watch: seconds between scans (default 60)")
@@ -382,7 +377,11 @@ def ingest_main(argv: List[str]) -> int:
             forwarder = Forwarder()
             try:
                 ledger = Ledger(Path(args.ledger) if args.ledger else default_ledger(), forwarder.destination)
-                totals, ok = ingest_files(args.paths, forwarder, ledger, sys.stderr)
+                with ledger.locked(args.lock_wait):
+                    totals, ok = ingest_files(args.paths, forwarder, ledger, sys.stderr)
+            except LedgerBusy as exc:       # cron: say it once, fail nothing; the next run sends it
+                print(f"gwtrace: {exc}; nothing ingested this time, nothing lost", file=sys.stderr)
+                return status
             finally:
                 forwarder.close()
             print(f"gwtrace: ingested {totals['blocks']} block(s), {totals['spans']} span(s) into "
@@ -390,6 +389,6 @@ def ingest_main(argv: List[str]) -> int:
                   f"{totals['failed']} not forwarded", file=sys.stderr)
             status = status or (0 if ok else 1)
         return status
-    except (ControlError, OSError) as exc:
+    except (ControlError, IngestError, OSError) as exc:
         print(f"gwtrace: {exc}", file=sys.stderr)
         return 1

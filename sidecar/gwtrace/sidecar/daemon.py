@@ -31,6 +31,7 @@ from gwtrace.export.otlp import Delivery, hashed_resource
 from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
 from gwtrace.sidecar.delivering import DeliveryHalf
 from gwtrace.sidecar.eventlog import EventLogReader, create_event_log
+from gwtrace.sidecar.gone import CHECK_INTERVAL_S, GoneProcesses
 from gwtrace.sidecar.reading import ReadingHalf
 from gwtrace.sidecar.snapshot import Snapshotter, make_snapshotter
 from gwtrace.sidecar.statedir import Spool
@@ -98,6 +99,8 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
         self._last_counters: object = None
         self.started_at = time.time()
         self.snapshots: Optional[Snapshotter] = None    # live snapshots of the open spans (snapshot.py)
+        self.gone = GoneProcesses()               # bash processes replaced by exec (gone.py)
+        self._gone_at = 0.0
 
     # -- life cycle ------------------------------------------------------------
 
@@ -147,6 +150,21 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
             self.snapshots.counters["snapshot_failures"] += 1
             self.snapshots.last_error = f"{type(exc).__name__}: {exc}"
 
+    def _end_gone(self) -> None:
+        """End the spans of traced bash processes that are gone without their EXIT trap (gone.py)."""
+        self._gone_at = time.monotonic() + CHECK_INTERVAL_S
+        dead = self.gone.dead(self.assembler)
+        if not dead:
+            return
+        while self.step():                  # what they wrote before they died comes first
+            pass
+        done = self.gone.end(self.assembler, dead, now_us())
+        if done:
+            self.counters.add("spans_finished", len(done))
+            if not self._ready:
+                self._ready_since = time.monotonic()
+            self._ready.extend(done)
+
     def request_stop(self) -> None:
         self._stopping.set()
         with self._lock:
@@ -163,6 +181,8 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
             if n:
                 poll = POLL_MIN_S
             else:
+                if time.monotonic() >= self._gone_at:
+                    self._end_gone()
                 self._stopping.wait(poll)
                 poll = min(POLL_MAX_S, poll * 2)
         self.shutdown()
@@ -172,6 +192,7 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
             self.snapshots.close()       # the real spans follow: no snapshot after this
         while self.step(force_flush=True):
             pass
+        self._end_gone()
         incomplete = self.assembler.end_all(now_us(), "sidecar stopped")
         if incomplete:
             log.warning("%d span(s) still open at stop, ended as incomplete", len(incomplete))
