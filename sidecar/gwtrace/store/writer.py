@@ -16,7 +16,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from .chunks import Chunk, Plan, chunk_of_spans, split_ids
-from . import glideins, live
+from . import glideins, live, ops
 from .connections import Connections
 from .known import KnownTraces
 from .schema import TRACE_UPSERT
@@ -182,18 +182,12 @@ class Writer:
                 "INSERT OR IGNORE INTO trace_resources (resource_id, trace_id) VALUES (?, ?)", (resource_id, trace_id)
             )
             cache.resources.add(resource_id)
-        ops = {(service, name, kind) for name, kind in chunk.ops}
-        new_ops = ops - self.known.ops_seen
+        seen = self.known.ops_seen
+        new_ops = [(service, name, kind) for name, kind in chunk.ops if (service, name, kind) not in seen]
         if new_ops:
             conn.executemany("INSERT OR IGNORE INTO operations (service, name, kind) VALUES (?, ?, ?)", new_ops)
-            self.known.ops_seen.update(new_ops)
-        new_trace_ops = ops - cache.ops
-        if new_trace_ops:
-            conn.executemany(
-                "INSERT OR IGNORE INTO trace_ops (trace_id, service, name, kind) VALUES (?, ?, ?, ?)",
-                [(trace_id,) + op for op in sorted(new_trace_ops)],
-            )
-            cache.ops.update(new_trace_ops)
+            seen.update(dict.fromkeys(new_ops, 0))
+        ops.store_ranges(conn, trace_id, service, chunk.ops, cache.ops, seen)
         if not replaced:
             conn.execute(
                 TRACE_UPSERT,
@@ -224,23 +218,22 @@ class Writer:
         conn.execute("DELETE FROM trace_ops WHERE trace_id = ?", (trace_id,))
         rows = conn.execute(
             "SELECT c.resource_id, r.service, c.start_ns, c.max_start_ns, c.end_ns, c.n_spans, c.n_errors,"
-            " c.status, c.root_name, c.root_start_ns, c.first_name, c.body"
+            " c.status, c.root_name, c.root_start_ns, c.first_name"
             " FROM chunks c JOIN resources r ON r.id = c.resource_id WHERE c.trace_id = ? ORDER BY c.id",
             (trace_id,),
         ).fetchall()
         for (resource_id, service, start, max_start, end, n, n_err, status, root_name, root_start,
-             first_name, body) in rows:
+             first_name) in rows:
             conn.execute(
                 "INSERT OR IGNORE INTO trace_resources (resource_id, trace_id) VALUES (?, ?)",
                 (resource_id, trace_id),
             )
-            ops = {(trace_id, service, s.name, s.kind) for s in ScopeSpans.FromString(body).spans}
-            conn.executemany("INSERT OR IGNORE INTO trace_ops (trace_id, service, name, kind) VALUES (?, ?, ?, ?)", ops)
             conn.execute(
                 TRACE_UPSERT,
                 (trace_id, start, max_start, end, n, n_err, status, root_name, root_start,
                  service if root_name is not None else None, first_name, service),
             )
+        ops.rebuild(conn, trace_id)
 
     def purge_before(self, cutoff_ns: int) -> int:
         """Delete traces that ended before ``cutoff_ns``; return how many."""
