@@ -83,14 +83,14 @@ def test_a_span_of_the_operation_must_start_in_the_window(store):
     assert _searches(store) == EXPECTED
 
 
-def test_ranges_and_spreads_follow_late_spans_and_replacements(store):
-    """A later chunk widens a trace's range and the operation's spread; a replaced span narrows the range."""
+def test_ranges_and_lags_follow_late_spans_and_replacements(store):
+    """A later chunk widens a trace's range and the operation's lag; a replaced span narrows the range."""
     store.ingest(make_request([dict(span=20, parent=1, name="job", start=300_000)]))
     assert _ids(store.find_traces(service="glidein", operation="job", start_ns=T0 + 250_000,
                                   end_ns=T0 + 350_000)) == [TRACE_A.hex()]
     conn = sqlite3.connect(store.path)
-    spread = "SELECT max_spread_ns FROM operations WHERE service = 'glidein' AND name = 'job' AND kind = 1"
-    assert conn.execute(spread).fetchone()[0] == 290_000
+    lag = "SELECT max_lag_ns FROM operations WHERE service = 'glidein' AND name = 'job' AND kind = 1"
+    assert conn.execute(lag).fetchone()[0] == 300_000
     store.ingest(make_request([dict(span=20, parent=1, name="job", start=60_000)]))   # re-sent, moved
     assert conn.execute("SELECT min_start_ns - ?, max_start_ns - ? FROM trace_ops WHERE trace_id = ? AND name = 'job'",
                         (T0, T0, TRACE_A)).fetchone() == (10_000, 90_000)
@@ -100,13 +100,13 @@ def test_ranges_and_spreads_follow_late_spans_and_replacements(store):
 
 
 def test_a_version_7_store_gets_the_start_ranges(tmp_path):
-    """Schema 7 kept (trace, service, name, kind) only: the ranges and spreads are rebuilt from the chunks."""
+    """Schema 7 kept (trace, service, name, kind) only: the ranges and lags are rebuilt from the chunks."""
     path = tmp_path / "v7.db"
     with TraceStore(path) as s:
         _fill(s)
     conn = sqlite3.connect(path)
     rows = conn.execute("SELECT * FROM trace_ops ORDER BY 1, 2, 3, 4").fetchall()
-    spreads = conn.execute("SELECT * FROM operations ORDER BY 1, 2, 3").fetchall()
+    lags = conn.execute("SELECT * FROM operations ORDER BY 1, 2, 3").fetchall()
     conn.executescript("""
         CREATE TABLE old_ops AS SELECT trace_id, service, name, kind FROM trace_ops;
         DROP TABLE trace_ops;
@@ -114,7 +114,7 @@ def test_a_version_7_store_gets_the_start_ranges(tmp_path):
                                 kind INTEGER NOT NULL, PRIMARY KEY (trace_id, service, name, kind)) WITHOUT ROWID;
         INSERT INTO trace_ops SELECT * FROM old_ops;
         DROP TABLE old_ops;
-        ALTER TABLE operations DROP COLUMN max_spread_ns;
+        ALTER TABLE operations DROP COLUMN max_lag_ns;
         PRAGMA user_version = 7;
     """)
     conn.close()
@@ -123,6 +123,6 @@ def test_a_version_7_store_gets_the_start_ranges(tmp_path):
     conn = sqlite3.connect(path)
     assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
     assert conn.execute("SELECT * FROM trace_ops ORDER BY 1, 2, 3, 4").fetchall() == rows
-    assert conn.execute("SELECT * FROM operations ORDER BY 1, 2, 3").fetchall() == spreads
+    assert conn.execute("SELECT * FROM operations ORDER BY 1, 2, 3").fetchall() == lags
     assert "trace_ops_old" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     conn.close()

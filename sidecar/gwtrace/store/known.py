@@ -34,11 +34,11 @@ class TraceCache:
 
 
 class KnownTraces:
-    """Recently written traces (least recently used dropped first) and every operation seen, with its spread."""
+    """Recently written traces (least recently used dropped first) and every operation seen, with its lag."""
 
     def __init__(self) -> None:
         self._traces: "collections.OrderedDict[bytes, TraceCache]" = collections.OrderedDict()
-        #: operation -> a lower bound of its operations.max_spread_ns
+        #: operation -> a lower bound of its operations.max_lag_ns
         self.ops_seen: Dict[Operation, int] = {}
         self._generation = -1
 

@@ -1,19 +1,23 @@
-"""Which operations a trace holds and when their spans start: ``trace_ops`` and ``operations.max_spread_ns``.
+"""Which operations a trace holds and when their spans start: ``trace_ops`` and ``operations.max_lag_ns``.
 
 Jaeger's search by service, operation and window asks for traces with a span
 of that operation *starting in the window*; ``gwtrace analyze --source
 jaeger=URL`` pages through a period that way, by each glidein's root span.
-Answering it from the chunks meant decoding every trace that merely overlaps
-the window (hours-long glideins overlap many windows) and walking the
-one-sided chunk index.  So each (trace, service, name, kind) row keeps the
-earliest and latest start of its spans, indexed by (service, name,
-min_start_ns), and each operation the widest such spread it has shown: a span
-starting in [a, b] then lies in a trace whose min_start_ns is in
-[a - spread, b], a range bounded on both sides, and a row whose earliest or
-latest start is itself in the window needs no decoding at all.
+Answered from the chunks, that meant decoding every trace that merely
+overlaps the window (hours-long glideins overlap many windows), found through
+an index bounded on one side only.  So each (trace, service, name, kind) row
+keeps the earliest and latest start of its spans, and each operation the
+largest lag of its latest start behind its trace's start: a span starting in
+[a, b] lies in a trace that started in [a - lag, b], a range of the
+``traces_start`` index bounded on both sides (for a root span the lag is 0),
+and a row whose earliest or latest start is itself in the window needs no
+decoding at all.
 
-Written by ingest (one upsert per operation a chunk widens), by the rebuild of
-a trace whose spans were replaced, and by the migration of older stores.
+No index is added: ``trace_ops`` stays keyed by trace first, so a new trace's
+rows still land in one B-tree page (ingest writes pages, not rows).  Written
+by ingest (one statement for a new trace, an upsert per operation a later
+chunk widens), by the rebuild of a trace whose spans were replaced, and by the
+migration of older stores.
 """
 
 from __future__ import annotations
@@ -33,11 +37,11 @@ INSERT INTO trace_ops (trace_id, service, name, kind, min_start_ns, max_start_ns
 ON CONFLICT (trace_id, service, name, kind) DO UPDATE SET
     min_start_ns = min(min_start_ns, excluded.min_start_ns),
     max_start_ns = max(max_start_ns, excluded.max_start_ns)
-RETURNING min_start_ns, max_start_ns
 """
+#: the same, answering the row's merged range
+UPSERT_RETURNING = UPSERT + "RETURNING min_start_ns, max_start_ns"
 
-_RAISE_SPREAD = ("UPDATE operations SET max_spread_ns = max(max_spread_ns, ?)"
-                 " WHERE service = ? AND name = ? AND kind = ?")
+_RAISE_LAG = "UPDATE operations SET max_lag_ns = max(max_lag_ns, ?) WHERE service = ? AND name = ? AND kind = ?"
 
 
 def ranges_of(names: Iterable[str], kinds: Iterable[int], starts: Iterable[int], into: Optional[Ranges] = None) -> Ranges:
@@ -54,25 +58,52 @@ def ranges_of(names: Iterable[str], kinds: Iterable[int], starts: Iterable[int],
     return out
 
 
-def store_ranges(conn: sqlite3.Connection, trace_id: bytes, service: str, ranges: Ranges,
-                 known: Dict[Operation, Tuple[int, int]], spreads: Dict[Operation, int]) -> None:
-    """Widen the trace's rows with one chunk's ranges; raise an operation's spread when the trace widened it.
+class ChunkOps:
+    """One chunk's operations as ingest writes them: whose trace, which service, which start ranges."""
 
-    ``known`` (the trace's rows as last written, possibly incomplete) and
-    ``spreads`` (a lower bound of each operation's stored spread) only skip
-    statements that would change nothing: the SQL takes min/max itself.
+    __slots__ = ("trace_id", "service", "ranges", "fresh", "trace_start", "moved")
+
+    def __init__(self, trace_id: bytes, service: str, ranges: Ranges, fresh: bool, trace_start: int,
+                 moved: bool) -> None:
+        self.trace_id, self.service, self.ranges = trace_id, service, ranges
+        #: the trace had no chunk before this one (so it has no trace_ops row either)
+        self.fresh = fresh
+        #: the trace's start once this chunk is merged, and whether this chunk may have moved it earlier
+        self.trace_start, self.moved = trace_start, moved
+
+
+def store_ranges(conn: sqlite3.Connection, chunk: ChunkOps, known: Dict[Operation, Tuple[int, int]],
+                 lags: Dict[Operation, int]) -> None:
+    """Widen the trace's rows with one chunk's ranges; raise an operation's lag when the trace raised it.
+
+    A fresh trace's rows are plain inserts (one statement, as for most
+    chunks). Otherwise each range the trace's ``known`` rows (as last written,
+    possibly incomplete) do not cover is an upsert that returns the merged
+    range. ``lags`` is a lower bound of each operation's stored lag: it only
+    skips updates that would change nothing, since the SQL takes min/max itself.
     """
-    for (name, kind), (lo, hi) in sorted(ranges.items()):
-        op = (service, name, kind)
-        had = known.get(op)
-        if had is not None and had[0] <= lo and hi <= had[1]:
-            continue
-        row = conn.execute(UPSERT, (trace_id, service, name, kind, lo, hi)).fetchone()
-        known[op] = (row[0], row[1])
-        spread = row[1] - row[0]
-        if spread > spreads.get(op, 0):
-            conn.execute(_RAISE_SPREAD, (spread, service, name, kind))
-            spreads[op] = spread
+    service = chunk.service
+    if chunk.fresh:
+        rows = [(chunk.trace_id, service, name, kind, lo, hi) for (name, kind), (lo, hi) in chunk.ranges.items()]
+        conn.executemany(UPSERT, rows)
+        merged = [((service, name, kind), (lo, hi)) for _, _, name, kind, lo, hi in rows]
+    else:
+        merged = []
+        for (name, kind), (lo, hi) in sorted(chunk.ranges.items()):
+            had = known.get((service, name, kind))
+            if had is None or lo < had[0] or hi > had[1]:
+                row = conn.execute(UPSERT_RETURNING, (chunk.trace_id, service, name, kind, lo, hi)).fetchone()
+                merged.append(((service, name, kind), (row[0], row[1])))
+    for op, lo_hi in merged:
+        known[op] = lo_hi
+    if chunk.moved:  # every operation of the trace now lags further behind its start
+        merged = [((r[0], r[1], r[2]), (r[3], r[4])) for r in conn.execute(
+            "SELECT service, name, kind, min_start_ns, max_start_ns FROM trace_ops WHERE trace_id = ?",
+            (chunk.trace_id,))]
+    for op, (_, hi) in merged:
+        if hi - chunk.trace_start > lags.get(op, 0):
+            conn.execute(_RAISE_LAG, (hi - chunk.trace_start, *op))
+            lags[op] = hi - chunk.trace_start
 
 
 def rebuild(conn: sqlite3.Connection, trace_id: Optional[bytes] = None) -> None:
@@ -85,31 +116,32 @@ def rebuild(conn: sqlite3.Connection, trace_id: Optional[bytes] = None) -> None:
     params: Tuple[bytes, ...] = ()
     if trace_id is not None:
         sql, params = sql + " WHERE c.trace_id = ?", (trace_id,)
-    spreads: Dict[Operation, int] = {}
+    lags: Dict[Operation, int] = {}
     current: Optional[bytes] = None
     per_service: Dict[str, Ranges] = {}
     for tid, service, body in conn.execute(sql + " ORDER BY c.trace_id, c.id", params):
         if tid != current:
-            _write(conn, current, per_service, spreads)
+            _write(conn, current, per_service, lags)
             current, per_service = tid, {}
         spans = ScopeSpans.FromString(body).spans
         ranges_of([s.name for s in spans], [s.kind for s in spans], [s.start_time_unix_nano for s in spans],
                   per_service.setdefault(service, {}))
-    _write(conn, current, per_service, spreads)
-    conn.executemany("INSERT OR IGNORE INTO operations (service, name, kind) VALUES (?, ?, ?)", list(spreads))
-    conn.executemany(_RAISE_SPREAD, [(spread, *op) for op, spread in spreads.items()])
+    _write(conn, current, per_service, lags)
+    conn.executemany("INSERT OR IGNORE INTO operations (service, name, kind) VALUES (?, ?, ?)", list(lags))
+    conn.executemany(_RAISE_LAG, [(lag, *op) for op, lag in lags.items()])
 
 
 def _write(conn: sqlite3.Connection, trace_id: Optional[bytes], per_service: Dict[str, Ranges],
-           spreads: Dict[Operation, int]) -> None:
-    """Insert one trace's rows and note each operation's widest spread."""
+           lags: Dict[Operation, int]) -> None:
+    """Insert one trace's rows and note each operation's largest lag behind the trace's start."""
     if trace_id is None:
         return
+    start = min(lo for ranges in per_service.values() for lo, _ in ranges.values())
     rows = []
     for service, ranges in per_service.items():
         for (name, kind), (lo, hi) in ranges.items():
             rows.append((trace_id, service, name, kind, lo, hi))
             op = (service, name, kind)
-            spreads[op] = max(spreads.get(op, 0), hi - lo)
+            lags[op] = max(lags.get(op, 0), hi - start)
     conn.executemany("INSERT INTO trace_ops (trace_id, service, name, kind, min_start_ns, max_start_ns)"
                      " VALUES (?, ?, ?, ?, ?, ?)", rows)

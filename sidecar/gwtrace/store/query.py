@@ -153,43 +153,50 @@ class TraceFinder:
         return out
 
     def _find_by_op_window(self, q: TraceQuery) -> List[Dict[str, Any]]:
-        """A span of (service, operation) starting in the window: candidates from trace_ops' start ranges.
+        """A span of (service, operation) starting in the window, from trace_ops' start ranges (``store.ops``).
 
-        A row whose earliest or latest start is in the window is a match; only
-        a row whose spans start both before and after the window, or a query
-        with other span-level conditions, has its chunks decoded.
+        The candidates are the traces that started in [start - the operation's
+        lag, end], newest first from ``traces_start``, so a page stops at its
+        limit; a trace whose rows put an earliest or latest start in the window
+        matches, and only one whose spans of the operation start both before
+        and after it, or a query with other span-level conditions, has its
+        chunks decoded.
         """
-        spread_sql = "SELECT max(max_spread_ns) FROM operations WHERE service = ? AND name = ?"
-        spread_params: List[Any] = [q.service, q.operation]
-        if q.span_kind is not None:
-            spread_sql, spread_params = spread_sql + " AND kind = ?", spread_params + [q.span_kind]
-        spread = self._conn.execute(spread_sql, spread_params).fetchone()[0]
+        lag_where = Where()
+        lag_where.add("service = ?", q.service)
+        lag_where.add("name = ?", q.operation)
+        lag_where.add_optional("kind = ?", q.span_kind)
+        lag = self._conn.execute(f"SELECT max(max_lag_ns) FROM operations WHERE {lag_where.sql()}",
+                                 lag_where.params).fetchone()[0]
         resource_ids = self._resource_ids(q) if q.resource_attrs else None
-        if spread is None or resource_ids == []:
+        if lag is None or resource_ids == []:
             return []
+        on = Where()
+        on.add("o.trace_id = t.trace_id")
+        on.add("o.service = ?", q.service)
+        on.add("o.name = ?", q.operation)
+        on.add_optional("o.kind = ?", q.span_kind)
+        on.add_optional("o.min_start_ns <= ?", q.end_ns)
+        on.add_optional("o.max_start_ns >= ?", q.start_ns)
         where = Where()
-        where.add("o.service = ?", q.service)
-        where.add("o.name = ?", q.operation)
-        where.add_optional("o.kind = ?", q.span_kind)
-        where.add_optional("o.min_start_ns >= ?", None if q.start_ns is None else q.start_ns - spread)
-        where.add_optional("o.min_start_ns <= ?", q.end_ns)
-        where.add_optional("o.max_start_ns >= ?", q.start_ns)
+        where.add_optional("t.start_ns >= ?", None if q.start_ns is None else q.start_ns - lag)
+        where.add_optional("t.start_ns <= ?", q.end_ns)
         if resource_ids is not None:
             where.add(f"t.trace_id IN (SELECT trace_id FROM trace_resources WHERE resource_id IN"
                       f" ({','.join('?' * len(resource_ids))}))", *resource_ids)
         where.add_optional("t.status = ?", q.status)
         where.add_optional("t.end_ns - t.start_ns >= ?", q.min_trace_duration_ns)
-        chunk_where = self._chunk_where(q, resource_ids)
         sql = (
             "SELECT t.trace_id, t.start_ns, t.end_ns, t.n_spans, t.n_errors, t.status,"
             " coalesce(t.root_name, t.first_name), coalesce(t.root_service, t.first_service),"
             " t.root_name, t.root_start_ns, max(o.min_start_ns), min(o.max_start_ns)"
-            f" FROM trace_ops o JOIN traces t ON t.trace_id = o.trace_id WHERE {where.sql()}"
-            " GROUP BY o.trace_id ORDER BY t.start_ns DESC"
+            f" FROM traces t JOIN trace_ops o ON {on.sql()} WHERE {where.sql()}"
+            " GROUP BY t.start_ns, t.trace_id ORDER BY t.start_ns DESC, t.trace_id DESC"
         )
+        chunk_where = self._chunk_where(q, resource_ids)
         out: List[Dict[str, Any]] = []
-        for row in self._conn.execute(sql, where.params).fetchall():
-            inside = ((q.start_ns is None or row[10] >= q.start_ns) or (q.end_ns is None or row[11] <= q.end_ns))
+        for row in self._conn.execute(sql, on.params + where.params):
+            inside = q.start_ns is None or q.end_ns is None or row[10] >= q.start_ns or row[11] <= q.end_ns
             if not (q.op_range_decides and inside) and not q.root_matches(row[8], row[7], row[9]) \
                     and not self._trace_has_span(row[0], chunk_where, q):
                 continue

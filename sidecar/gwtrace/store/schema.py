@@ -12,7 +12,7 @@ from typing import Optional
 
 from . import glideins, live, ops
 
-SCHEMA_VERSION = 8  # 8: trace_ops with the start range of each operation, operations.max_spread_ns
+SCHEMA_VERSION = 8  # 8: trace_ops with the start range of each operation, operations.max_lag_ns
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS resources (
@@ -79,12 +79,12 @@ CREATE TABLE IF NOT EXISTS trace_resources (
 CREATE INDEX IF NOT EXISTS trace_resources_trace ON trace_resources (trace_id);
 
 -- Keyed by trace first: a new trace's operations land in one B-tree page, not
--- one page per operation as with (service, name, kind) first.  "Traces with
--- operation X" is an EXISTS per candidate trace.  min/max_start_ns: the
--- earliest and latest start of the trace's spans of that operation, so that
--- "a span of X starts in [a, b]" (Jaeger's search by operation and window) is
--- a range of trace_ops_start, bounded on both sides by the operation's
--- max_spread_ns, instead of decoding the chunks of every trace that overlaps.
+-- one page per operation (plus an index) as with (service, name, kind) first.
+-- "Traces with operation X" is an EXISTS per candidate trace instead.
+-- min/max_start_ns: the earliest and latest start of the trace's spans of that
+-- operation, so that "a span of X starts in [a, b]" (Jaeger's search by
+-- operation and window) is decided without decoding chunks, the candidates coming
+-- from traces_start, bounded on both sides by operations.max_lag_ns (store/ops.py).
 CREATE TABLE IF NOT EXISTS trace_ops (
     trace_id     BLOB    NOT NULL,
     service      TEXT    NOT NULL,
@@ -94,7 +94,6 @@ CREATE TABLE IF NOT EXISTS trace_ops (
     max_start_ns INTEGER NOT NULL,
     PRIMARY KEY (trace_id, service, name, kind)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS trace_ops_start ON trace_ops (service, name, min_start_ns);
 
 -- generation: bumped by every purge, so that other processes drop their caches
 CREATE TABLE IF NOT EXISTS meta (
@@ -103,14 +102,14 @@ CREATE TABLE IF NOT EXISTS meta (
 ) WITHOUT ROWID;
 INSERT OR IGNORE INTO meta (key, value) VALUES ('generation', 0);
 
--- max_spread_ns: the widest max_start_ns - min_start_ns of the operation in any
--- trace (only grows): a span of it starting in [a, b] is in a trace whose
--- min_start_ns is in [a - max_spread_ns, b].
+-- max_lag_ns: the largest max_start_ns - traces.start_ns of the operation in any
+-- trace (only grows): a span of it starting in [a, b] is in a trace that
+-- started in [a - max_lag_ns, b].
 CREATE TABLE IF NOT EXISTS operations (
     service       TEXT    NOT NULL,
     name          TEXT    NOT NULL,
     kind          INTEGER NOT NULL,
-    max_spread_ns INTEGER NOT NULL DEFAULT 0,
+    max_lag_ns    INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (service, name, kind)
 ) WITHOUT ROWID;
 """
@@ -138,6 +137,8 @@ ON CONFLICT (trace_id) DO UPDATE SET
     first_name    = CASE WHEN excluded.start_ns < start_ns THEN excluded.first_name ELSE first_name END,
     first_service = CASE WHEN excluded.start_ns < start_ns THEN excluded.first_service ELSE first_service END
 """
+#: the same, answering the trace's start once merged (what operations.max_lag_ns is measured from)
+TRACE_UPSERT_START = TRACE_UPSERT + "RETURNING start_ns"
 
 
 def _set_aside_old_trace_ops(conn: sqlite3.Connection) -> Optional[str]:
@@ -154,11 +155,11 @@ def _set_aside_old_trace_ops(conn: sqlite3.Connection) -> Optional[str]:
     return "trace_ops_old"
 
 
-def _add_spread_column(conn: sqlite3.Connection) -> None:
-    """``operations.max_spread_ns`` (schema 8) on an older table; ``ops.rebuild`` fills it."""
+def _add_lag_column(conn: sqlite3.Connection) -> None:
+    """``operations.max_lag_ns`` (schema 8) on an older table; ``ops.rebuild`` fills it."""
     columns = {row[1] for row in conn.execute("PRAGMA table_info(operations)")}
-    if "max_spread_ns" not in columns:
-        conn.execute("ALTER TABLE operations ADD COLUMN max_spread_ns INTEGER NOT NULL DEFAULT 0")
+    if "max_lag_ns" not in columns:
+        conn.execute("ALTER TABLE operations ADD COLUMN max_lag_ns INTEGER NOT NULL DEFAULT 0")
 
 
 def migrate(conn: sqlite3.Connection, path: object) -> None:
@@ -177,7 +178,7 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
     for statement in (_SCHEMA + glideins.SCHEMA + live.SCHEMA + journey_table.SCHEMA).split(";"):
         if statement.strip():
             conn.execute(statement)
-    _add_spread_column(conn)
+    _add_lag_column(conn)
     if old_ops:
         conn.execute(f"DROP TABLE {old_ops}")
         ops.rebuild(conn)  # decodes every chunk once

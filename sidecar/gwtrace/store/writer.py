@@ -19,7 +19,7 @@ from .chunks import Chunk, Plan, chunk_of_spans, split_ids
 from . import glideins, live, ops
 from .connections import Connections
 from .known import KnownTraces
-from .schema import TRACE_UPSERT
+from .schema import TRACE_UPSERT, TRACE_UPSERT_START
 from .values import attributes_to_dict, tag_text
 
 #: Resource attributes that name a glidein; the first one present wins.
@@ -168,6 +168,7 @@ class Writer:
         """Insert one chunk; return True if it replaced spans stored earlier."""
         trace_id = chunk.trace_id
         cache = self.known.trace(conn, trace_id)
+        fresh = cache.last_chunk == 0  # no chunk of this trace stored yet
         new_ids = chunk.id_set
         replaced = bool(cache.ids) and not cache.ids.isdisjoint(new_ids)
         if replaced:
@@ -187,14 +188,16 @@ class Writer:
         if new_ops:
             conn.executemany("INSERT OR IGNORE INTO operations (service, name, kind) VALUES (?, ?, ?)", new_ops)
             seen.update(dict.fromkeys(new_ops, 0))
-        ops.store_ranges(conn, trace_id, service, chunk.ops, cache.ops, seen)
-        if not replaced:
-            conn.execute(
-                TRACE_UPSERT,
+        if not replaced:  # else the trace's rows are rebuilt once the request is written (_recompute_trace)
+            trace_start = conn.execute(
+                TRACE_UPSERT_START,
                 (trace_id, chunk.start_ns, chunk.max_start_ns, chunk.end_ns, chunk.n_spans, chunk.n_errors,
                  chunk.status, chunk.root_name, chunk.root_start_ns,
                  service if chunk.root_name is not None else None, chunk.first_name, service),
-            )
+            ).fetchone()[0]
+            moved = not fresh and trace_start == chunk.start_ns
+            ops.store_ranges(conn, ops.ChunkOps(trace_id, service, chunk.ops, fresh, trace_start, moved),
+                             cache.ops, seen)
         return replaced
 
     def _remove_spans(self, conn: sqlite3.Connection, trace_id: bytes, span_ids: Set[bytes]) -> None:
