@@ -33,7 +33,9 @@ The package is a facade (``TraceStore``, here) over collaborators with one
 job each: ``schema`` (tables, migrations), ``connections`` (per-thread
 readers, the one writer connection and its transaction helper, background
 WAL checkpoints), ``chunks`` (a request split into chunks, no SQL),
-``writer`` (group commit, idempotent replacement, retention), ``reader`` and
+``writer`` (group commit, idempotent replacement, retention), ``ops`` (each
+trace's operations and when their spans start, for search by operation and
+window), ``reader`` and
 ``query`` (search, with one WHERE builder for traces and chunks), ``tags``
 (Jaeger's tag semantics, shared with the server), ``values`` and ``wire``
 (OTLP values and the protobuf wire walker).
