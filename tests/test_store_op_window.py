@@ -126,3 +126,16 @@ def test_a_version_7_store_gets_the_start_ranges(tmp_path):
     assert conn.execute("SELECT * FROM operations ORDER BY 1, 2, 3").fetchall() == lags
     assert "trace_ops_old" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}
     conn.close()
+
+
+def test_an_earlier_span_arriving_late_moves_every_operations_lag(tmp_path):
+    """A root that arrives last (as a live glidein's does) moves its trace's start back: the lag of
+    operations stored before it must grow, or their spans' windows would miss the trace."""
+    with TraceStore(tmp_path / "late.db") as s:
+        svc = {"service.name": "svc2"}
+        s.ingest(make_request([dict(span=2, parent=1, name="work", start=500_000)], resource=svc))
+        s.ingest(make_request([dict(span=1, name="root", start=100_000, dur=900_000)], resource=svc))
+        assert _ids(s.find_traces(service="svc2", operation="work", start_ns=T0 + 450_000,
+                                  end_ns=T0 + 550_000)) == [TRACE_A.hex()]
+        lag = sqlite3.connect(s.path).execute("SELECT max_lag_ns FROM operations WHERE name = 'work'").fetchone()[0]
+        assert lag == 400_000
