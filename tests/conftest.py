@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 import re
 import shutil
@@ -10,6 +11,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
+from types import ModuleType
 from typing import Dict, Iterator, Optional
 
 import pytest
@@ -21,6 +23,30 @@ from otlp_receiver import OtlpReceiver  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 LIB = REPO / "bash" / "gwtrace.sh"
 GWTRACE = shutil.which("gwtrace") or str(Path(sys.executable).parent / "gwtrace")
+
+
+def demo_factory(needs_htcondor: bool = True) -> ModuleType:
+    """examples/demo_factory.py as a module, loaded once for every test module that plants problems with it.
+
+    It is a script, not a package module, so it is loaded from its path and registered as
+    ``demo_factory`` before it runs (its dataclasses look their module up there). With
+    ``needs_htcondor`` the calling test module is skipped without HTCondor's Python bindings ([factory]
+    extra): the demo's Condor-G event logs are read with them.
+    """
+    if needs_htcondor:
+        try:
+            import htcondor2  # noqa: F401
+        except ImportError:
+            pytest.importorskip("htcondor", reason="the Condor-G event logs are read with HTCondor's bindings "
+                                "([factory] extra)")
+    module = sys.modules.get("demo_factory")
+    if module is None:
+        spec = importlib.util.spec_from_file_location("demo_factory", REPO / "examples" / "demo_factory.py")
+        assert spec is not None and spec.loader is not None
+        module = importlib.util.module_from_spec(spec)
+        sys.modules["demo_factory"] = module
+        spec.loader.exec_module(module)
+    return module
 
 
 def clean_env(**extra: str) -> Dict[str, str]:

@@ -1,23 +1,17 @@
 """The phase model: every glidein's phases tile its life, from files or traces alike."""
 
-import importlib.util
 import random
-import sys
-from pathlib import Path
 
 import pytest
 
+from conftest import demo_factory
 import factory_gen as gen
 import synthetic
 from gwtrace.analysis.phases import lifetime, phases
 from gwtrace.factory.collect import collect
 from gwtrace.store import TraceStore
 
-HERE = Path(__file__).resolve().parent
-SPEC = importlib.util.spec_from_file_location("demo_factory", HERE.parent / "examples" / "demo_factory.py")
-demo = importlib.util.module_from_spec(SPEC)
-sys.modules.setdefault("demo_factory", demo)
-SPEC.loader.exec_module(demo)
+demo = demo_factory(needs_htcondor=False)
 
 
 def assert_tiles(record):

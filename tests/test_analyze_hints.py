@@ -1,26 +1,16 @@
 """gwtrace analyze --hints: a planted factory gives exactly its planted problems, a clean one none."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
+from conftest import demo_factory
 from gwtrace.analysis.cli import main
 from gwtrace.analysis.hints import Thresholds, hints
 from gwtrace.factory.collect import collect
 
-HERE = Path(__file__).resolve().parent
-SPEC = importlib.util.spec_from_file_location("demo_factory", HERE.parent / "examples" / "demo_factory.py")
-demo = importlib.util.module_from_spec(SPEC)
-sys.modules.setdefault("demo_factory", demo)
-SPEC.loader.exec_module(demo)
+demo = demo_factory()
 
-try:
-    import htcondor2  # noqa: F401
-except ImportError:
-    pytest.importorskip("htcondor", reason="the Condor-G event logs are read with HTCondor's bindings ([factory] extra)")
 
 EXPECTED = {"failing": ("failing_script", "site"), "slow_script": ("slow_script", "site"),
             "long_tail": ("idle_tail", "entry"), "preempted": ("preempted_jobs", "entry"),

@@ -1,7 +1,6 @@
 """gwtrace analyze --source jaeger=URL: the same analysis from a Jaeger query API as from the store,
 tested over real HTTP against gwtrace serve (which speaks that API)."""
 
-import importlib.util
 import io
 import json
 import os
@@ -9,27 +8,18 @@ import re
 import signal
 import subprocess
 import sys
-from pathlib import Path
 
 import pytest
 
+from conftest import demo_factory
 from gwtrace.analysis import jaeger_source
 from gwtrace.cli import main
 from gwtrace.factory.backfill import backfill
 from gwtrace.store import TraceStore
 
-HERE = Path(__file__).resolve().parent
-SPEC = importlib.util.spec_from_file_location("demo_factory", HERE.parent / "examples" / "demo_factory.py")
-demo = importlib.util.module_from_spec(SPEC)
-sys.modules.setdefault("demo_factory", demo)
-SPEC.loader.exec_module(demo)
+demo = demo_factory()
 SERVE = "import sys; from gwtrace.server import serve_main; sys.exit(serve_main(sys.argv[1:]))"
 END = 1790000000
-
-try:
-    import htcondor2  # noqa: F401
-except ImportError:
-    pytest.importorskip("htcondor", reason="the Condor-G event logs are read with HTCondor's bindings ([factory] extra)")
 
 
 @pytest.fixture(scope="module")

@@ -1,26 +1,15 @@
 """Outliers (robust z-score on log duration) and compare (BubbleUp-like) on generated factories."""
 
-import importlib.util
 import json
-import sys
-from pathlib import Path
 
 import pytest
 
+from conftest import demo_factory
 from gwtrace.analysis.cli import main
 from gwtrace.analysis.outliers import compare_spec, outliers
 from gwtrace.factory.collect import collect
 
-HERE = Path(__file__).resolve().parent
-SPEC = importlib.util.spec_from_file_location("demo_factory", HERE.parent / "examples" / "demo_factory.py")
-demo = importlib.util.module_from_spec(SPEC)
-sys.modules.setdefault("demo_factory", demo)
-SPEC.loader.exec_module(demo)
-
-try:
-    import htcondor2  # noqa: F401
-except ImportError:
-    pytest.importorskip("htcondor", reason="the Condor-G event logs are read with HTCondor's bindings ([factory] extra)")
+demo = demo_factory()
 
 
 def _records(root, plants, seed):

@@ -1,25 +1,14 @@
 """examples/demo_factory.py writes files the factory parsers read whole, with its problems where it says."""
 
 import collections
-import importlib.util
-import sys
-from pathlib import Path
 
 import pytest
 
+from conftest import demo_factory
 from gwtrace.factory.canonical import CATEGORIES
 from gwtrace.factory.collect import collect
 
-HERE = Path(__file__).resolve().parent
-SPEC = importlib.util.spec_from_file_location("demo_factory", HERE.parent / "examples" / "demo_factory.py")
-demo = importlib.util.module_from_spec(SPEC)
-sys.modules["demo_factory"] = demo
-SPEC.loader.exec_module(demo)
-
-try:
-    import htcondor2  # noqa: F401
-except ImportError:
-    pytest.importorskip("htcondor", reason="the Condor-G event logs are read with HTCondor's bindings ([factory] extra)")
+demo = demo_factory()
 
 
 def _records(tmp_path, *args):

@@ -1,31 +1,21 @@
 """Glidein records kept in the store at ingest: every command over records says the same from the store
 as from the factory's files."""
 
-import importlib.util
 import json
 import shutil
 import sqlite3
-import sys
-from pathlib import Path
 
 import pytest
 
+from conftest import demo_factory
 import factory_gen as gen
 from gwtrace.cli import main
 from gwtrace.factory.canonical import CATEGORIES
 from gwtrace.store import SCHEMA_VERSION, TraceStore
 
-HERE = Path(__file__).resolve().parent
-SPEC = importlib.util.spec_from_file_location("demo_factory", HERE.parent / "examples" / "demo_factory.py")
-demo = importlib.util.module_from_spec(SPEC)
-sys.modules.setdefault("demo_factory", demo)
-SPEC.loader.exec_module(demo)
+demo = demo_factory()
 
 pytestmark = pytest.mark.skipif(not gen.samples_present(), reason="../shared/samples/glideinwms not found")
-try:
-    import htcondor2  # noqa: F401
-except ImportError:
-    pytest.importorskip("htcondor", reason="the Condor-G event logs are read with HTCondor's bindings ([factory] extra)")
 
 END = 1790000000
 
@@ -128,7 +118,7 @@ def test_a_version_3_store_gains_the_record_tables(tmp_path):
     with TraceStore(path) as store:
         assert list(store.glidein_records()) == []
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 7
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
     conn.close()
 
 

@@ -6,17 +6,15 @@ The browser side is tests/ui/test_ui_analysis.py.
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
-import sys
 from collections import Counter
-from pathlib import Path
 from urllib.parse import parse_qsl, urlsplit
 from xml.etree import ElementTree as ET
 
 import pytest
 
+from conftest import demo_factory
 from gwtrace.analysis.cli import main as analyze_main
 from gwtrace.analysis.percentiles import span_percentiles
 from gwtrace.analysis.plots import histogram_edges, kind_seconds
@@ -26,16 +24,7 @@ from gwtrace.server import create_app
 from gwtrace.server.analysis import SVG_NS, XLINK_NS
 from gwtrace.store import TraceStore
 
-HERE = Path(__file__).resolve().parent
-SPEC = importlib.util.spec_from_file_location("demo_factory", HERE.parent / "examples" / "demo_factory.py")
-demo = importlib.util.module_from_spec(SPEC)
-sys.modules.setdefault("demo_factory", demo)
-SPEC.loader.exec_module(demo)
-
-try:
-    import htcondor2  # noqa: F401
-except ImportError:
-    pytest.importorskip("htcondor", reason="the Condor-G event logs are read with HTCondor's bindings ([factory] extra)")
+demo = demo_factory()
 
 
 @pytest.fixture(scope="module")

@@ -3,29 +3,19 @@ that leads to the glideins behind it."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 import json
-import sys
 import urllib.request
-from pathlib import Path
 
 import pytest
 
+from conftest import demo_factory
 from gwtrace.factory.backfill import backfill
 from gwtrace.store import TraceStore
 from test_ui_browser import css, driver, open_page, severe_console_messages, start_server, stop_server, wait  # noqa: F401
 
-HERE = Path(__file__).resolve().parents[1]
-SPEC = importlib.util.spec_from_file_location("demo_factory", HERE.parent / "examples" / "demo_factory.py")
-demo = importlib.util.module_from_spec(SPEC)
-sys.modules.setdefault("demo_factory", demo)
-SPEC.loader.exec_module(demo)
+demo = demo_factory()
 
-try:
-    import htcondor2  # noqa: F401
-except ImportError:
-    pytest.importorskip("htcondor", reason="the Condor-G event logs are read with HTCondor's bindings ([factory] extra)")
 pytest.importorskip("matplotlib", reason="the chart is drawn by matplotlib ([factory] extra)")
 
 

@@ -150,7 +150,7 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
     if args.plot:
         from .plots import plot_all
 
-        for path in plot_all([], {**report, "lengths": lengths}, args.plot, args.plot_format):
+        for path in plot_all({**report, "lengths": lengths}, args.plot, args.plot_format):
             stderr.write(f"gwtrace analyze: wrote {path}\n")
         if args.hints:
             report = {}

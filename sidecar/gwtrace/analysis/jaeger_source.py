@@ -40,12 +40,15 @@ def _tags(tags: List[Dict[str, Any]]) -> Dict[str, Any]:
 
 def spans_of(trace: Dict[str, Any]) -> List[Dict[str, Any]]:
     """A Jaeger trace's spans as the store's span dicts (the fields ``from_trace`` reads)."""
-    processes = trace.get("processes") or {}
+    resources: Dict[Any, Dict[str, Any]] = {}   # one per process, shared by its spans (nothing edits them)
+    for pid, process in (trace.get("processes") or {}).items():
+        resources[pid] = _tags(process.get("tags"))
+        resources[pid].setdefault("service.name", process.get("serviceName"))
     out = []
     for span in trace.get("spans") or []:
-        process = processes.get(span.get("processID"), {})
-        resource = _tags(process.get("tags"))
-        resource.setdefault("service.name", process.get("serviceName"))
+        resource = resources.get(span.get("processID"))
+        if resource is None:
+            resource = resources[span.get("processID")] = {"service.name": None}
         attrs = _tags(span.get("tags"))
         status = {"ERROR": 2, "OK": 1}.get(str(attrs.pop("otel.status_code", "")), 0)
         if attrs.pop("error", False) is True:

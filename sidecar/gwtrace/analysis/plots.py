@@ -25,7 +25,7 @@ from pathlib import Path
 from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
 from gwtrace.factory.account_plot import _pyplot
-from .phases import Record, phases
+from .phases import phases
 from .stats import ORDER, QUEUED
 from .summary import PHASES
 
@@ -80,7 +80,7 @@ def _figure(out: Target, fmt: str, *args: Any, **kwargs: Any) -> Iterator[Tuple[
         plt.close(fig)
 
 
-def draw_phase_bars(records: List[Record], report: Dict[str, Any], out: Target, fmt: str = "svg",
+def draw_phase_bars(report: Dict[str, Any], out: Target, fmt: str = "svg",
                     links: Optional[ChartLinks] = None) -> None:
     """Canonical hours per phase, one stacked bar per entry (or site): ``report["phases"]``."""
     links = links or ChartLinks()
@@ -103,7 +103,7 @@ def draw_phase_bars(records: List[Record], report: Dict[str, Any], out: Target, 
         ax.legend(fontsize="small", ncol=4, loc="lower right")
 
 
-def draw_histograms(records: List[Record], report: Dict[str, Any], out: Target, fmt: str = "svg",
+def draw_histograms(report: Dict[str, Any], out: Target, fmt: str = "svg",
                     links: Optional[ChartLinks] = None) -> None:
     """The length of each phase kind per glidein, one log-scale histogram per kind (``report["lengths"]``:
     ``stats.PhaseCells.lengths``, gathered in the analysis' one pass)."""
@@ -128,7 +128,7 @@ def draw_histograms(records: List[Record], report: Dict[str, Any], out: Target, 
         fig.suptitle("length of each phase per glidein")
 
 
-def draw_failure_rates(records: List[Record], report: Dict[str, Any], out: Target, fmt: str = "svg",
+def draw_failure_rates(report: Dict[str, Any], out: Target, fmt: str = "svg",
                        links: Optional[ChartLinks] = None) -> None:
     """Each site's share of failed glideins per UTC day (``report["trends"]``); a point per day."""
     links = links or ChartLinks()
@@ -154,7 +154,7 @@ CHARTS: Dict[str, Callable[..., None]] = {"phases_by_group": draw_phase_bars, "p
                                           "failure_rate_by_site": draw_failure_rates}
 
 
-def plot_all(records: List[Record], report: Dict[str, Any], directory: str, fmt: str = "svg") -> List[str]:
+def plot_all(report: Dict[str, Any], directory: str, fmt: str = "svg") -> List[str]:
     """Write the three charts into ``directory`` (created if needed); return their paths."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
@@ -162,6 +162,6 @@ def plot_all(records: List[Record], report: Dict[str, Any], directory: str, fmt:
     paths = []
     for name, draw in CHARTS.items():
         path = out / f"{name}.{fmt}"
-        draw(records, report, str(path), fmt)
+        draw(report, str(path), fmt)
         paths.append(str(path))
     return paths

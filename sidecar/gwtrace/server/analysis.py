@@ -187,7 +187,7 @@ def chart(name: str) -> Response:
     records = _records(q)
     out = io.BytesIO()
     try:
-        CHARTS[name](records, LazyReport(records, q["by"]), out, "svg", PageLinks(q))
+        CHARTS[name](LazyReport(records, q["by"]), out, "svg", PageLinks(q))
     except ValueError as exc:  # no matplotlib on this server: the page says so in one line
         return json_response({"error": str(exc)}, 501)
     return Response(without_inline_style(out.getvalue()), mimetype="image/svg+xml")

@@ -16,8 +16,11 @@ summarised in small, indexed tables at ingest time:
 ``traces``           one row per trace: time range, span/error counts, status,
                      root span name and service
 ``trace_resources``  which resources (hence services, glideins) a trace touches
-``trace_ops``        which (service, span name, kind) a trace contains
-``operations``       distinct (service, span name, kind), for the query API
+``trace_ops``        which (service, span name, kind) a trace contains, and when
+                     its spans of it start (earliest, latest): search by
+                     operation and window (``ops``)
+``operations``       distinct (service, span name, kind), for the query API,
+                     with how far its spans start behind their trace's start
 
 Span-level filters that are not summarised (span attributes, span durations)
 are answered by decoding the chunks of the candidate traces only.
@@ -30,7 +33,9 @@ The package is a facade (``TraceStore``, here) over collaborators with one
 job each: ``schema`` (tables, migrations), ``connections`` (per-thread
 readers, the one writer connection and its transaction helper, background
 WAL checkpoints), ``chunks`` (a request split into chunks, no SQL),
-``writer`` (group commit, idempotent replacement, retention), ``reader`` and
+``writer`` (group commit, idempotent replacement, retention), ``ops`` (each
+trace's operations and when their spans start, for search by operation and
+window), ``reader`` and
 ``query`` (search, with one WHERE builder for traces and chunks), ``tags``
 (Jaeger's tag semantics, shared with the server), ``values`` and ``wire``
 (OTLP values and the protobuf wire walker).

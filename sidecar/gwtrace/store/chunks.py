@@ -16,6 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
+from .ops import ranges_of
 from .values import STATUS_ERROR, STATUS_OK, STATUS_UNSET, ZERO_SPAN, ZERO_TRACE, is_root
 from .wire import scope_spans_slices, spans_field
 
@@ -69,7 +70,7 @@ class Chunk:
         self.root_name, self.root_start_ns = _root(rows, parents, names, starts)
         self.span_ids = b"".join(sids)
         self.id_set = set(sids)
-        self.ops = set(zip(names, kinds))
+        self.ops = ranges_of(names, kinds, starts)  # (name, kind) -> [earliest, latest start]
 
     def summary(self) -> Tuple[Any, ...]:
         """The summary columns of the ``chunks`` table, in schema order (start_ns .. body)."""

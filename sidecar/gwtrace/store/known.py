@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import collections
 import sqlite3
-from typing import Set, Tuple
+from typing import Dict, Set, Tuple
 
 from .chunks import split_ids
 
@@ -28,16 +28,18 @@ class TraceCache:
     def __init__(self) -> None:
         self.last_chunk = 0
         self.ids: Set[bytes] = set()
-        self.ops: Set[Operation] = set()
+        #: operation -> (earliest, latest start) as last written to trace_ops
+        self.ops: Dict[Operation, Tuple[int, int]] = {}
         self.resources: Set[int] = set()
 
 
 class KnownTraces:
-    """Recently written traces (least recently used dropped first) and every operation seen."""
+    """Recently written traces (least recently used dropped first) and every operation seen, with its lag."""
 
     def __init__(self) -> None:
         self._traces: "collections.OrderedDict[bytes, TraceCache]" = collections.OrderedDict()
-        self.ops_seen: Set[Operation] = set()
+        #: operation -> a lower bound of its operations.max_lag_ns
+        self.ops_seen: Dict[Operation, int] = {}
         self._generation = -1
 
     def check_generation(self, conn: sqlite3.Connection) -> None:

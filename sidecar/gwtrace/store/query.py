@@ -53,11 +53,21 @@ class TraceQuery:
         return (bool(self.tags) or self.min_duration_ns is not None or self.max_duration_ns is not None
                 or (self.operation is not None and self.windowed))
 
-    def root_matches(self, root_name: Optional[str], root_start_ns: Optional[int]) -> bool:
+    @property
+    def op_range_decides(self) -> bool:
+        """Whether a trace_ops row's start range can settle a match alone: the operation's
+        service, name and kind are the row's key, and no other span-level condition is asked."""
+        return (not self.tags and not self.resource_attrs and self.min_duration_ns is None
+                and self.max_duration_ns is None)
+
+    def root_matches(self, root_name: Optional[str], root_service: Optional[str],
+                     root_start_ns: Optional[int]) -> bool:
         """The common case answered from the summary: the root is the operation and starts in the window."""
         if self.tags or self.min_duration_ns is not None or self.max_duration_ns is not None or self.span_kind:
             return False
-        if root_name != self.operation or root_start_ns is None:
+        if root_name != self.operation or root_start_ns is None or self.resource_attrs:
+            return False
+        if self.service is not None and root_service != self.service:
             return False
         return not ((self.start_ns is not None and root_start_ns < self.start_ns)
                     or (self.end_ns is not None and root_start_ns > self.end_ns))
@@ -117,6 +127,8 @@ class TraceFinder:
 
     def find(self, q: TraceQuery) -> List[Dict[str, Any]]:
         """Summaries of the most recent matching traces, newest first."""
+        if q.operation is not None and q.service is not None and q.windowed:
+            return self._find_by_op_window(q)
         resource_ids = self._resource_ids(q)
         if resource_ids == []:
             return []
@@ -132,7 +144,60 @@ class TraceFinder:
         )
         out: List[Dict[str, Any]] = []
         for row in self._conn.execute(sql, where.params).fetchall():
-            if chunk_where is not None and not q.root_matches(row[8], row[9]) \
+            if chunk_where is not None and not q.root_matches(row[8], row[7], row[9]) \
+                    and not self._trace_has_span(row[0], chunk_where, q):
+                continue
+            out.append(self._summary(row))
+            if len(out) >= q.limit:
+                break
+        return out
+
+    def _find_by_op_window(self, q: TraceQuery) -> List[Dict[str, Any]]:
+        """A span of (service, operation) starting in the window, from trace_ops' start ranges (``store.ops``).
+
+        The candidates are the traces that started in [start - the operation's
+        lag, end], newest first from ``traces_start``, so a page stops at its
+        limit; a trace whose rows put an earliest or latest start in the window
+        matches, and only one whose spans of the operation start both before
+        and after it, or a query with other span-level conditions, has its
+        chunks decoded.
+        """
+        lag_where = Where()
+        lag_where.add("service = ?", q.service)
+        lag_where.add("name = ?", q.operation)
+        lag_where.add_optional("kind = ?", q.span_kind)
+        lag = self._conn.execute(f"SELECT max(max_lag_ns) FROM operations WHERE {lag_where.sql()}",
+                                 lag_where.params).fetchone()[0]
+        resource_ids = self._resource_ids(q) if q.resource_attrs else None
+        if lag is None or resource_ids == []:
+            return []
+        on = Where()
+        on.add("o.trace_id = t.trace_id")
+        on.add("o.service = ?", q.service)
+        on.add("o.name = ?", q.operation)
+        on.add_optional("o.kind = ?", q.span_kind)
+        on.add_optional("o.min_start_ns <= ?", q.end_ns)
+        on.add_optional("o.max_start_ns >= ?", q.start_ns)
+        where = Where()
+        where.add_optional("t.start_ns >= ?", None if q.start_ns is None else q.start_ns - lag)
+        where.add_optional("t.start_ns <= ?", q.end_ns)
+        if resource_ids is not None:
+            where.add(f"t.trace_id IN (SELECT trace_id FROM trace_resources WHERE resource_id IN"
+                      f" ({','.join('?' * len(resource_ids))}))", *resource_ids)
+        where.add_optional("t.status = ?", q.status)
+        where.add_optional("t.end_ns - t.start_ns >= ?", q.min_trace_duration_ns)
+        sql = (
+            "SELECT t.trace_id, t.start_ns, t.end_ns, t.n_spans, t.n_errors, t.status,"
+            " coalesce(t.root_name, t.first_name), coalesce(t.root_service, t.first_service),"
+            " t.root_name, t.root_start_ns, max(o.min_start_ns), min(o.max_start_ns)"
+            f" FROM traces t JOIN trace_ops o ON {on.sql()} WHERE {where.sql()}"
+            " GROUP BY t.start_ns, t.trace_id ORDER BY t.start_ns DESC, t.trace_id DESC"
+        )
+        chunk_where = self._chunk_where(q, resource_ids)
+        out: List[Dict[str, Any]] = []
+        for row in self._conn.execute(sql, on.params + where.params):
+            inside = q.start_ns is None or q.end_ns is None or row[10] >= q.start_ns or row[11] <= q.end_ns
+            if not (q.op_range_decides and inside) and not q.root_matches(row[8], row[7], row[9]) \
                     and not self._trace_has_span(row[0], chunk_where, q):
                 continue
             out.append(self._summary(row))
@@ -181,6 +246,8 @@ class TraceFinder:
         where = Where()
         if resource_ids is not None:
             where.add_in("c.resource_id", resource_ids)
+        elif q.service is not None:
+            where.add("EXISTS (SELECT 1 FROM resources r WHERE r.id = c.resource_id AND r.service = ?)", q.service)
         if q.operation is not None:
             where.add("instr(c.body, ?) > 0", q.operation.encode())
         _window(where, "c", q)

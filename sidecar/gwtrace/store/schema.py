@@ -10,9 +10,9 @@ from __future__ import annotations
 import sqlite3
 from typing import Optional
 
-from . import glideins, live
+from . import glideins, live, ops
 
-SCHEMA_VERSION = 7  # 7: jobs, job_logs, job_log_schedds (gwtrace.journey.table)
+SCHEMA_VERSION = 8  # 8: trace_ops with the start range of each operation, operations.max_lag_ns
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS resources (
@@ -81,11 +81,17 @@ CREATE INDEX IF NOT EXISTS trace_resources_trace ON trace_resources (trace_id);
 -- Keyed by trace first: a new trace's operations land in one B-tree page, not
 -- one page per operation (plus an index) as with (service, name, kind) first.
 -- "Traces with operation X" is an EXISTS per candidate trace instead.
+-- min/max_start_ns: the earliest and latest start of the trace's spans of that
+-- operation, so that "a span of X starts in [a, b]" (Jaeger's search by
+-- operation and window) is decided without decoding chunks, the candidates coming
+-- from traces_start, bounded on both sides by operations.max_lag_ns (store/ops.py).
 CREATE TABLE IF NOT EXISTS trace_ops (
-    trace_id BLOB    NOT NULL,
-    service  TEXT    NOT NULL,
-    name     TEXT    NOT NULL,
-    kind     INTEGER NOT NULL,
+    trace_id     BLOB    NOT NULL,
+    service      TEXT    NOT NULL,
+    name         TEXT    NOT NULL,
+    kind         INTEGER NOT NULL,
+    min_start_ns INTEGER NOT NULL,
+    max_start_ns INTEGER NOT NULL,
     PRIMARY KEY (trace_id, service, name, kind)
 ) WITHOUT ROWID;
 
@@ -96,10 +102,14 @@ CREATE TABLE IF NOT EXISTS meta (
 ) WITHOUT ROWID;
 INSERT OR IGNORE INTO meta (key, value) VALUES ('generation', 0);
 
+-- max_lag_ns: the largest max_start_ns - traces.start_ns of the operation in any
+-- trace (only grows): a span of it starting in [a, b] is in a trace that
+-- started in [a - max_lag_ns, b].
 CREATE TABLE IF NOT EXISTS operations (
-    service TEXT    NOT NULL,
-    name    TEXT    NOT NULL,
-    kind    INTEGER NOT NULL,
+    service       TEXT    NOT NULL,
+    name          TEXT    NOT NULL,
+    kind          INTEGER NOT NULL,
+    max_lag_ns    INTEGER NOT NULL DEFAULT 0,
     PRIMARY KEY (service, name, kind)
 ) WITHOUT ROWID;
 """
@@ -127,19 +137,29 @@ ON CONFLICT (trace_id) DO UPDATE SET
     first_name    = CASE WHEN excluded.start_ns < start_ns THEN excluded.first_name ELSE first_name END,
     first_service = CASE WHEN excluded.start_ns < start_ns THEN excluded.first_service ELSE first_service END
 """
+#: the same, answering the trace's start once merged (what operations.max_lag_ns is measured from)
+TRACE_UPSERT_START = TRACE_UPSERT + "RETURNING start_ns"
 
 
-def _rename_old_trace_ops(conn: sqlite3.Connection) -> Optional[str]:
-    """Move a trace_ops table keyed by operation (schema 1-2) aside; return its new name.
+def _set_aside_old_trace_ops(conn: sqlite3.Connection) -> Optional[str]:
+    """Move a trace_ops table without start ranges (schema 1-7) aside; return its new name.
 
-    Its rows are copied into the table keyed by trace once that exists.
+    Its rows are not copied: the new table is rebuilt from the chunks, which
+    is where the ranges come from (``ops.rebuild``).
     """
     row = conn.execute("SELECT sql FROM sqlite_master WHERE type = 'table' AND name = 'trace_ops'").fetchone()
-    if row is None or "PRIMARY KEY (trace_id" in row[0]:
+    if row is None or "min_start_ns" in row[0]:
         return None
     conn.execute("DROP INDEX IF EXISTS trace_ops_trace")
-    conn.execute("ALTER TABLE trace_ops RENAME TO trace_ops_v2")
-    return "trace_ops_v2"
+    conn.execute("ALTER TABLE trace_ops RENAME TO trace_ops_old")
+    return "trace_ops_old"
+
+
+def _add_lag_column(conn: sqlite3.Connection) -> None:
+    """``operations.max_lag_ns`` (schema 8) on an older table; ``ops.rebuild`` fills it."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(operations)")}
+    if "max_lag_ns" not in columns:
+        conn.execute("ALTER TABLE operations ADD COLUMN max_lag_ns INTEGER NOT NULL DEFAULT 0")
 
 
 def migrate(conn: sqlite3.Connection, path: object) -> None:
@@ -152,18 +172,16 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
         )
     if version == SCHEMA_VERSION:
         return
-    old_ops = _rename_old_trace_ops(conn)
+    old_ops = _set_aside_old_trace_ops(conn)
     from gwtrace.journey import table as journey_table
 
     for statement in (_SCHEMA + glideins.SCHEMA + live.SCHEMA + journey_table.SCHEMA).split(";"):
         if statement.strip():
             conn.execute(statement)
+    _add_lag_column(conn)
     if old_ops:
-        conn.execute(
-            "INSERT OR IGNORE INTO trace_ops (trace_id, service, name, kind)"
-            f" SELECT trace_id, service, name, kind FROM {old_ops}"
-        )
         conn.execute(f"DROP TABLE {old_ops}")
+        ops.rebuild(conn)  # decodes every chunk once
     glideins.summarize_missing(conn)
     # Version 1 had two indexes that cost every write and served only rare reads.
     conn.execute("DROP INDEX IF EXISTS traces_end")

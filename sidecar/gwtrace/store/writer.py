@@ -16,10 +16,10 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from .chunks import Chunk, Plan, chunk_of_spans, split_ids
-from . import glideins, live
+from . import glideins, live, ops
 from .connections import Connections
 from .known import KnownTraces
-from .schema import TRACE_UPSERT
+from .schema import TRACE_UPSERT, TRACE_UPSERT_START
 from .values import attributes_to_dict, tag_text
 
 #: Resource attributes that name a glidein; the first one present wins.
@@ -168,6 +168,7 @@ class Writer:
         """Insert one chunk; return True if it replaced spans stored earlier."""
         trace_id = chunk.trace_id
         cache = self.known.trace(conn, trace_id)
+        fresh = cache.last_chunk == 0  # no chunk of this trace stored yet
         new_ids = chunk.id_set
         replaced = bool(cache.ids) and not cache.ids.isdisjoint(new_ids)
         if replaced:
@@ -182,25 +183,21 @@ class Writer:
                 "INSERT OR IGNORE INTO trace_resources (resource_id, trace_id) VALUES (?, ?)", (resource_id, trace_id)
             )
             cache.resources.add(resource_id)
-        ops = {(service, name, kind) for name, kind in chunk.ops}
-        new_ops = ops - self.known.ops_seen
+        seen = self.known.ops_seen
+        new_ops = [(service, name, kind) for name, kind in chunk.ops if (service, name, kind) not in seen]
         if new_ops:
             conn.executemany("INSERT OR IGNORE INTO operations (service, name, kind) VALUES (?, ?, ?)", new_ops)
-            self.known.ops_seen.update(new_ops)
-        new_trace_ops = ops - cache.ops
-        if new_trace_ops:
-            conn.executemany(
-                "INSERT OR IGNORE INTO trace_ops (trace_id, service, name, kind) VALUES (?, ?, ?, ?)",
-                [(trace_id,) + op for op in sorted(new_trace_ops)],
-            )
-            cache.ops.update(new_trace_ops)
-        if not replaced:
-            conn.execute(
-                TRACE_UPSERT,
+            seen.update(dict.fromkeys(new_ops, 0))
+        if not replaced:  # else the trace's rows are rebuilt once the request is written (_recompute_trace)
+            trace_start = conn.execute(
+                TRACE_UPSERT_START,
                 (trace_id, chunk.start_ns, chunk.max_start_ns, chunk.end_ns, chunk.n_spans, chunk.n_errors,
                  chunk.status, chunk.root_name, chunk.root_start_ns,
                  service if chunk.root_name is not None else None, chunk.first_name, service),
-            )
+            ).fetchone()[0]
+            moved = not fresh and trace_start == chunk.start_ns
+            ops.store_ranges(conn, ops.ChunkOps(trace_id, service, chunk.ops, fresh, trace_start, moved),
+                             cache.ops, seen)
         return replaced
 
     def _remove_spans(self, conn: sqlite3.Connection, trace_id: bytes, span_ids: Set[bytes]) -> None:
@@ -224,23 +221,22 @@ class Writer:
         conn.execute("DELETE FROM trace_ops WHERE trace_id = ?", (trace_id,))
         rows = conn.execute(
             "SELECT c.resource_id, r.service, c.start_ns, c.max_start_ns, c.end_ns, c.n_spans, c.n_errors,"
-            " c.status, c.root_name, c.root_start_ns, c.first_name, c.body"
+            " c.status, c.root_name, c.root_start_ns, c.first_name"
             " FROM chunks c JOIN resources r ON r.id = c.resource_id WHERE c.trace_id = ? ORDER BY c.id",
             (trace_id,),
         ).fetchall()
         for (resource_id, service, start, max_start, end, n, n_err, status, root_name, root_start,
-             first_name, body) in rows:
+             first_name) in rows:
             conn.execute(
                 "INSERT OR IGNORE INTO trace_resources (resource_id, trace_id) VALUES (?, ?)",
                 (resource_id, trace_id),
             )
-            ops = {(trace_id, service, s.name, s.kind) for s in ScopeSpans.FromString(body).spans}
-            conn.executemany("INSERT OR IGNORE INTO trace_ops (trace_id, service, name, kind) VALUES (?, ?, ?, ?)", ops)
             conn.execute(
                 TRACE_UPSERT,
                 (trace_id, start, max_start, end, n, n_err, status, root_name, root_start,
                  service if root_name is not None else None, first_name, service),
             )
+        ops.rebuild(conn, trace_id)
 
     def purge_before(self, cutoff_ns: int) -> int:
         """Delete traces that ended before ``cutoff_ns``; return how many."""
