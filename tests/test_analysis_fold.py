@@ -1,13 +1,11 @@
 """The analysis read in parts side by side (analysis/fold.py) gives exactly what one pass gives."""
 
-import importlib.util
 import io
 import json
 import os
-import sys
-from pathlib import Path
 
 import pytest
+from conftest import demo_factory
 
 from gwtrace.analysis import fold as fold_mod
 from gwtrace.analysis.cli import _folded, main
@@ -18,16 +16,7 @@ from gwtrace.factory import cli as factory_cli
 from gwtrace.factory.collect import collect
 from gwtrace.store import TraceStore
 
-HERE = Path(__file__).resolve().parent
-SPEC = importlib.util.spec_from_file_location("demo_factory", HERE.parent / "examples" / "demo_factory.py")
-demo = importlib.util.module_from_spec(SPEC)
-sys.modules.setdefault("demo_factory", demo)
-SPEC.loader.exec_module(demo)
-
-try:
-    import htcondor2  # noqa: F401
-except ImportError:
-    pytest.importorskip("htcondor", reason="the Condor-G event logs are read with HTCondor's bindings ([factory] extra)")
+demo = demo_factory()
 
 
 @pytest.fixture(scope="module")

@@ -348,22 +348,16 @@ class TraceStore:
                           frontend: Optional[str] = None,
                           part: Optional[Tuple[Optional[int], Optional[int]]] = None,
                           refresh: bool = True) -> Iterator[List[Any]]:
-        """The analysis summaries (``analysis.summary``) of the stored glideins, one at a time.
-
-        ``part``: a range of start keys from ``summary_cuts``; ``refresh=False`` when the caller made the
-        records of newly traced glideins already (the parts of one analysis do it once, before they start).
-        """
+        """The analysis summaries (``analysis.summary``) of the stored glideins, one at a time; ``part``: a range
+        of start keys (``summary_cuts``); ``refresh=False``: the caller made the traced glideins' records."""
         if refresh:
             self.refresh_glidein_records()
         return glideins.summaries(self._connections.reader(), part, since=since, until=until, site=site,
                                   entry=entry, frontend=frontend)
 
-    def summary_cuts(self, parts: int, min_part: int, since: Optional[int] = None, until: Optional[int] = None,
-                     site: Optional[str] = None, entry: Optional[str] = None,
-                     frontend: Optional[str] = None) -> List[int]:
-        """Start keys cutting the selected glideins into up to ``parts`` parts of at least ``min_part``."""
-        return glideins.summary_cuts(self._connections.reader(), parts, min_part, since=since, until=until,
-                                     site=site, entry=entry, frontend=frontend)
+    def summary_cuts(self, parts: int, min_part: int, **filters: Any) -> List[int]:
+        """Start keys cutting the glideins ``glidein_summaries(**filters)`` gives into parts (``analysis.fold``)."""
+        return glideins.summary_cuts(self._connections.reader(), parts, min_part, **filters)
 
     def glidein_entry(self, trace_id: str) -> Optional[str]:
         """The entry of the glidein the trace ``trace_id`` (hex) is the record of: by key, else by scan

@@ -206,8 +206,8 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
     conn.executemany(_ADD, [(*key, *values) for key, values in rollup.items()])
 
 
-def _where(since: Optional[int], until: Optional[int], site: Optional[str], entry: Optional[str],
-           frontend: Optional[str], prefix: str = "") -> Tuple[str, List[Any]]:
+def _where(since: Optional[int] = None, until: Optional[int] = None, site: Optional[str] = None,
+           entry: Optional[str] = None, frontend: Optional[str] = None, prefix: str = "") -> Tuple[str, List[Any]]:
     """The record filters of ``gwtrace glideins`` as SQL (unknown times never exclude a record)."""
     clauses, args = [], []  # type: List[str], List[Any]
     if since is not None:
