@@ -43,6 +43,7 @@ builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock and escaping
   _gwtrace_aname=('') _gwtrace_apar=("$_gwtrace_abase")
   _gwtrace_aotp=("$_gwtrace_aotp0") _gwtrace_aotpset=("$_gwtrace_aotpset0")
   _gwtrace_acur=$_gwtrace_asp0             # span id of the innermost frame with a span
+  _gwtrace_aown=$_gwtrace_amain            # the process whose ids, GWTRACE_AUTO_OPEN and EXIT trap are set up
   _gwtrace_aexp=${TRACEPARENT-}            # the TRACEPARENT we exported last
   _gwtrace_ad=$_gwtrace_abd                # BASH_SOURCE depth at the last slow path
   _gwtrace_arc=0 _gwtrace_asub=''          # $? before the command; a subshell with our EXIT trap
@@ -194,11 +195,12 @@ _gwtrace_auto_exit_frames() {
 
 # --- functions and commands (DEBUG trap) ------------------------------------
 
-# _gwtrace_auto_sync DEPTH: make the frames match the shell's call stack
-# (BASH_SOURCE/FUNCNAME seen from our caller, DEPTH frames deep): frames below
-# it have returned (status: the $? the DEBUG trap saw), new ones are entered.
+# _gwtrace_auto_sync DEPTH [OFFSET]: make the frames match the shell's call
+# stack (BASH_SOURCE/FUNCNAME, DEPTH frames deep; OFFSET: the stack index of
+# the script's innermost frame here, 2 when our caller is the trap's): frames
+# below it have returned (status: the $? the DEBUG trap saw), new ones are entered.
 _gwtrace_auto_sync() {
-  local _gwtrace_ln=$1 _gwtrace_lk _gwtrace_li _gwtrace_lname _gwtrace_ltop
+  local _gwtrace_ln=$1 _gwtrace_lo=${2:-2} _gwtrace_lk _gwtrace_li _gwtrace_lname _gwtrace_ltop
   if (( _gwtrace_an > 1 && _gwtrace_adep[_gwtrace_an-1] > _gwtrace_ln )); then
     for (( _gwtrace_li = _gwtrace_an - 1; _gwtrace_li > 1 && _gwtrace_adep[_gwtrace_li-1] > _gwtrace_ln; _gwtrace_li-- )); do :; done
     _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_li]-}"    # the outermost that returns now
@@ -207,12 +209,12 @@ _gwtrace_auto_sync() {
   fi
   while (( _gwtrace_an > 1 )); do
     _gwtrace_ltop=${_gwtrace_adep[_gwtrace_an-1]}
-    (( _gwtrace_ltop > _gwtrace_ln )) || [[ ${_gwtrace_aname[_gwtrace_an-1]} != "${FUNCNAME[_gwtrace_ln-_gwtrace_ltop+2]-}" ]] || break
+    (( _gwtrace_ltop > _gwtrace_ln )) || [[ ${_gwtrace_aname[_gwtrace_an-1]} != "${FUNCNAME[_gwtrace_ln-_gwtrace_ltop+_gwtrace_lo]-}" ]] || break
     _gwtrace_auto_pop "$_gwtrace_ast"
   done
   _gwtrace_ltop=${_gwtrace_adep[_gwtrace_an-1]:-$_gwtrace_abd}
   for (( _gwtrace_lk = _gwtrace_ltop + 1; _gwtrace_lk <= _gwtrace_ln; _gwtrace_lk++ )); do
-    _gwtrace_li=$(( _gwtrace_ln - _gwtrace_lk + 2 ))        # FUNCNAME/BASH_SOURCE index of depth _gwtrace_lk, from here
+    _gwtrace_li=$(( _gwtrace_ln - _gwtrace_lk + _gwtrace_lo ))   # FUNCNAME/BASH_SOURCE index of depth _gwtrace_lk
     _gwtrace_lname=${FUNCNAME[_gwtrace_li]-} _gwtrace_acs="${BASH_LINENO[_gwtrace_li]-} ${FUNCNAME[_gwtrace_li]-} ${BASH_SOURCE[_gwtrace_li+1]-}"
     case $_gwtrace_lname in
       source)
@@ -241,6 +243,8 @@ _gwtrace_auto_sync() {
       builtin trap -- "$_gwtrace_aexit0" EXIT  # no need to read gwtrace-auto-extra.sh
     fi
   fi
+  [[ $_gwtrace_asub != "$BASHPID" || $_gwtrace_arngpid != "$BASHPID" || ${GWTRACE_AUTO_OPEN-} != "$BASHPID:"* ]] \
+    || _gwtrace_aown=$BASHPID
 }
 
 # _gwtrace_auto_subenter: the first command of a new subshell (BASH_SUBSHELL
@@ -270,6 +274,9 @@ _gwtrace_auto_subenter() {
   fi
   _gwtrace_asub=$BASHPID
   builtin trap -- "$_gwtrace_aexit0" EXIT
+  _gwtrace_auto_seed                           # ready for _gwtrace_auto_dbg_slow's written-out entry
+  _gwtrace_auto_own
+  _gwtrace_aown=$BASHPID
 }
 
 # A sourced file that runs no command (it only defines functions) gives the
@@ -301,72 +308,95 @@ _gwtrace_auto_src_done() {
 }
 
 # The DEBUG trap (functions level). Past the fast path: the depth changed,
-# or the command may turn xtrace on. $1 is the script's $_, given back when
-# this call returns. The two common cases, one function entered and functions returned,
-# in the main process, are written out with as few commands as possible (a
-# simple command costs 1-2.5 µs, `local` as much as two, and these run for
-# every call: scratch state is global, _gwtrace_dn/_gwtrace_di, as this never
-# runs twice at once); anything else goes through _gwtrace_auto_sync.
+# a new subshell, or the command may turn xtrace on. $1 is the script's $_,
+# given back when this call returns. This function is kept small: bash copies
+# a function's body at every call, and in a new subshell every page that copy
+# touches is a page fault; a subshell's first command that is a program
+# (`$(cat ...)`) stops here. The two common cases, one function entered and
+# functions returned, in a process whose ids, GWTRACE_AUTO_OPEN and EXIT trap
+# are set up (_gwtrace_aown: the main process, a subshell once it opened a
+# frame or began with a function call), are written out in
+# _gwtrace_auto_dbg_slow with as few commands as possible (a simple command
+# costs 1-2.5 µs, `local` as much as two, and these run for every call:
+# scratch state is global, _gwtrace_dn/_gwtrace_di, as this never runs twice
+# at once); anything else goes through _gwtrace_auto_sync.
 _gwtrace_auto_dbg() {
   {                                            # nothing of ours reaches stderr
     (( _gwtrace_abusy )) && return 0           # our own `trap` and EXIT handlers
     (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter
-    [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
-    if [[ $- == *x* || $BASH_COMMAND == [sbc][ehuo]* ]]; then
-      (( _gwtrace_axg )) || _gwtrace_auto_dbgmode 1
-    elif (( _gwtrace_axg )); then
-      _gwtrace_auto_dbgmode 0
-    fi
-    [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
-    if (( _gwtrace_dn = ${#BASH_SOURCE[@]} - 1, _gwtrace_di = _gwtrace_an - 1, _gwtrace_dn == _gwtrace_ad )); then
-      [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
-      [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
-      return 0
-    fi
-    case ${FUNCNAME[1]-} in
-      source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) _gwtrace_dz=0 ;;   # the general path knows these
-      *) _gwtrace_dz=1 ;;
-    esac
-    if (( _gwtrace_dz && _gwtrace_dn == _gwtrace_ad + 1 && _gwtrace_adep[_gwtrace_di] < _gwtrace_dn && (_gwtrace_actr += 1) < 2000000 )) \
-        && [[ $BASHPID == "$_gwtrace_amain" && -n ${EPOCHREALTIME-} && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
-      # One function entered: its span, a child of the innermost one.
-      builtin printf '%s\n' "gw1	B	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	$_gwtrace_apfx${_gwtrace_actr:1}	${_gwtrace_acur:--}	0	$_gwtrace_afl	${_gwtrace_ats:--}	${FUNCNAME[1]}" >>"$_gwtrace_alog" || :
-      _gwtrace_apar[_gwtrace_an]=$_gwtrace_acur _gwtrace_acur=$_gwtrace_apfx${_gwtrace_actr:1} \
-        _gwtrace_asp[_gwtrace_an]=$_gwtrace_acur _gwtrace_adep[_gwtrace_an]=$_gwtrace_dn _gwtrace_apid[_gwtrace_an]=$BASHPID \
-        _gwtrace_aname[_gwtrace_an]=${FUNCNAME[1]} _gwtrace_afn[${FUNCNAME[1]}]=1 _gwtrace_asite[_gwtrace_an]="${BASH_LINENO[1]} ${FUNCNAME[1]} ${BASH_SOURCE[2]-}" _gwtrace_aotp[_gwtrace_an]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_an]=${TRACEPARENT+1} \
-        _gwtrace_an=$((_gwtrace_an + 1)) _gwtrace_ad=$_gwtrace_dn _gwtrace_aexp=00-$_gwtrace_atr-$_gwtrace_acur-$_gwtrace_afl \
-        GWTRACE_AUTO_OPEN+=,$_gwtrace_acur TRACEPARENT=$_gwtrace_aexp || :      # last: the script may have made it readonly
-    elif (( _gwtrace_dn < _gwtrace_ad )) && [[ $BASHPID == "$_gwtrace_amain" && -n ${EPOCHREALTIME-} \
-          && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
-      # Functions returned: end their spans with the status the trap saw (a
-      # function whose last command was a call returns that call's status:
-      # tested or not as the outermost one that returns now).
-      if (( _gwtrace_aps || _gwtrace_arc )); then
-        _gwtrace_dz=$_gwtrace_di
-        while (( _gwtrace_dz > 1 && _gwtrace_adep[_gwtrace_dz-1] > _gwtrace_dn )); do _gwtrace_dz=$((_gwtrace_dz - 1)); done
-        _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_dz]}"
-      else
-        _gwtrace_ast=0
-      fi
-      while (( _gwtrace_di > 0 && _gwtrace_adep[_gwtrace_di] > _gwtrace_dn )); do
-        if [[ -n ${_gwtrace_asp[_gwtrace_di]} && -n ${_gwtrace_aotpset[_gwtrace_di]} ]]; then
-          builtin printf '%s\n' "gw1	E	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	${_gwtrace_asp[_gwtrace_di]}	$_gwtrace_ast" >>"$_gwtrace_alog" || :
-          GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[_gwtrace_di]}"} _gwtrace_aexp=${_gwtrace_aotp[_gwtrace_di]} \
-            _gwtrace_acur=${_gwtrace_apar[_gwtrace_di]} _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1)) TRACEPARENT=$_gwtrace_aexp || :
-        elif [[ -n ${_gwtrace_asp[_gwtrace_di]} ]]; then
-          _gwtrace_auto_pop "$_gwtrace_ast"; _gwtrace_di=$((_gwtrace_di - 1))
-        else
-          _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1))
-        fi
-      done
-      _gwtrace_ad=$_gwtrace_dn
-      (( _gwtrace_adep[_gwtrace_di] >= _gwtrace_dn )) || _gwtrace_auto_sync "$_gwtrace_dn"
-    else
-      _gwtrace_auto_sync "$_gwtrace_dn"
-    fi
-    [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
-    [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
+    [[ -z $_gwtrace_asetpend$_gwtrace_aspend && $- != *x* && $BASH_COMMAND != [sbc][ehuo]* && ${_gwtrace_axg-} != 1 ]] \
+      || _gwtrace_auto_dbg_pre "$1"
+    (( ${#BASH_SOURCE[@]} - 1 == _gwtrace_ad )) || _gwtrace_auto_depth
+    [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * && $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_dbg_post
   } 2>&-
+  return 0
+}
+
+# _gwtrace_auto_dbg_pre LASTARG: after a `set` or a `source`; xtrace on, or
+# maybe about to be (the trap with fd 2 closed), or off again.
+_gwtrace_auto_dbg_pre() {
+  [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
+  if [[ $- == *x* || $BASH_COMMAND == [sbc][ehuo]* ]]; then
+    (( _gwtrace_axg )) || _gwtrace_auto_dbgmode 1
+  elif (( _gwtrace_axg )); then
+    _gwtrace_auto_dbgmode 0
+  fi
+  [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
+  return 0
+}
+
+# Before a `source` or a `set`.
+_gwtrace_auto_dbg_post() {
+  [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
+  [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
+  return 0
+}
+
+# The depth changed: functions (or sourced files) entered or returned. Called
+# by _gwtrace_auto_dbg: the stack indices count both.
+_gwtrace_auto_depth() {
+  (( _gwtrace_dn = ${#BASH_SOURCE[@]} - 2, _gwtrace_di = _gwtrace_an - 1, 1 ))
+  case ${FUNCNAME[2]-} in
+    source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) _gwtrace_dz=0 ;;   # the general path knows these
+    *) _gwtrace_dz=1 ;;
+  esac
+  if (( _gwtrace_dz && _gwtrace_dn == _gwtrace_ad + 1 && _gwtrace_adep[_gwtrace_di] < _gwtrace_dn && (_gwtrace_actr += 1) < 2000000 )) \
+      && [[ $BASHPID == "$_gwtrace_aown" && -n ${EPOCHREALTIME-} && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
+    # One function entered: its span, a child of the innermost one.
+    builtin printf '%s\n' "gw1	B	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	$_gwtrace_apfx${_gwtrace_actr:1}	${_gwtrace_acur:--}	0	$_gwtrace_afl	${_gwtrace_ats:--}	${FUNCNAME[2]}" >>"$_gwtrace_alog" || :
+    _gwtrace_apar[_gwtrace_an]=$_gwtrace_acur _gwtrace_acur=$_gwtrace_apfx${_gwtrace_actr:1} \
+      _gwtrace_asp[_gwtrace_an]=$_gwtrace_acur _gwtrace_adep[_gwtrace_an]=$_gwtrace_dn _gwtrace_apid[_gwtrace_an]=$BASHPID \
+      _gwtrace_aname[_gwtrace_an]=${FUNCNAME[2]} _gwtrace_afn[${FUNCNAME[2]}]=1 _gwtrace_asite[_gwtrace_an]="${BASH_LINENO[2]} ${FUNCNAME[2]} ${BASH_SOURCE[3]-}" _gwtrace_aotp[_gwtrace_an]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_an]=${TRACEPARENT+1} \
+      _gwtrace_an=$((_gwtrace_an + 1)) _gwtrace_ad=$_gwtrace_dn _gwtrace_aexp=00-$_gwtrace_atr-$_gwtrace_acur-$_gwtrace_afl \
+      GWTRACE_AUTO_OPEN+=,$_gwtrace_acur TRACEPARENT=$_gwtrace_aexp || :      # last: the script may have made it readonly
+  elif (( _gwtrace_dn < _gwtrace_ad )) && [[ $BASHPID == "$_gwtrace_aown" && -n ${EPOCHREALTIME-} \
+        && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
+    # Functions returned: end their spans with the status the trap saw (a
+    # function whose last command was a call returns that call's status:
+    # tested or not as the outermost one that returns now).
+    if (( _gwtrace_aps || _gwtrace_arc )); then
+      _gwtrace_dz=$_gwtrace_di
+      while (( _gwtrace_dz > 1 && _gwtrace_adep[_gwtrace_dz-1] > _gwtrace_dn )); do _gwtrace_dz=$((_gwtrace_dz - 1)); done
+      _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_dz]}"
+    else
+      _gwtrace_ast=0
+    fi
+    while (( _gwtrace_di > 0 && _gwtrace_adep[_gwtrace_di] > _gwtrace_dn )); do
+      if [[ -n ${_gwtrace_asp[_gwtrace_di]} && -n ${_gwtrace_aotpset[_gwtrace_di]} && ${_gwtrace_apid[_gwtrace_di]} == "$BASHPID" ]]; then
+        builtin printf '%s\n' "gw1	E	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	${_gwtrace_asp[_gwtrace_di]}	$_gwtrace_ast" >>"$_gwtrace_alog" || :
+        GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[_gwtrace_di]}"} _gwtrace_aexp=${_gwtrace_aotp[_gwtrace_di]} \
+          _gwtrace_acur=${_gwtrace_apar[_gwtrace_di]} _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1)) TRACEPARENT=$_gwtrace_aexp || :
+      elif [[ -n ${_gwtrace_asp[_gwtrace_di]} ]]; then
+        _gwtrace_auto_pop "$_gwtrace_ast"; _gwtrace_di=$((_gwtrace_di - 1))
+      else
+        _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1))
+      fi
+    done
+    _gwtrace_ad=$_gwtrace_dn
+    (( _gwtrace_adep[_gwtrace_di] >= _gwtrace_dn )) || _gwtrace_auto_sync "$_gwtrace_dn" 3
+  else
+    _gwtrace_auto_sync "$_gwtrace_dn" 3
+  fi
   return 0
 }
 
