@@ -42,20 +42,34 @@ _gwtrace_auto_cmd() {
   if [[ -n $_gwtrace_acmd ]]; then
     if [[ ${!-} != "$_gwtrace_abang" && $_gwtrace_acpid == "$BASHPID" ]]; then
       _gwtrace_auto_bg_begin
-    else
+    elif (( _gwtrace_aps || _gwtrace_arc )); then
       _gwtrace_auto_status "$_gwtrace_accs"
       _gwtrace_auto_cmd_end "$_gwtrace_ast"
+    else
+      _gwtrace_auto_cmd_end 0
     fi
   fi
+  if [[ -n $_gwtrace_asetpend$_gwtrace_aspend || $BASH_COMMAND == source\ * || $BASH_COMMAND == .\ * || $BASH_COMMAND == *set\ [-+\"]* ]] \
+     || (( ${#_gwtrace_abgpid[@]} || BASH_SUBSHELL != _gwtrace_asl || _gwtrace_ln != _gwtrace_ad )); then
+    _gwtrace_auto_cmd_more "$1" "$_gwtrace_ln"
+  fi
+  [[ -n $_gwtrace_lagain ]] || _gwtrace_auto_cmd_begin "$BASH_COMMAND"
+  return 0
+}
+
+# _gwtrace_auto_cmd_more LASTARG DEPTH: what is not the common case (a command
+# after a command, in the same function and process): background jobs, a
+# `set` or `source` before or after, a new subshell, functions entered or
+# returned. Called by _gwtrace_auto_cmd: the stack indices count both.
+_gwtrace_auto_cmd_more() {
   # shellcheck disable=SC2119
   (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap
   [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
   [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
   (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter
-  (( _gwtrace_ln == _gwtrace_ad )) || _gwtrace_auto_sync "$_gwtrace_ln"
+  (( $2 == _gwtrace_ad )) || _gwtrace_auto_sync "$2" 3
   [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
   [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
-  [[ -n $_gwtrace_lagain ]] || _gwtrace_auto_cmd_begin "$BASH_COMMAND"
   return 0
 }
 
@@ -129,9 +143,10 @@ _gwtrace_auto_cmd_word() {
 }
 
 _gwtrace_auto_cmd_begin() {
-  local _gwtrace_lw
-  _gwtrace_auto_cmd_word "$1"
-  _gwtrace_lw=$_gwtrace_ar
+  local _gwtrace_lw=${1%%[[:space:]]*}
+  case $_gwtrace_lw in        # a plain word is the command word
+    ''|*[=\$\`\"\'\\\(\)\<\>\|\&\;]*|exec|command|nohup|time|builtin) _gwtrace_auto_cmd_word "$1"; _gwtrace_lw=$_gwtrace_ar ;;
+  esac
   [[ -n $_gwtrace_lw ]] || return 0
   case $_gwtrace_lw in
     '['|'[['|'(('|'.'|':'|alias|bg|bind|break|builtin|caller|cd|command|compgen|complete|compopt|\
@@ -140,9 +155,15 @@ _gwtrace_auto_cmd_begin() {
     set|shift|shopt|source|suspend|test|times|trap|true|type|typeset|ulimit|umask|unalias|unset|\
     for|case|select|if|while|until|function|'{'|'}'|'!'|*=*) return 0 ;;
   esac
-  declare -F -- "$_gwtrace_lw" >/dev/null && return 0
-  _gwtrace_auto_id
-  _gwtrace_auto_now
+  [[ -z ${_gwtrace_afn[$_gwtrace_lw]-} ]] || return 0      # a function entered before
+  builtin declare -F -- "$_gwtrace_lw" >/dev/null && return 0
+  if [[ $_gwtrace_arngpid == "$BASHPID" ]] && (( (_gwtrace_actr += 1) < 2000000 )); then
+    _gwtrace_ar=$_gwtrace_apfx${_gwtrace_actr:1}           # _gwtrace_auto_id, written out
+  else
+    _gwtrace_auto_id
+  fi
+  _gwtrace_at=${EPOCHREALTIME-}
+  [[ -n $_gwtrace_at ]] || _gwtrace_auto_now
   _gwtrace_accs="${BASH_LINENO[1]-} $_gwtrace_lw ${BASH_SOURCE[2]-}" _gwtrace_actxt=$1 _gwtrace_abang=${!-}
   _gwtrace_acmd=${_gwtrace_lw##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
   _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
@@ -151,14 +172,14 @@ _gwtrace_auto_cmd_begin() {
 
 # _gwtrace_auto_cmd_end STATUS: write the pending command's span, after the fact.
 _gwtrace_auto_cmd_end() {
-  local _gwtrace_lt=$'\t' _gwtrace_lparent=$_gwtrace_acur _gwtrace_lname
   if [[ $_gwtrace_acpid == "$BASHPID" ]]; then
-    _gwtrace_auto_now
-    _gwtrace_lname=$_gwtrace_acmd
-    [[ $_gwtrace_lname == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar; }
-    # begin and end in one append
-    builtin printf '%s\n' "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_acts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_acsp}${_gwtrace_lt}${_gwtrace_lparent:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=command${_gwtrace_lt}process.executable.name=${_gwtrace_lname}" \
-      "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_acsp}${_gwtrace_lt}${1:-0}" >>"$_gwtrace_alog" || :
+    _gwtrace_at=${EPOCHREALTIME-}
+    [[ -n $_gwtrace_at ]] || _gwtrace_auto_now
+    _gwtrace_ar=$_gwtrace_acmd
+    [[ $_gwtrace_ar != *[$'\\\t\n\r']* ]] || _gwtrace_auto_esc "$_gwtrace_acmd"
+    # begin and end in one append (literal TABs)
+    builtin printf '%s\n' "gw1	B	$_gwtrace_acts	$BASHPID	$_gwtrace_atr	$_gwtrace_acsp	${_gwtrace_acur:--}	0	$_gwtrace_afl	${_gwtrace_ats:--}	$_gwtrace_ar	gwtrace.kind=command	process.executable.name=$_gwtrace_ar" \
+      "gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_acsp	${1:-0}" >>"$_gwtrace_alog" || :
   fi
   _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
   _gwtrace_acmd=''
