@@ -1,9 +1,10 @@
 # shellcheck shell=bash
 # shellcheck disable=SC2154  # the _gwtrace_a* state comes from gwtrace-auto.sh
 #
-# gwtrace-auto-fn.sh - function, sourced-file and command spans for
-# gwtrace-auto.sh (GWTRACE_AUTO_LEVEL functions or commands), which sources it
-# once it has opened the script span: frame 0 is that span.
+# gwtrace-auto-fn.sh - function and sourced-file spans for gwtrace-auto.sh
+# (GWTRACE_AUTO_LEVEL functions or commands), which sources it once it has
+# opened the script span: frame 0 is that span. The commands level's own code
+# is in gwtrace-auto-cmd.sh, read at that level only.
 #
 # A DEBUG trap with functrace (set -T) runs before every simple command, in
 # functions and subshells too, and bash parses its text anew each time. Its
@@ -42,18 +43,12 @@ builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock and escaping
   _gwtrace_aname=('') _gwtrace_apar=("$_gwtrace_abase")
   _gwtrace_aotp=("$_gwtrace_aotp0") _gwtrace_aotpset=("$_gwtrace_aotpset0")
   _gwtrace_acur=$_gwtrace_asp0             # span id of the innermost frame with a span
+  _gwtrace_aown=$_gwtrace_amain            # the process whose ids, GWTRACE_AUTO_OPEN and EXIT trap are set up
   _gwtrace_aexp=${TRACEPARENT-}            # the TRACEPARENT we exported last
   _gwtrace_ad=$_gwtrace_abd                # BASH_SOURCE depth at the last slow path
   _gwtrace_arc=0 _gwtrace_asub=''          # $? before the command; a subshell with our EXIT trap
   _gwtrace_asl=$BASH_SUBSHELL              # the subshell level the DEBUG trap saw last
   declare -gA _gwtrace_afn=()              # the functions entered so far: name -> 1
-  declare -gA _gwtrace_abi=()              # builtins and keywords: a subshell running one calls no function
-  for _gwtrace_dn in '[' '[[' '((' . : alias bg bind break builtin caller cd command compgen complete compopt continue \
-      declare dirs disown echo enable eval exec export false fc fg getopts hash help history jobs kill let local \
-      logout mapfile popd printf pushd pwd read readarray readonly return set shift shopt source suspend test times \
-      true type typeset ulimit umask unalias unset wait for case select if while until '{' '!'; do
-    _gwtrace_abi[$_gwtrace_dn]=1
-  done
   _gwtrace_aps=0 _gwtrace_acs='' _gwtrace_ast=0  # PIPESTATUS[0] (a returned function's own status), call site, status field
   _gwtrace_asite=('') _gwtrace_accs=''     # call site per frame, of the pending command
   _gwtrace_aspend=''                       # a `source` just ran: "depth _gwtrace_ad time"
@@ -63,19 +58,6 @@ builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock and escaping
   _gwtrace_adbg_fn='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc.][ehuo\ ]* ]]||_gwtrace_auto_dbg "$_"'
   # shellcheck disable=SC2016
   _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_";} 2>&-'
-  # shellcheck disable=SC2016
-  _gwtrace_adbg_cmd='{ ((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0],_gwtrace_abusy))||{ [[ -z $_gwtrace_acmd$_gwtrace_aspend$_gwtrace_asetpend && ( -n ${_gwtrace_acbi[${BASH_COMMAND%%[[:space:]]*}]-} || ( $BASH_COMMAND == [A-Za-z_]*=* && $BASH_COMMAND != *[[:space:]]* ) ) ]]&&((${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl&&${#_gwtrace_abgpid[@]}==0));}||_gwtrace_auto_cmd "$_";} 2>&-'
-  # The commands level's fast path: no command pending, nothing to catch up
-  # on, and a builtin or keyword that is never a span (not wait, source, set,
-  # exec, eval, builtin, command, trap, exit: those go the slow way), or an
-  # assignment alone (one word: no command follows it).
-  declare -gA _gwtrace_acbi=()
-  for _gwtrace_dn in '[' '[[' '((' : echo printf test true false local declare typeset export readonly unset shift \
-      return break continue read let cd pushd popd pwd getopts hash type umask ulimit alias unalias mapfile readarray \
-      caller compgen complete compopt dirs disown enable fc help history jobs kill logout suspend times bg fg bind \
-      for case select; do
-    _gwtrace_acbi[$_gwtrace_dn]=1
-  done
 }
 
 # _gwtrace_auto_id: a span id (16 hex digits, never all zero) into _gwtrace_ar.
@@ -213,11 +195,12 @@ _gwtrace_auto_exit_frames() {
 
 # --- functions and commands (DEBUG trap) ------------------------------------
 
-# _gwtrace_auto_sync DEPTH: make the frames match the shell's call stack
-# (BASH_SOURCE/FUNCNAME seen from our caller, DEPTH frames deep): frames below
-# it have returned (status: the $? the DEBUG trap saw), new ones are entered.
+# _gwtrace_auto_sync DEPTH [OFFSET]: make the frames match the shell's call
+# stack (BASH_SOURCE/FUNCNAME, DEPTH frames deep; OFFSET: the stack index of
+# the script's innermost frame here, 2 when our caller is the trap's): frames
+# below it have returned (status: the $? the DEBUG trap saw), new ones are entered.
 _gwtrace_auto_sync() {
-  local _gwtrace_ln=$1 _gwtrace_lk _gwtrace_li _gwtrace_lname _gwtrace_ltop
+  local _gwtrace_ln=$1 _gwtrace_lo=${2:-2} _gwtrace_lk _gwtrace_li _gwtrace_lname _gwtrace_ltop
   if (( _gwtrace_an > 1 && _gwtrace_adep[_gwtrace_an-1] > _gwtrace_ln )); then
     for (( _gwtrace_li = _gwtrace_an - 1; _gwtrace_li > 1 && _gwtrace_adep[_gwtrace_li-1] > _gwtrace_ln; _gwtrace_li-- )); do :; done
     _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_li]-}"    # the outermost that returns now
@@ -226,12 +209,12 @@ _gwtrace_auto_sync() {
   fi
   while (( _gwtrace_an > 1 )); do
     _gwtrace_ltop=${_gwtrace_adep[_gwtrace_an-1]}
-    (( _gwtrace_ltop > _gwtrace_ln )) || [[ ${_gwtrace_aname[_gwtrace_an-1]} != "${FUNCNAME[_gwtrace_ln-_gwtrace_ltop+2]-}" ]] || break
+    (( _gwtrace_ltop > _gwtrace_ln )) || [[ ${_gwtrace_aname[_gwtrace_an-1]} != "${FUNCNAME[_gwtrace_ln-_gwtrace_ltop+_gwtrace_lo]-}" ]] || break
     _gwtrace_auto_pop "$_gwtrace_ast"
   done
   _gwtrace_ltop=${_gwtrace_adep[_gwtrace_an-1]:-$_gwtrace_abd}
   for (( _gwtrace_lk = _gwtrace_ltop + 1; _gwtrace_lk <= _gwtrace_ln; _gwtrace_lk++ )); do
-    _gwtrace_li=$(( _gwtrace_ln - _gwtrace_lk + 2 ))        # FUNCNAME/BASH_SOURCE index of depth _gwtrace_lk, from here
+    _gwtrace_li=$(( _gwtrace_ln - _gwtrace_lk + _gwtrace_lo ))   # FUNCNAME/BASH_SOURCE index of depth _gwtrace_lk
     _gwtrace_lname=${FUNCNAME[_gwtrace_li]-} _gwtrace_acs="${BASH_LINENO[_gwtrace_li]-} ${FUNCNAME[_gwtrace_li]-} ${BASH_SOURCE[_gwtrace_li+1]-}"
     case $_gwtrace_lname in
       source)
@@ -260,6 +243,8 @@ _gwtrace_auto_sync() {
       builtin trap -- "$_gwtrace_aexit0" EXIT  # no need to read gwtrace-auto-extra.sh
     fi
   fi
+  [[ $_gwtrace_asub != "$BASHPID" || $_gwtrace_arngpid != "$BASHPID" || ${GWTRACE_AUTO_OPEN-} != "$BASHPID:"* ]] \
+    || _gwtrace_aown=$BASHPID
 }
 
 # _gwtrace_auto_subenter: the first command of a new subshell (BASH_SUBSHELL
@@ -270,7 +255,7 @@ _gwtrace_auto_sync() {
 # ended. A subshell that runs a program is left alone (its exec saves a
 # fork, untraced too). A word that names a function entered so far
 # (_gwtrace_afn, inherited) is one; a program bash has hashed (BASH_CMDS), a
-# builtin or keyword (_gwtrace_abi) or a path is not; anything else is
+# builtin or keyword (the case below) or a path is not; anything else is
 # looked up with `declare -F`. (Written out in the DEBUG trap's text this
 # would save the call, ~0.2 ms in a freshly forked shell, but bash parses
 # the whole text before every command: 500 more bytes cost every command
@@ -278,12 +263,20 @@ _gwtrace_auto_sync() {
 _gwtrace_auto_subenter() {
   local _gwtrace_lw=${BASH_COMMAND%%[[:space:]]*}
   _gwtrace_asl=$BASH_SUBSHELL
-  [[ -n $_gwtrace_lw && $_gwtrace_lw != */* && -z ${_gwtrace_abi[$_gwtrace_lw]-} ]] || return 0
+  case $_gwtrace_lw in      # a builtin, keyword or path: no function
+    ''|*/*|'['|'[['|'(('|.|:|alias|bg|bind|break|builtin|caller|cd|command|compgen|complete|compopt|continue|\
+    declare|dirs|disown|echo|enable|eval|exec|export|false|fc|fg|getopts|hash|help|history|jobs|kill|let|local|\
+    logout|mapfile|popd|printf|pushd|pwd|read|readarray|readonly|return|set|shift|shopt|source|suspend|test|times|\
+    true|type|typeset|ulimit|umask|unalias|unset|wait|for|case|select|if|while|until|'{'|'!') return 0 ;;
+  esac
   if [[ -z ${_gwtrace_afn[$_gwtrace_lw]-} ]]; then
     [[ -z ${BASH_CMDS[$_gwtrace_lw]-} ]] && builtin declare -F -- "$_gwtrace_lw" >/dev/null || return 0
   fi
   _gwtrace_asub=$BASHPID
   builtin trap -- "$_gwtrace_aexit0" EXIT
+  _gwtrace_auto_seed                           # ready for _gwtrace_auto_dbg_slow's written-out entry
+  _gwtrace_auto_own
+  _gwtrace_aown=$BASHPID
 }
 
 # A sourced file that runs no command (it only defines functions) gives the
@@ -315,72 +308,95 @@ _gwtrace_auto_src_done() {
 }
 
 # The DEBUG trap (functions level). Past the fast path: the depth changed,
-# or the command may turn xtrace on. $1 is the script's $_, given back when
-# this call returns. The two common cases, one function entered and functions returned,
-# in the main process, are written out with as few commands as possible (a
-# simple command costs 1-2.5 µs, `local` as much as two, and these run for
-# every call: scratch state is global, _gwtrace_dn/_gwtrace_di, as this never
-# runs twice at once); anything else goes through _gwtrace_auto_sync.
+# a new subshell, or the command may turn xtrace on. $1 is the script's $_,
+# given back when this call returns. This function is kept small: bash copies
+# a function's body at every call, and in a new subshell every page that copy
+# touches is a page fault; a subshell's first command that is a program
+# (`$(cat ...)`) stops here. The two common cases, one function entered and
+# functions returned, in a process whose ids, GWTRACE_AUTO_OPEN and EXIT trap
+# are set up (_gwtrace_aown: the main process, a subshell once it opened a
+# frame or began with a function call), are written out in
+# _gwtrace_auto_dbg_slow with as few commands as possible (a simple command
+# costs 1-2.5 µs, `local` as much as two, and these run for every call:
+# scratch state is global, _gwtrace_dn/_gwtrace_di, as this never runs twice
+# at once); anything else goes through _gwtrace_auto_sync.
 _gwtrace_auto_dbg() {
   {                                            # nothing of ours reaches stderr
     (( _gwtrace_abusy )) && return 0           # our own `trap` and EXIT handlers
     (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter
-    [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
-    if [[ $- == *x* || $BASH_COMMAND == [sbc][ehuo]* ]]; then
-      (( _gwtrace_axg )) || _gwtrace_auto_dbgmode 1
-    elif (( _gwtrace_axg )); then
-      _gwtrace_auto_dbgmode 0
-    fi
-    [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
-    if (( _gwtrace_dn = ${#BASH_SOURCE[@]} - 1, _gwtrace_di = _gwtrace_an - 1, _gwtrace_dn == _gwtrace_ad )); then
-      [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
-      [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
-      return 0
-    fi
-    case ${FUNCNAME[1]-} in
-      source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) _gwtrace_dz=0 ;;   # the general path knows these
-      *) _gwtrace_dz=1 ;;
-    esac
-    if (( _gwtrace_dz && _gwtrace_dn == _gwtrace_ad + 1 && _gwtrace_adep[_gwtrace_di] < _gwtrace_dn && (_gwtrace_actr += 1) < 2000000 )) \
-        && [[ $BASHPID == "$_gwtrace_amain" && -n ${EPOCHREALTIME-} && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
-      # One function entered: its span, a child of the innermost one.
-      builtin printf '%s\n' "gw1	B	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	$_gwtrace_apfx${_gwtrace_actr:1}	${_gwtrace_acur:--}	0	$_gwtrace_afl	${_gwtrace_ats:--}	${FUNCNAME[1]}" >>"$_gwtrace_alog" || :
-      _gwtrace_apar[_gwtrace_an]=$_gwtrace_acur _gwtrace_acur=$_gwtrace_apfx${_gwtrace_actr:1} \
-        _gwtrace_asp[_gwtrace_an]=$_gwtrace_acur _gwtrace_adep[_gwtrace_an]=$_gwtrace_dn _gwtrace_apid[_gwtrace_an]=$BASHPID \
-        _gwtrace_aname[_gwtrace_an]=${FUNCNAME[1]} _gwtrace_afn[${FUNCNAME[1]}]=1 _gwtrace_asite[_gwtrace_an]="${BASH_LINENO[1]} ${FUNCNAME[1]} ${BASH_SOURCE[2]-}" _gwtrace_aotp[_gwtrace_an]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_an]=${TRACEPARENT+1} \
-        _gwtrace_an=$((_gwtrace_an + 1)) _gwtrace_ad=$_gwtrace_dn _gwtrace_aexp=00-$_gwtrace_atr-$_gwtrace_acur-$_gwtrace_afl \
-        GWTRACE_AUTO_OPEN+=,$_gwtrace_acur TRACEPARENT=$_gwtrace_aexp || :      # last: the script may have made it readonly
-    elif (( _gwtrace_dn < _gwtrace_ad )) && [[ $BASHPID == "$_gwtrace_amain" && -n ${EPOCHREALTIME-} \
-          && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
-      # Functions returned: end their spans with the status the trap saw (a
-      # function whose last command was a call returns that call's status:
-      # tested or not as the outermost one that returns now).
-      if (( _gwtrace_aps || _gwtrace_arc )); then
-        _gwtrace_dz=$_gwtrace_di
-        while (( _gwtrace_dz > 1 && _gwtrace_adep[_gwtrace_dz-1] > _gwtrace_dn )); do _gwtrace_dz=$((_gwtrace_dz - 1)); done
-        _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_dz]}"
-      else
-        _gwtrace_ast=0
-      fi
-      while (( _gwtrace_di > 0 && _gwtrace_adep[_gwtrace_di] > _gwtrace_dn )); do
-        if [[ -n ${_gwtrace_asp[_gwtrace_di]} && -n ${_gwtrace_aotpset[_gwtrace_di]} ]]; then
-          builtin printf '%s\n' "gw1	E	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	${_gwtrace_asp[_gwtrace_di]}	$_gwtrace_ast" >>"$_gwtrace_alog" || :
-          GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[_gwtrace_di]}"} _gwtrace_aexp=${_gwtrace_aotp[_gwtrace_di]} \
-            _gwtrace_acur=${_gwtrace_apar[_gwtrace_di]} _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1)) TRACEPARENT=$_gwtrace_aexp || :
-        elif [[ -n ${_gwtrace_asp[_gwtrace_di]} ]]; then
-          _gwtrace_auto_pop "$_gwtrace_ast"; _gwtrace_di=$((_gwtrace_di - 1))
-        else
-          _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1))
-        fi
-      done
-      _gwtrace_ad=$_gwtrace_dn
-      (( _gwtrace_adep[_gwtrace_di] >= _gwtrace_dn )) || _gwtrace_auto_sync "$_gwtrace_dn"
-    else
-      _gwtrace_auto_sync "$_gwtrace_dn"
-    fi
-    [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
-    [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
+    [[ -z $_gwtrace_asetpend$_gwtrace_aspend && $- != *x* && $BASH_COMMAND != [sbc][ehuo]* && ${_gwtrace_axg-} != 1 ]] \
+      || _gwtrace_auto_dbg_pre "$1"
+    (( ${#BASH_SOURCE[@]} - 1 == _gwtrace_ad )) || _gwtrace_auto_depth
+    [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * && $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_dbg_post
   } 2>&-
+  return 0
+}
+
+# _gwtrace_auto_dbg_pre LASTARG: after a `set` or a `source`; xtrace on, or
+# maybe about to be (the trap with fd 2 closed), or off again.
+_gwtrace_auto_dbg_pre() {
+  [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
+  if [[ $- == *x* || $BASH_COMMAND == [sbc][ehuo]* ]]; then
+    (( _gwtrace_axg )) || _gwtrace_auto_dbgmode 1
+  elif (( _gwtrace_axg )); then
+    _gwtrace_auto_dbgmode 0
+  fi
+  [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
+  return 0
+}
+
+# Before a `source` or a `set`.
+_gwtrace_auto_dbg_post() {
+  [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
+  [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
+  return 0
+}
+
+# The depth changed: functions (or sourced files) entered or returned. Called
+# by _gwtrace_auto_dbg: the stack indices count both.
+_gwtrace_auto_depth() {
+  (( _gwtrace_dn = ${#BASH_SOURCE[@]} - 2, _gwtrace_di = _gwtrace_an - 1, 1 ))
+  case ${FUNCNAME[2]-} in
+    source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) _gwtrace_dz=0 ;;   # the general path knows these
+    *) _gwtrace_dz=1 ;;
+  esac
+  if (( _gwtrace_dz && _gwtrace_dn == _gwtrace_ad + 1 && _gwtrace_adep[_gwtrace_di] < _gwtrace_dn && (_gwtrace_actr += 1) < 2000000 )) \
+      && [[ $BASHPID == "$_gwtrace_aown" && -n ${EPOCHREALTIME-} && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
+    # One function entered: its span, a child of the innermost one.
+    builtin printf '%s\n' "gw1	B	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	$_gwtrace_apfx${_gwtrace_actr:1}	${_gwtrace_acur:--}	0	$_gwtrace_afl	${_gwtrace_ats:--}	${FUNCNAME[2]}" >>"$_gwtrace_alog" || :
+    _gwtrace_apar[_gwtrace_an]=$_gwtrace_acur _gwtrace_acur=$_gwtrace_apfx${_gwtrace_actr:1} \
+      _gwtrace_asp[_gwtrace_an]=$_gwtrace_acur _gwtrace_adep[_gwtrace_an]=$_gwtrace_dn _gwtrace_apid[_gwtrace_an]=$BASHPID \
+      _gwtrace_aname[_gwtrace_an]=${FUNCNAME[2]} _gwtrace_afn[${FUNCNAME[2]}]=1 _gwtrace_asite[_gwtrace_an]="${BASH_LINENO[2]} ${FUNCNAME[2]} ${BASH_SOURCE[3]-}" _gwtrace_aotp[_gwtrace_an]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_an]=${TRACEPARENT+1} \
+      _gwtrace_an=$((_gwtrace_an + 1)) _gwtrace_ad=$_gwtrace_dn _gwtrace_aexp=00-$_gwtrace_atr-$_gwtrace_acur-$_gwtrace_afl \
+      GWTRACE_AUTO_OPEN+=,$_gwtrace_acur TRACEPARENT=$_gwtrace_aexp || :      # last: the script may have made it readonly
+  elif (( _gwtrace_dn < _gwtrace_ad )) && [[ $BASHPID == "$_gwtrace_aown" && -n ${EPOCHREALTIME-} \
+        && ${TRACEPARENT-} == "$_gwtrace_aexp" ]]; then
+    # Functions returned: end their spans with the status the trap saw (a
+    # function whose last command was a call returns that call's status:
+    # tested or not as the outermost one that returns now).
+    if (( _gwtrace_aps || _gwtrace_arc )); then
+      _gwtrace_dz=$_gwtrace_di
+      while (( _gwtrace_dz > 1 && _gwtrace_adep[_gwtrace_dz-1] > _gwtrace_dn )); do _gwtrace_dz=$((_gwtrace_dz - 1)); done
+      _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_dz]}"
+    else
+      _gwtrace_ast=0
+    fi
+    while (( _gwtrace_di > 0 && _gwtrace_adep[_gwtrace_di] > _gwtrace_dn )); do
+      if [[ -n ${_gwtrace_asp[_gwtrace_di]} && -n ${_gwtrace_aotpset[_gwtrace_di]} && ${_gwtrace_apid[_gwtrace_di]} == "$BASHPID" ]]; then
+        builtin printf '%s\n' "gw1	E	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	${_gwtrace_asp[_gwtrace_di]}	$_gwtrace_ast" >>"$_gwtrace_alog" || :
+        GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[_gwtrace_di]}"} _gwtrace_aexp=${_gwtrace_aotp[_gwtrace_di]} \
+          _gwtrace_acur=${_gwtrace_apar[_gwtrace_di]} _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1)) TRACEPARENT=$_gwtrace_aexp || :
+      elif [[ -n ${_gwtrace_asp[_gwtrace_di]} ]]; then
+        _gwtrace_auto_pop "$_gwtrace_ast"; _gwtrace_di=$((_gwtrace_di - 1))
+      else
+        _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1))
+      fi
+    done
+    _gwtrace_ad=$_gwtrace_dn
+    (( _gwtrace_adep[_gwtrace_di] >= _gwtrace_dn )) || _gwtrace_auto_sync "$_gwtrace_dn" 3
+  else
+    _gwtrace_auto_sync "$_gwtrace_dn" 3
+  fi
   return 0
 }
 
@@ -424,147 +440,10 @@ _gwtrace_auto_dbgmode() {
   builtin trap -- "$_gwtrace_audbg${_gwtrace_audx-}" DEBUG
 }
 
-# Commands level: every command comes here. An external command gets a span
-# written when the next command starts (its status is then known): a shell
-# that execs its last command leaves nothing open.
-#
-# In a trap BASH_COMMAND stays the interrupted command while the line number
-# restarts at 1 (or is one of our functions'): that command is not begun
-# again (an identical command on an earlier line just after it would be
-# taken for one; a loop repeats the same line). A pending
-# command after which $! changed was started in the background: its span is
-# begun now and ended when the job is gone (reaped by `wait`, which has a
-# span of its own, or by bash), or at exit (process.still_running).
-_gwtrace_auto_cmd() {
-  local _gwtrace_ln=$(( ${#BASH_SOURCE[@]} - 1 )) _gwtrace_lagain=''
-  if [[ $BASH_COMMAND == "$_gwtrace_actxt" ]] && (( BASH_LINENO[0] < ${_gwtrace_accs%% *}+0 )) \
-     || [[ ${FUNCNAME[1]-} == _gwtrace_* ]]; then
-    _gwtrace_lagain=1
-  fi
-  if [[ -n $_gwtrace_acmd ]]; then
-    if [[ ${!-} != "$_gwtrace_abang" && $_gwtrace_acpid == "$BASHPID" ]]; then
-      _gwtrace_auto_bg_begin
-    else
-      _gwtrace_auto_status "$_gwtrace_accs"
-      _gwtrace_auto_cmd_end "$_gwtrace_ast"
-    fi
-  fi
-  (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap
-  [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
-  [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
-  (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter
-  (( _gwtrace_ln == _gwtrace_ad )) || _gwtrace_auto_sync "$_gwtrace_ln"
-  [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
-  [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
-  [[ -n $_gwtrace_lagain ]] || _gwtrace_auto_cmd_begin "$BASH_COMMAND"
-  return 0
-}
-
-# The pending command runs in the background (as $!): write its begin.
-_gwtrace_auto_bg_begin() {
-  local _gwtrace_lt=$'\t' _gwtrace_lname=$_gwtrace_acmd
-  [[ $_gwtrace_lname == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar; }
-  _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_acts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_acsp}${_gwtrace_lt}${_gwtrace_acur:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=command${_gwtrace_lt}process.executable.name=${_gwtrace_lname}${_gwtrace_lt}process.pid=$!${_gwtrace_lt}gwtrace.background=true"
-  _gwtrace_abgpid+=("$!") _gwtrace_abgsp+=("$_gwtrace_acsp")
-  _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
-  _gwtrace_acmd=''
-}
-
-# _gwtrace_auto_bg_reap [KEY=VALUE]: end the spans of background commands
-# that are gone (all of them with an argument: at exit). The job that a
-# `wait PID` just returned has its $? as status (a job that ended before is
-# left for the `wait PID` about to run); one bash reaped on its own: ok.
-_gwtrace_auto_bg_reap() {
-  local _gwtrace_li _gwtrace_lt=$'\t' _gwtrace_lst _gwtrace_lpids=() _gwtrace_lsps=() _gwtrace_lwaited=''
-  [[ $_gwtrace_actxt == wait\ [!-]* && $_gwtrace_actxt != *\ *\ * ]] && _gwtrace_lwaited=1
-  [[ -z ${1-} && -z $_gwtrace_lwaited && $BASH_COMMAND == wait\ [!-]* ]] && return 0   # its status comes with the wait
-  for _gwtrace_li in "${!_gwtrace_abgpid[@]}"; do
-    if [[ -z ${1-} ]] && builtin kill -0 "${_gwtrace_abgpid[_gwtrace_li]}"; then
-      _gwtrace_lpids+=("${_gwtrace_abgpid[_gwtrace_li]}") _gwtrace_lsps+=("${_gwtrace_abgsp[_gwtrace_li]}")
-      continue
-    fi
-    _gwtrace_lst=ok
-    [[ -z ${1-} && -n $_gwtrace_lwaited ]] && _gwtrace_lst=$_gwtrace_arc _gwtrace_lwaited=''    # `wait PID` returned its status
-    [[ -z ${1-} ]] || _gwtrace_lst="ok$_gwtrace_lt$1"
-    _gwtrace_auto_now
-    _gwtrace_auto_emit "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_abgsp[_gwtrace_li]}${_gwtrace_lt}${_gwtrace_lst}"
-  done
-  _gwtrace_abgpid=("${_gwtrace_lpids[@]}") _gwtrace_abgsp=("${_gwtrace_lsps[@]}")
-}
-
-# _gwtrace_auto_cmd_word COMMAND: the command word of a command line as bash
-# shows it (BASH_COMMAND, unexpanded) into _gwtrace_ar, '' if not knowable.
-_gwtrace_auto_cmd_word() {
-  local _gwtrace_lc=$1 _gwtrace_lw _gwtrace_lname
-  while :; do
-    _gwtrace_lc=${_gwtrace_lc#"${_gwtrace_lc%%[![:space:]]*}"}
-    _gwtrace_lw=${_gwtrace_lc%%[[:space:]]*}
-    _gwtrace_lname=${_gwtrace_lw%%=*} _gwtrace_lname=${_gwtrace_lname%+} _gwtrace_lname=${_gwtrace_lname%%\[*}
-    if [[ $_gwtrace_lw == *=* && $_gwtrace_lname == [A-Za-z_]* && $_gwtrace_lname != *[!A-Za-z0-9_]* ]]; then
-      if [[ ${_gwtrace_lw#*=} == [\"\'\(]* || ${_gwtrace_lw#*=} == *\$\(* || ${_gwtrace_lw#*=} == *\`* ]]; then
-        _gwtrace_ar=''; return 0              # quoted value, an array's (...) or $(...): give up
-                                              # (what runs inside $(...) has spans of its own)
-      fi
-      _gwtrace_lc=${_gwtrace_lc:${#_gwtrace_lw}}
-      continue
-    fi
-    case $_gwtrace_lw in
-      exec) _gwtrace_ar=''; return 0 ;;     # the process goes on as CMD: see _gwtrace_auto_adopt
-      command|nohup|time|builtin) _gwtrace_lc=${_gwtrace_lc:${#_gwtrace_lw}}; _gwtrace_lc=${_gwtrace_lc#"${_gwtrace_lc%%[![:space:]]*}"}
-        [[ $_gwtrace_lc == -* ]] && { _gwtrace_ar=''; return 0; }
-        [[ $_gwtrace_lw == builtin ]] && { _gwtrace_ar=''; return 0; }
-        continue ;;
-    esac
-    break
-  done
-  if [[ $_gwtrace_lw == \$[A-Za-z_]* && ${_gwtrace_lw:1} != *[!A-Za-z0-9_]* ]]; then
-    _gwtrace_lw=${_gwtrace_lw:1}; _gwtrace_lw=${!_gwtrace_lw-}
-  elif [[ $_gwtrace_lw == \$\{[A-Za-z_]*\} && ${_gwtrace_lw:2:${#_gwtrace_lw}-3} != *[!A-Za-z0-9_]* ]]; then
-    _gwtrace_lw=${_gwtrace_lw:2:${#_gwtrace_lw}-3}; _gwtrace_lw=${!_gwtrace_lw-}
-  elif [[ $_gwtrace_lw == \"*\" ]]; then
-    _gwtrace_lw=${_gwtrace_lw:1:${#_gwtrace_lw}-2}
-  fi
-  [[ $_gwtrace_lw == *[\$\`\"\'\\\(\)\<\>\|\&\;]* ]] && _gwtrace_lw=''
-  _gwtrace_ar=$_gwtrace_lw
-}
-
-_gwtrace_auto_cmd_begin() {
-  local _gwtrace_lw
-  _gwtrace_auto_cmd_word "$1"
-  _gwtrace_lw=$_gwtrace_ar
-  [[ -n $_gwtrace_lw ]] || return 0
-  case $_gwtrace_lw in
-    '['|'[['|'(('|'.'|':'|alias|bg|bind|break|builtin|caller|cd|command|compgen|complete|compopt|\
-    continue|declare|dirs|disown|echo|enable|eval|exec|exit|export|false|fc|fg|getopts|hash|help|\
-    history|jobs|kill|let|local|logout|mapfile|popd|printf|pushd|pwd|read|readarray|readonly|return|\
-    set|shift|shopt|source|suspend|test|times|trap|true|type|typeset|ulimit|umask|unalias|unset|\
-    for|case|select|if|while|until|function|'{'|'}'|'!'|*=*) return 0 ;;
-  esac
-  declare -F -- "$_gwtrace_lw" >/dev/null && return 0
-  _gwtrace_auto_id
-  _gwtrace_auto_now
-  _gwtrace_accs="${BASH_LINENO[1]-} $_gwtrace_lw ${BASH_SOURCE[2]-}" _gwtrace_actxt=$1 _gwtrace_abang=${!-}
-  _gwtrace_acmd=${_gwtrace_lw##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
-  _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
-  _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_acsp-$_gwtrace_afl" 1
-}
-
-# _gwtrace_auto_cmd_end STATUS: write the pending command's span, after the fact.
-_gwtrace_auto_cmd_end() {
-  local _gwtrace_lt=$'\t' _gwtrace_lparent=$_gwtrace_acur _gwtrace_lname
-  if [[ $_gwtrace_acpid == "$BASHPID" ]]; then
-    _gwtrace_auto_now
-    _gwtrace_lname=$_gwtrace_acmd
-    [[ $_gwtrace_lname == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar; }
-    _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_acts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_acsp}${_gwtrace_lt}${_gwtrace_lparent:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=command${_gwtrace_lt}process.executable.name=${_gwtrace_lname}"
-    _gwtrace_auto_emit "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_acsp}${_gwtrace_lt}${1:-0}"
-  fi
-  _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
-  _gwtrace_acmd=''
-}
-
 # Arm the DEBUG trap: functrace makes functions and subshells inherit it.
 if (( _gwtrace_alevel == 3 )); then
+  # shellcheck source=gwtrace-auto-cmd.sh
+  builtin source "$_gwtrace_adir/gwtrace-auto-cmd.sh"
   _gwtrace_audbg=$_gwtrace_adbg_cmd
 else
   _gwtrace_audbg=$_gwtrace_adbg_fn _gwtrace_axg=0

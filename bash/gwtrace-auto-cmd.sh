@@ -1,0 +1,186 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154  # the _gwtrace_a* state comes from gwtrace-auto.sh
+#
+# gwtrace-auto-cmd.sh - the commands level's spans (GWTRACE_AUTO_LEVEL
+# commands), read by gwtrace-auto-fn.sh at that level only: the functions
+# level does not parse them (every bash parses what it sources, ~20 bytes a
+# microsecond).
+
+{
+  # The commands level's fast path: no command pending, nothing to catch up
+  # on, and a builtin or keyword that is never a span (not wait, source, set,
+  # exec, eval, builtin, command, trap, exit: those go the slow way), an
+  # arithmetic command (`((i++))`), or an assignment alone (one word: no
+  # command follows it).
+  # shellcheck disable=SC2016
+  _gwtrace_adbg_cmd='{ ((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0],_gwtrace_abusy))||{ [[ -z $_gwtrace_acmd$_gwtrace_aspend$_gwtrace_asetpend && ( -n ${_gwtrace_acbi[${BASH_COMMAND%%[[:space:]]*}]-} || ( $BASH_COMMAND == [A-Za-z_]*=* && $BASH_COMMAND != *[[:space:]]* ) || $BASH_COMMAND == \(\(* ) ]]&&((${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl&&${#_gwtrace_abgpid[@]}==0));}||_gwtrace_auto_cmd "$_";} 2>&-'
+  declare -gA _gwtrace_acbi=(['[']=1 ['[[']=1 ['((']=1 [:]=1 [echo]=1 [printf]=1 [test]=1 [true]=1 [false]=1 [local]=1
+    [declare]=1 [typeset]=1 [export]=1 [readonly]=1 [unset]=1 [shift]=1 [return]=1 [break]=1 [continue]=1 [read]=1
+    [let]=1 [cd]=1 [pushd]=1 [popd]=1 [pwd]=1 [getopts]=1 [hash]=1 [type]=1 [umask]=1 [ulimit]=1 [alias]=1 [unalias]=1
+    [mapfile]=1 [readarray]=1 [caller]=1 [compgen]=1 [complete]=1 [compopt]=1 [dirs]=1 [disown]=1 [enable]=1 [fc]=1
+    [help]=1 [history]=1 [jobs]=1 [kill]=1 [logout]=1 [suspend]=1 [times]=1 [bg]=1 [fg]=1 [bind]=1 [for]=1 [case]=1
+    [select]=1)
+}
+
+# Commands level: every command comes here. An external command gets a span
+# written when the next command starts (its status is then known): a shell
+# that execs its last command leaves nothing open.
+#
+# In a trap BASH_COMMAND stays the interrupted command while the line number
+# restarts at 1 (or is one of our functions'): that command is not begun
+# again (an identical command on an earlier line just after it would be
+# taken for one; a loop repeats the same line). A pending
+# command after which $! changed was started in the background: its span is
+# begun now and ended when the job is gone (reaped by `wait`, which has a
+# span of its own, or by bash), or at exit (process.still_running).
+_gwtrace_auto_cmd() {
+  local _gwtrace_ln=$(( ${#BASH_SOURCE[@]} - 1 )) _gwtrace_lagain=''
+  if [[ $BASH_COMMAND == "$_gwtrace_actxt" ]] && (( BASH_LINENO[0] < ${_gwtrace_accs%% *}+0 )) \
+     || [[ ${FUNCNAME[1]-} == _gwtrace_* ]]; then
+    _gwtrace_lagain=1
+  fi
+  if [[ -n $_gwtrace_acmd ]]; then
+    if [[ ${!-} != "$_gwtrace_abang" && $_gwtrace_acpid == "$BASHPID" ]]; then
+      _gwtrace_auto_bg_begin
+    elif (( _gwtrace_aps || _gwtrace_arc )); then
+      _gwtrace_auto_status "$_gwtrace_accs"
+      _gwtrace_auto_cmd_end "$_gwtrace_ast"
+    else
+      _gwtrace_auto_cmd_end 0
+    fi
+  fi
+  if [[ -n $_gwtrace_asetpend$_gwtrace_aspend || $BASH_COMMAND == source\ * || $BASH_COMMAND == .\ * || $BASH_COMMAND == *set\ [-+\"]* ]] \
+     || (( ${#_gwtrace_abgpid[@]} || BASH_SUBSHELL != _gwtrace_asl || _gwtrace_ln != _gwtrace_ad )); then
+    _gwtrace_auto_cmd_more "$1" "$_gwtrace_ln"
+  fi
+  [[ -n $_gwtrace_lagain ]] || _gwtrace_auto_cmd_begin "$BASH_COMMAND"
+  return 0
+}
+
+# _gwtrace_auto_cmd_more LASTARG DEPTH: what is not the common case (a command
+# after a command, in the same function and process): background jobs, a
+# `set` or `source` before or after, a new subshell, functions entered or
+# returned. Called by _gwtrace_auto_cmd: the stack indices count both.
+_gwtrace_auto_cmd_more() {
+  # shellcheck disable=SC2119
+  (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap
+  [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
+  [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
+  (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter
+  (( $2 == _gwtrace_ad )) || _gwtrace_auto_sync "$2" 3
+  [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
+  [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
+  return 0
+}
+
+# The pending command runs in the background (as $!): write its begin.
+_gwtrace_auto_bg_begin() {
+  local _gwtrace_lt=$'\t' _gwtrace_lname=$_gwtrace_acmd
+  [[ $_gwtrace_lname == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar; }
+  _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_acts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_acsp}${_gwtrace_lt}${_gwtrace_acur:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=command${_gwtrace_lt}process.executable.name=${_gwtrace_lname}${_gwtrace_lt}process.pid=$!${_gwtrace_lt}gwtrace.background=true"
+  _gwtrace_abgpid+=("$!") _gwtrace_abgsp+=("$_gwtrace_acsp")
+  _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
+  _gwtrace_acmd=''
+}
+
+# _gwtrace_auto_bg_reap [KEY=VALUE]: end the spans of background commands
+# that are gone (all of them with an argument: at exit). The job that a
+# `wait PID` just returned has its $? as status (a job that ended before is
+# left for the `wait PID` about to run); one bash reaped on its own: ok.
+# shellcheck disable=SC2120  # _gwtrace_auto_exit_frames (gwtrace-auto-fn.sh) passes one
+_gwtrace_auto_bg_reap() {
+  local _gwtrace_li _gwtrace_lt=$'\t' _gwtrace_lst _gwtrace_lpids=() _gwtrace_lsps=() _gwtrace_lwaited=''
+  [[ $_gwtrace_actxt == wait\ [!-]* && $_gwtrace_actxt != *\ *\ * ]] && _gwtrace_lwaited=1
+  [[ -z ${1-} && -z $_gwtrace_lwaited && $BASH_COMMAND == wait\ [!-]* ]] && return 0   # its status comes with the wait
+  for _gwtrace_li in "${!_gwtrace_abgpid[@]}"; do
+    if [[ -z ${1-} ]] && builtin kill -0 "${_gwtrace_abgpid[_gwtrace_li]}"; then
+      _gwtrace_lpids+=("${_gwtrace_abgpid[_gwtrace_li]}") _gwtrace_lsps+=("${_gwtrace_abgsp[_gwtrace_li]}")
+      continue
+    fi
+    _gwtrace_lst=ok
+    [[ -z ${1-} && -n $_gwtrace_lwaited ]] && _gwtrace_lst=$_gwtrace_arc _gwtrace_lwaited=''    # `wait PID` returned its status
+    [[ -z ${1-} ]] || _gwtrace_lst="ok$_gwtrace_lt$1"
+    _gwtrace_auto_now
+    _gwtrace_auto_emit "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_abgsp[_gwtrace_li]}${_gwtrace_lt}${_gwtrace_lst}"
+  done
+  _gwtrace_abgpid=("${_gwtrace_lpids[@]}") _gwtrace_abgsp=("${_gwtrace_lsps[@]}")
+}
+
+# _gwtrace_auto_cmd_word COMMAND: the command word of a command line as bash
+# shows it (BASH_COMMAND, unexpanded) into _gwtrace_ar, '' if not knowable.
+_gwtrace_auto_cmd_word() {
+  local _gwtrace_lc=$1 _gwtrace_lw _gwtrace_lname
+  while :; do
+    _gwtrace_lc=${_gwtrace_lc#"${_gwtrace_lc%%[![:space:]]*}"}
+    _gwtrace_lw=${_gwtrace_lc%%[[:space:]]*}
+    _gwtrace_lname=${_gwtrace_lw%%=*} _gwtrace_lname=${_gwtrace_lname%+} _gwtrace_lname=${_gwtrace_lname%%\[*}
+    if [[ $_gwtrace_lw == *=* && $_gwtrace_lname == [A-Za-z_]* && $_gwtrace_lname != *[!A-Za-z0-9_]* ]]; then
+      if [[ ${_gwtrace_lw#*=} == [\"\'\(]* || ${_gwtrace_lw#*=} == *\$\(* || ${_gwtrace_lw#*=} == *\`* ]]; then
+        _gwtrace_ar=''; return 0              # quoted value, an array's (...) or $(...): give up
+                                              # (what runs inside $(...) has spans of its own)
+      fi
+      _gwtrace_lc=${_gwtrace_lc:${#_gwtrace_lw}}
+      continue
+    fi
+    case $_gwtrace_lw in
+      exec) _gwtrace_ar=''; return 0 ;;     # the process goes on as CMD: see _gwtrace_auto_adopt
+      command|nohup|time|builtin) _gwtrace_lc=${_gwtrace_lc:${#_gwtrace_lw}}; _gwtrace_lc=${_gwtrace_lc#"${_gwtrace_lc%%[![:space:]]*}"}
+        [[ $_gwtrace_lc == -* ]] && { _gwtrace_ar=''; return 0; }
+        [[ $_gwtrace_lw == builtin ]] && { _gwtrace_ar=''; return 0; }
+        continue ;;
+    esac
+    break
+  done
+  if [[ $_gwtrace_lw == \$[A-Za-z_]* && ${_gwtrace_lw:1} != *[!A-Za-z0-9_]* ]]; then
+    _gwtrace_lw=${_gwtrace_lw:1}; _gwtrace_lw=${!_gwtrace_lw-}
+  elif [[ $_gwtrace_lw == \$\{[A-Za-z_]*\} && ${_gwtrace_lw:2:${#_gwtrace_lw}-3} != *[!A-Za-z0-9_]* ]]; then
+    _gwtrace_lw=${_gwtrace_lw:2:${#_gwtrace_lw}-3}; _gwtrace_lw=${!_gwtrace_lw-}
+  elif [[ $_gwtrace_lw == \"*\" ]]; then
+    _gwtrace_lw=${_gwtrace_lw:1:${#_gwtrace_lw}-2}
+  fi
+  [[ $_gwtrace_lw == *[\$\`\"\'\\\(\)\<\>\|\&\;]* ]] && _gwtrace_lw=''
+  _gwtrace_ar=$_gwtrace_lw
+}
+
+_gwtrace_auto_cmd_begin() {
+  local _gwtrace_lw=${1%%[[:space:]]*}
+  case $_gwtrace_lw in        # a plain word is the command word
+    ''|*[=\$\`\"\'\\\(\)\<\>\|\&\;]*|exec|command|nohup|time|builtin) _gwtrace_auto_cmd_word "$1"; _gwtrace_lw=$_gwtrace_ar ;;
+  esac
+  [[ -n $_gwtrace_lw ]] || return 0
+  case $_gwtrace_lw in
+    '['|'[['|'(('|'.'|':'|alias|bg|bind|break|builtin|caller|cd|command|compgen|complete|compopt|\
+    continue|declare|dirs|disown|echo|enable|eval|exec|exit|export|false|fc|fg|getopts|hash|help|\
+    history|jobs|kill|let|local|logout|mapfile|popd|printf|pushd|pwd|read|readarray|readonly|return|\
+    set|shift|shopt|source|suspend|test|times|trap|true|type|typeset|ulimit|umask|unalias|unset|\
+    for|case|select|if|while|until|function|'{'|'}'|'!'|*=*) return 0 ;;
+  esac
+  [[ -z ${_gwtrace_afn[$_gwtrace_lw]-} ]] || return 0      # a function entered before
+  builtin declare -F -- "$_gwtrace_lw" >/dev/null && return 0
+  if [[ $_gwtrace_arngpid == "$BASHPID" ]] && (( (_gwtrace_actr += 1) < 2000000 )); then
+    _gwtrace_ar=$_gwtrace_apfx${_gwtrace_actr:1}           # _gwtrace_auto_id, written out
+  else
+    _gwtrace_auto_id
+  fi
+  _gwtrace_at=${EPOCHREALTIME-}
+  [[ -n $_gwtrace_at ]] || _gwtrace_auto_now
+  _gwtrace_accs="${BASH_LINENO[1]-} $_gwtrace_lw ${BASH_SOURCE[2]-}" _gwtrace_actxt=$1 _gwtrace_abang=${!-}
+  _gwtrace_acmd=${_gwtrace_lw##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
+  _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
+  _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_acsp-$_gwtrace_afl" 1
+}
+
+# _gwtrace_auto_cmd_end STATUS: write the pending command's span, after the fact.
+_gwtrace_auto_cmd_end() {
+  if [[ $_gwtrace_acpid == "$BASHPID" ]]; then
+    _gwtrace_at=${EPOCHREALTIME-}
+    [[ -n $_gwtrace_at ]] || _gwtrace_auto_now
+    _gwtrace_ar=$_gwtrace_acmd
+    [[ $_gwtrace_ar != *[$'\\\t\n\r']* ]] || _gwtrace_auto_esc "$_gwtrace_acmd"
+    # begin and end in one append (literal TABs)
+    builtin printf '%s\n' "gw1	B	$_gwtrace_acts	$BASHPID	$_gwtrace_atr	$_gwtrace_acsp	${_gwtrace_acur:--}	0	$_gwtrace_afl	${_gwtrace_ats:--}	$_gwtrace_ar	gwtrace.kind=command	process.executable.name=$_gwtrace_ar" \
+      "gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_acsp	${1:-0}" >>"$_gwtrace_alog" || :
+  fi
+  _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
+  _gwtrace_acmd=''
+}
