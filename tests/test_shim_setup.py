@@ -119,6 +119,19 @@ def job_environment(glidein: Dict[str, Path]) -> Dict[str, str]:
     return env
 
 
+
+def run_later_validation_script(glidein: Dict[str, Path]) -> None:
+    """A later validation script instrumented with the library the setup script gave it, as the docs say."""
+    later = glidein["main"] / "validate_node.sh"
+    later.write_text('#!/bin/bash\nglidein_config=$1\n'
+                     'source "$(grep -m1 "^ADD_CONFIG_LINE_SOURCE " "$glidein_config" | cut -d " " -f 2-)"\n'
+                     'export GWTRACE_SOCKET=$(gconfig_get GWTRACE_SOCKET) TRACEPARENT=$(gconfig_get TRACEPARENT)\n'
+                     'source "$(gconfig_get GWTRACE_LIB)"\n'
+                     'trace_begin validate_node.sh\ntrace_run check_tmp test -d /tmp\ntrace_end\n')
+    assert subprocess.run(["bash", str(later), str(glidein["config"]), "main"], cwd=glidein["base"],
+                          env=clean_env(), timeout=30).returncode == 0
+
+
 def test_traces_the_glidein_its_scripts_and_its_jobs(glidein, receiver) -> None:
     config = glidein["config"]
     with config.open("a") as f:
@@ -140,14 +153,7 @@ def test_traces_the_glidein_its_scripts_and_its_jobs(glidein, receiver) -> None:
     assert "REG" in (glidein["base"] / "glidein_config.history").read_text()
 
     # A later validation script, instrumented with the library it was given.
-    later = glidein["main"] / "validate_node.sh"
-    later.write_text('#!/bin/bash\nglidein_config=$1\n'
-                     'source "$(grep -m1 "^ADD_CONFIG_LINE_SOURCE " "$glidein_config" | cut -d " " -f 2-)"\n'
-                     'export GWTRACE_SOCKET=$(gconfig_get GWTRACE_SOCKET) TRACEPARENT=$(gconfig_get TRACEPARENT)\n'
-                     'source "$(gconfig_get GWTRACE_LIB)"\n'
-                     'trace_begin validate_node.sh\ntrace_run check_tmp test -d /tmp\ntrace_end\n')
-    assert subprocess.run(["bash", str(later), str(config), "main"], cwd=glidein["base"], env=clean_env(),
-                          timeout=30).returncode == 0
+    run_later_validation_script(glidein)
 
     # A user job, through condor_job_wrapper.sh as the glidein's condor would run it.
     ad = glidein["base"] / ".job.ad"

@@ -19,7 +19,8 @@ from conftest import clean_env
 from gwtrace.export.otlpenv import TOKEN_FILE_VARIABLE, otlp_env
 from gwtrace.wire.blocks import Block, find_blocks
 from otlp_receiver import OtlpReceiver
-from test_shim_setup import condor_job_wrapper, gconfig, glidein, job_environment, run_setup, setup_env  # noqa: F401
+from test_shim_setup import (condor_job_wrapper, gconfig, glidein, job_environment, run_later_validation_script,  # noqa: F401
+                             run_setup, setup_env)
 
 TOKEN = "eyJhbGciOiJSUzI1NiJ9.c2VjcmV0LXRva2VuLWZvci10ZXN0cw.sig-0123456789"
 P = "OTEL_EXPORTER_OTLP_"
@@ -55,14 +56,7 @@ def _glidein_with(glidein: Dict[str, Path], **attrs: str) -> None:
 
 def _later_script_and_job(glidein: Dict[str, Path]) -> subprocess.CompletedProcess:
     """A traced validation script, then a user job that prints its environment."""
-    later = glidein["main"] / "validate_node.sh"
-    later.write_text('#!/bin/bash\nglidein_config=$1\n'
-                     'source "$(grep -m1 "^ADD_CONFIG_LINE_SOURCE " "$glidein_config" | cut -d " " -f 2-)"\n'
-                     'export GWTRACE_SOCKET=$(gconfig_get GWTRACE_SOCKET) TRACEPARENT=$(gconfig_get TRACEPARENT)\n'
-                     'source "$(gconfig_get GWTRACE_LIB)"\n'
-                     'trace_begin validate_node.sh\ntrace_run check_tmp test -d /tmp\ntrace_end\n')
-    assert subprocess.run(["bash", str(later), str(glidein["config"]), "main"], cwd=glidein["base"],
-                          env=clean_env(), timeout=30).returncode == 0
+    run_later_validation_script(glidein)
     return subprocess.run(["sh", str(condor_job_wrapper(glidein)), "/bin/sh", "-c", "env"],
                           env=job_environment(glidein), capture_output=True, text=True, timeout=30)
 

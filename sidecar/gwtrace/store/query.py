@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import sqlite3
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional, Sequence
+from typing import Any, Callable, Dict, Iterable, List, Optional, Sequence
 
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
@@ -142,15 +142,9 @@ class TraceFinder:
             " coalesce(t.root_name, t.first_name), coalesce(t.root_service, t.first_service),"
             f" t.root_name, t.root_start_ns FROM traces t WHERE {where.sql()} ORDER BY t.start_ns DESC"
         )
-        out: List[Dict[str, Any]] = []
-        for row in self._conn.execute(sql, where.params).fetchall():
-            if chunk_where is not None and not q.root_matches(row[8], row[7], row[9]) \
-                    and not self._trace_has_span(row[0], chunk_where, q):
-                continue
-            out.append(self._summary(row))
-            if len(out) >= q.limit:
-                break
-        return out
+        return self._page(self._conn.execute(sql, where.params).fetchall(), q, lambda row: (
+            chunk_where is None or q.root_matches(row[8], row[7], row[9])
+            or self._trace_has_span(row[0], chunk_where, q)))
 
     def _find_by_op_window(self, q: TraceQuery) -> List[Dict[str, Any]]:
         """A span of (service, operation) starting in the window, from trace_ops' start ranges (``store.ops``).
@@ -194,15 +188,23 @@ class TraceFinder:
             " GROUP BY t.start_ns, t.trace_id ORDER BY t.start_ns DESC, t.trace_id DESC"
         )
         chunk_where = self._chunk_where(q, resource_ids)
-        out: List[Dict[str, Any]] = []
-        for row in self._conn.execute(sql, on.params + where.params):
+
+        def matches(row: Sequence[Any]) -> bool:
             inside = q.start_ns is None or q.end_ns is None or row[10] >= q.start_ns or row[11] <= q.end_ns
-            if not (q.op_range_decides and inside) and not q.root_matches(row[8], row[7], row[9]) \
-                    and not self._trace_has_span(row[0], chunk_where, q):
-                continue
-            out.append(self._summary(row))
-            if len(out) >= q.limit:
-                break
+            return (q.op_range_decides and inside) or q.root_matches(row[8], row[7], row[9]) \
+                or self._trace_has_span(row[0], chunk_where, q)
+
+        return self._page(self._conn.execute(sql, on.params + where.params), q, matches)
+
+    def _page(self, rows: Iterable[Sequence[Any]], q: TraceQuery,
+              matches: Callable[[Sequence[Any]], bool]) -> List[Dict[str, Any]]:
+        """The summaries of the candidate rows that match, newest first, up to the query's limit."""
+        out: List[Dict[str, Any]] = []
+        for row in rows:
+            if matches(row):
+                out.append(self._summary(row))
+                if len(out) >= q.limit:
+                    break
         return out
 
     def _resource_ids(self, q: TraceQuery) -> Optional[List[int]]:
