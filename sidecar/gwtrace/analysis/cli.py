@@ -132,9 +132,6 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
         parser.error("--workers takes a number of processes, 1 or more")
     if args.compare is not None:
         summaries, errors = load_summaries(args)
-    else:
-        parts, errors = summary_parts(args, args.workers)
-    if args.compare is not None:
         try:
             with gc_paused():
                 label, rows = compare_spec(summaries, args.compare)
@@ -142,6 +139,7 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
             parser.error(str(exc))
         return _emit(args.format, {"compare": {"selection": label, "values": rows}}, stdout,
                      lambda: render_compare(label, rows, stdout), errors, stderr)
+    parts, errors = summary_parts(args, args.workers)
     if args.outliers:
         with gc_paused():
             found = fold(parts, lambda: (OutlierGroups(),))[0].found()
