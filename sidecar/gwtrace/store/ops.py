@@ -32,8 +32,10 @@ Ranges = Dict[Tuple[str, int], List[int]]
 #: (service, span name, kind)
 Operation = Tuple[str, str, int]
 
-UPSERT = """
-INSERT INTO trace_ops (trace_id, service, name, kind, min_start_ns, max_start_ns) VALUES (?, ?, ?, ?, ?, ?)
+#: a new row (a rebuild, whose caller deleted the trace's rows: a second row for a key is an error)
+INSERT = "INSERT INTO trace_ops (trace_id, service, name, kind, min_start_ns, max_start_ns) VALUES (?, ?, ?, ?, ?, ?)"
+#: a row, or the row's range widened
+UPSERT = INSERT + """
 ON CONFLICT (trace_id, service, name, kind) DO UPDATE SET
     min_start_ns = min(min_start_ns, excluded.min_start_ns),
     max_start_ns = max(max_start_ns, excluded.max_start_ns)
@@ -143,5 +145,4 @@ def _write(conn: sqlite3.Connection, trace_id: Optional[bytes], per_service: Dic
             rows.append((trace_id, service, name, kind, lo, hi))
             op = (service, name, kind)
             lags[op] = max(lags.get(op, 0), hi - start)
-    conn.executemany("INSERT INTO trace_ops (trace_id, service, name, kind, min_start_ns, max_start_ns)"
-                     " VALUES (?, ?, ?, ?, ?, ?)", rows)
+    conn.executemany(INSERT, rows)
