@@ -20,6 +20,8 @@ import time
 from pathlib import Path
 from typing import Iterator, Set
 
+from gwtrace.home import gwtrace_home
+
 LEDGER_NAME = "ingested.sha256"
 #: How long a run waits for another one's lock by default (seconds).
 DEFAULT_LOCK_WAIT_S = 120.0
@@ -30,8 +32,7 @@ class LedgerBusy(RuntimeError):
 
 
 def default_ledger() -> Path:
-    home = os.environ.get("GWTRACE_HOME") or os.path.join(os.path.expanduser("~"), ".local", "share", "gwtrace")
-    return Path(home) / LEDGER_NAME
+    return gwtrace_home() / LEDGER_NAME
 
 
 class Ledger:

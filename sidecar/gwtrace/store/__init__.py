@@ -60,6 +60,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
+from gwtrace.home import gwtrace_home
 from . import glideins, live
 from .chunks import plan_request
 from .connections import BUSY_TIMEOUT_MS, CHECKPOINT_BYTES, Connections
@@ -93,9 +94,7 @@ __all__ = [
 
 def default_store_path() -> pathlib.Path:
     """``${GWTRACE_HOME:-~/.local/share/gwtrace}/traces.db``."""
-    home = os.environ.get("GWTRACE_HOME")
-    base = pathlib.Path(home) if home else pathlib.Path.home() / ".local" / "share" / "gwtrace"
-    return base / "traces.db"
+    return gwtrace_home() / "traces.db"
 
 
 class StoreUnreadable(OSError):
