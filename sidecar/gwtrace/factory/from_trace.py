@@ -81,7 +81,7 @@ def _identity(rec: GlideinRecord, resource: Dict[str, Any]) -> None:
         rec.notes.append("GLIDEIN_MaxMemMBs unknown: 2 GB per core assumed")
 
 
-def _is_script(span: Span, root: Span, by_id: Optional[Dict[str, Span]] = None) -> bool:
+def _is_script(span: Span, root: Span, by_id: Dict[str, Span]) -> bool:
     """A script the glidein ran: marked so, or a script file run by the glidein itself, directly or through
     its own functions (at the ``scripts`` level a glidein's ``fetch_file`` has a span, and the validation
     scripts it runs are its children)."""
@@ -93,7 +93,7 @@ def _is_script(span: Span, root: Span, by_id: Optional[Dict[str, Span]] = None) 
     for _ in range(64):   # through the glidein's function spans, up to the glidein
         if parent == root["span_id"]:
             return True
-        above = (by_id or {}).get(parent)
+        above = by_id.get(parent)
         if above is None or above["attributes"].get("gwtrace.kind") != "function":
             return False
         parent = above["parent_span_id"]
