@@ -34,8 +34,8 @@ builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock and escaping
 {
   # Span ids: a random 40-bit prefix (10 hex digits) drawn per process, then a
   # counter kept in decimal digits (6 of them, valid hex): no printf, no long
-  # arithmetic. A new prefix in every new process ($BASHPID) and every 999 999 spans.
-  _gwtrace_arng=0 _gwtrace_arngpid='' _gwtrace_apfx='' _gwtrace_actr=1999999
+  # arithmetic. A new prefix in every new process ($BASHPID) and every 999 999
+  # spans; the first process's comes with its script span (gwtrace-auto.sh).
   # Frames: span id ('' = a frame only kept to track depth: ours, the library's),
   # BASH_SOURCE depth inside it, owner $BASHPID, name, parent span, TRACEPARENT
   # before it (+ whether it was set). Frame 0 is the script span.
@@ -451,6 +451,6 @@ else
 fi
 _gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0 _gwtrace_auT='' _gwtrace_asetpend='' _gwtrace_asetcmd=''
 [[ $- != *T* ]] || _gwtrace_auT=1
-_gwtrace_auto_seed
+[[ $_gwtrace_arngpid == "$BASHPID" ]] || _gwtrace_auto_seed
 set -T
 builtin trap -- "$_gwtrace_audbg" DEBUG

@@ -9,36 +9,64 @@
 # top-level commands only. A span begins before the call and ends at the next
 # top-level command (or at exit), with the status the trap sees then, tested
 # or not as at the functions level.
-
-# shellcheck source=gwtrace-auto-util.sh
-[[ -n ${_gwtrace_autil-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"
+#
+# Written for the common case, which runs for each such call: ids from the
+# process's prefix and counter (gwtrace-auto.sh; no kernel read), the time
+# from EPOCHREALTIME, one append each way. gwtrace-auto-util.sh is read only
+# for what is rare: a non-zero status (was it tested?), the bash 4 clock, a
+# counter that ran out.
 
 # _gwtrace_auto_top_begin NAME: its span, a child of the script's.
 _gwtrace_auto_top_begin() {
-  local _gwtrace_lu='' _gwtrace_lremote=0
-  IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
-  _gwtrace_lu=${_gwtrace_lu//-/}
-  [[ ${#_gwtrace_lu} -eq 32 && $_gwtrace_lu != *[!0-9a-f]* ]] || return 0
-  [[ $_gwtrace_asp0 == "$_gwtrace_abase" && -n $_gwtrace_asp0 ]] && _gwtrace_lremote=1
-  _gwtrace_auto_now
-  _gwtrace_atsp=${_gwtrace_lu:16:16} _gwtrace_atsite="${BASH_LINENO[1]} $1 ${BASH_SOURCE[2]-}"
-  builtin printf '%s\n' "gw1	B	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_atsp	$_gwtrace_asp0	$_gwtrace_lremote	$_gwtrace_afl	${_gwtrace_ats:--}	$1	gwtrace.kind=function" >>"$_gwtrace_alog" || :
-  _gwtrace_atotp=${TRACEPARENT-} _gwtrace_atotpset=${TRACEPARENT+1}
-  [[ ${GWTRACE_AUTO_OPEN-} == "$BASHPID:"* ]] && GWTRACE_AUTO_OPEN+=,$_gwtrace_atsp
-  _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_atsp-$_gwtrace_afl" 1
+  if [[ $_gwtrace_arngpid == "$BASHPID" ]] && (( (_gwtrace_actr += 1) < 2000000 )); then
+    _gwtrace_atsp=$_gwtrace_apfx${_gwtrace_actr:1}
+  else
+    _gwtrace_auto_top_util
+    IFS= builtin read -r _gwtrace_atsp </proc/sys/kernel/random/uuid || _gwtrace_atsp=''
+    _gwtrace_atsp=${_gwtrace_atsp//-/} _gwtrace_atsp=${_gwtrace_atsp:16:16}
+    [[ ${#_gwtrace_atsp} -eq 16 && $_gwtrace_atsp != *[!0-9a-f]* ]] || { _gwtrace_atsp=''; return 0; }
+  fi
+  _gwtrace_at=${EPOCHREALTIME-}
+  [[ -n $_gwtrace_at ]] || { _gwtrace_auto_top_util; _gwtrace_auto_now; }
+  _gwtrace_atsite="${BASH_LINENO[1]} $1 ${BASH_SOURCE[2]-}" _gwtrace_atotp=${TRACEPARENT-} _gwtrace_atotpset=${TRACEPARENT+1}
+  builtin printf '%s\n' "gw1	B	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_atsp	$_gwtrace_asp0	$_gwtrace_aprem	$_gwtrace_afl	${_gwtrace_ats:--}	$1	gwtrace.kind=function" >>"$_gwtrace_alog" || :
+  [[ ${GWTRACE_AUTO_OPEN-} != "$BASHPID:"* ]] || GWTRACE_AUTO_OPEN+=,$_gwtrace_atsp
+  _gwtrace_auto_top_tp "00-$_gwtrace_atr-$_gwtrace_atsp-$_gwtrace_afl" 1
 }
 
 # _gwtrace_auto_top_end [STATUS]: end it (no STATUS: what the trap saw).
 _gwtrace_auto_top_end() {
   if [[ -n ${1-} ]]; then
     _gwtrace_ast=$1
-  else
+  elif (( _gwtrace_aps || _gwtrace_arc )); then
+    _gwtrace_auto_top_util
     _gwtrace_auto_status "$_gwtrace_atsite"
+  else
+    _gwtrace_ast=0
   fi
-  _gwtrace_auto_now
+  _gwtrace_at=${EPOCHREALTIME-}
+  [[ -n $_gwtrace_at ]] || { _gwtrace_auto_top_util; _gwtrace_auto_now; }
   builtin printf '%s\n' "gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_atsp	$_gwtrace_ast" >>"$_gwtrace_alog" || :
   GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"$_gwtrace_atsp"} _gwtrace_atsp=''
-  _gwtrace_auto_tp "$_gwtrace_atotp" "$_gwtrace_atotpset"
+  _gwtrace_auto_top_tp "$_gwtrace_atotp" "$_gwtrace_atotpset"
+}
+
+# _gwtrace_auto_top_tp VALUE SET: TRACEPARENT for the children (SET '': unset
+# it), unless the script made it readonly (_gwtrace_auto_tp's rule).
+_gwtrace_auto_top_tp() {
+  if (( _gwtrace_a44 )) && [[ ${TRACEPARENT@a} == *r* ]]; then
+    return 0
+  elif [[ -n $2 ]]; then
+    builtin export TRACEPARENT="$1"
+  else
+    builtin unset TRACEPARENT
+  fi
+}
+
+# The status rules and the bash 4 clock (gwtrace-auto-util.sh), when needed.
+_gwtrace_auto_top_util() {
+  # shellcheck source=gwtrace-auto-util.sh
+  [[ -n ${_gwtrace_autil-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"
 }
 
 # The script sets a DEBUG trap of its own: ours goes (bash has one DEBUG trap;

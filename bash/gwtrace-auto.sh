@@ -14,7 +14,8 @@
 {
 [[ -z ${_gwtrace_auto_loaded-} ]] || return 0
 _gwtrace_auto_loaded=1 _gwtrace_adir=${BASH_SOURCE[0]%/*} _gwtrace_alevel=0 _gwtrace_amain=$BASHPID
-_gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_atop='' _gwtrace_atsp='' _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
+_gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_atop='' _gwtrace_atsp='' _gwtrace_aw='' _gwtrace_aprem=0 _gwtrace_a44=0
+_gwtrace_apfx='' _gwtrace_actr=1999999 _gwtrace_arngpid='' _gwtrace_arng=0 _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
 # The EXIT trap: record the status, end the spans (the halves that go around
 # a handler of the script's own are in gwtrace-auto-extra.sh).
 # shellcheck disable=SC2016
@@ -65,6 +66,13 @@ _gwtrace_auto_init() {
     && _gwtrace_auto_extra && _gwtrace_auto_slow_start
   [[ -z $_gwtrace_lpath ]] || _gwtrace_lpath="${_gwtrace_lt}code.file.path=${_gwtrace_lpath:0:1000}"
   _gwtrace_asp0=${_gwtrace_lu:0:16} _gwtrace_aotp0=${TRACEPARENT-} _gwtrace_aotpset0=${TRACEPARENT+1}
+  # The ids of the spans this process opens next: a 40-bit prefix from the
+  # digits of the uuid the script span left unused (17-31: random in a v4
+  # uuid), then a counter (gwtrace-auto-fn.sh's _gwtrace_auto_id).
+  if [[ ${#_gwtrace_lu} -eq 32 && $_gwtrace_lu != *[!0-9a-f]* ]]; then
+    _gwtrace_apfx=${_gwtrace_lu:17:10} _gwtrace_actr=1000000 _gwtrace_arngpid=$BASHPID _gwtrace_arng=$(( 16#${_gwtrace_lu:17:15} ))
+  fi
+  (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && _gwtrace_a44=1
   if [[ ${GWTRACE_AUTO_ROOT-} == "$PPID:$_gwtrace_abase" && -n $_gwtrace_abase ]]; then
     # `gwtrace run` ran this script: its root span is the script's span (it
     # ends it with the exit status); this adds what only bash knows.
@@ -75,6 +83,7 @@ _gwtrace_auto_init() {
     builtin printf '%s\n' "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_at:-$EPOCHREALTIME}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp0}${_gwtrace_lt}${_gwtrace_abase:--}${_gwtrace_lt}${_gwtrace_lremote}${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=script${_gwtrace_lt}process.pid=$$${_gwtrace_lpath}" >>"$_gwtrace_alog" || :
     builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr,$_gwtrace_asp0" TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_asp0-$_gwtrace_afl" || :
   fi
+  [[ $_gwtrace_asp0 != "$_gwtrace_abase" ]] || _gwtrace_aprem=1   # a child of the script span is remote when the script span is
   builtin trap -- "$_gwtrace_aexit0" EXIT
   if (( _gwtrace_alevel == 1 && _gwtrace_abd == 1 )) && [[ $- != *T* ]]; then
     # Functions called from the script's top level (see gwtrace-auto-top.sh).
@@ -109,23 +118,25 @@ _gwtrace_auto_exit_post() {
 # function span ends; a command word not seen yet is looked up (a function:
 # a span, from gwtrace-auto-top.sh). $1 is the script's $_, given back.
 _gwtrace_auto_top() {
-  { local _gwtrace_lw=${BASH_COMMAND%%[[:space:]]*}
-    [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop ]] || return 0
+  { [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop ]] || return 0
     [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end
-    [[ -n $_gwtrace_lw ]] || return 0
-    if [[ -z ${_gwtrace_atw[$_gwtrace_lw]-} ]]; then
-      _gwtrace_atw[$_gwtrace_lw]=0
-      case $_gwtrace_lw in
+    _gwtrace_aw=${BASH_COMMAND%%[[:space:]]*}
+    [[ -n $_gwtrace_aw ]] || return 0
+    if [[ -z ${_gwtrace_atw[$_gwtrace_aw]-} ]]; then
+      _gwtrace_atw[$_gwtrace_aw]=0
+      case $_gwtrace_aw in
         _gwtrace_*|trace_*|gwtrace_*|trap|exit|*[$'\\\t\n\r']*) ;;
-        *) ! builtin declare -F -- "$_gwtrace_lw" >/dev/null || _gwtrace_atw[$_gwtrace_lw]=1 ;;
+        *) ! builtin declare -F -- "$_gwtrace_aw" >/dev/null || _gwtrace_atw[$_gwtrace_aw]=1 ;;
       esac
     fi
-    [[ ${_gwtrace_atw[$_gwtrace_lw]} == 0 ]] || {
-      # shellcheck source=gwtrace-auto-top.sh
-      [[ -n ${_gwtrace_atopf-} ]] || { _gwtrace_atopf=1; builtin source "$_gwtrace_adir/gwtrace-auto-top.sh"; }
-      _gwtrace_auto_top_begin "$_gwtrace_lw"; }
+    [[ ${_gwtrace_atw[$_gwtrace_aw]} == 0 ]] || { _gwtrace_auto_top_load; _gwtrace_auto_top_begin "$_gwtrace_aw"; }
   } 2>&-
   return 0
+}
+
+_gwtrace_auto_top_load() {
+  # shellcheck source=gwtrace-auto-top.sh
+  [[ -n ${_gwtrace_atopf-} ]] || { _gwtrace_atopf=1; builtin source "$_gwtrace_adir/gwtrace-auto-top.sh"; }
 }
 
 _gwtrace_auto_init
@@ -134,7 +145,7 @@ _gwtrace_auto_init
 # here runs in a group with fd 2 closed (invisible to set -x); fd 203 carries
 # the script's stderr for bash's own messages.
 trap() {
-  { [[ -z $_gwtrace_atop || " $* " != *" DEBUG "* || $1 == -[pl] ]] || _gwtrace_auto_top_off
+  { [[ -z $_gwtrace_atop || " $* " != *" DEBUG "* || $1 == -[pl] ]] || { _gwtrace_auto_top_load; _gwtrace_auto_top_off; }
     [[ -z ${_gwtrace_aurset-} ]] || { builtin trap - RETURN; _gwtrace_apend=1; }   # not fired by our functions
     _gwtrace_atrc=-1 _gwtrace_aoneshot=''; (( ++_gwtrace_abusy )); _gwtrace_auto_extra; } 2>&-
   { _gwtrace_auto_trap 203 "$@"; } 203>&2 2>&-
