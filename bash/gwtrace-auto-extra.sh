@@ -321,6 +321,11 @@ _gwtrace_auto_dbgtext() {
     # shellcheck disable=SC2016
     _gwtrace_audx+=' && (( _gwtrace_askipx <= 0 || (_gwtrace_askipx -= 1) < 0 )); } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aud"$'\nfi'
   fi
+  # The script's trap needs $? before every command: the functions level's
+  # text that keeps it every time (gwtrace-auto-fn.sh's _gwtrace_auto_ourtext).
+  if [[ -n $_gwtrace_audbg && ( $_gwtrace_audbg == "${_gwtrace_adbg_fn-}" || $_gwtrace_audbg == "${_gwtrace_adbg_fnc-}" ) ]]; then
+    _gwtrace_auto_ourtext
+  fi
   # shellcheck disable=SC2016
   _gwtrace_ar=${_gwtrace_audbg:-${_gwtrace_audx:+'{ (( _gwtrace_arc = $?, 1 )); } 2>&-'}}$_gwtrace_audx
 }

@@ -99,14 +99,13 @@ _gwtrace_auto_init() {
 
 # The end of the EXIT trap: end the spans this process opened.
 _gwtrace_auto_exit_post() {
-  local _gwtrace_lt=$'\t'
   [[ -n $_gwtrace_aexit ]] || return 0
   if (( _gwtrace_alevel >= 2 )); then
     _gwtrace_auto_exit_frames "$_gwtrace_aexit"
   elif [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_asp0 && -z $_gwtrace_aroot ]]; then
     [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end "$_gwtrace_aexit"
     [[ -n ${EPOCHREALTIME-} ]] || { _gwtrace_auto_extra; _gwtrace_auto_now; }
-    builtin printf '%s\n' "gw1${_gwtrace_lt}E${_gwtrace_lt}${EPOCHREALTIME:-$_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp0}${_gwtrace_lt}${_gwtrace_aexit}" >>"$_gwtrace_alog" || :
+    builtin printf '%s\n' "gw1	E	${EPOCHREALTIME:-$_gwtrace_at}	$BASHPID	$_gwtrace_atr	$_gwtrace_asp0	$_gwtrace_aexit" >>"$_gwtrace_alog" || :
     _gwtrace_asp0=''
   fi
   [[ -z $_gwtrace_atsp || $BASHPID != "$_gwtrace_amain" ]] || _gwtrace_auto_top_end "$_gwtrace_aexit"
