@@ -29,8 +29,6 @@
 # Event lines are written with literal TAB characters between the fields
 # (a ${tab} expansion costs a microsecond each): keep them tabs.
 
-# shellcheck source=gwtrace-auto-util.sh
-builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock and escaping
 {
   # Span ids: a random 40-bit prefix (10 hex digits) drawn per process, then a
   # counter kept in decimal digits (6 of them, valid hex): no printf, no long
@@ -94,7 +92,7 @@ _gwtrace_auto_seed() {
     elif [[ ${#_gwtrace_lu} -ge 30 && $_gwtrace_lu != *[!0-9a-f]* ]]; then
       _gwtrace_arng=$(( (16#${_gwtrace_lu:0:15} << 4) ^ 16#${_gwtrace_lu:15:15} ))
     else
-      _gwtrace_auto_now
+      _gwtrace_auto_cold; _gwtrace_auto_now
       _gwtrace_arng=$(( ${_gwtrace_at//[!0-9]/} * 2654435761 ^ ${SRANDOM:-0} ))
     fi
     _gwtrace_arng=$(( _gwtrace_arng ^ (BASHPID << 40) ))
@@ -107,86 +105,19 @@ _gwtrace_auto_seed() {
   _gwtrace_actr=1000000
 }
 
-# _gwtrace_auto_emit LINE: one append, one write(2) (lines stay below 4096 bytes).
-_gwtrace_auto_emit() {
-  builtin printf '%s\n' "$1" >>"$_gwtrace_alog" || :
+# The rarer half (gwtrace-auto-frames.sh, and gwtrace-auto-util.sh with it),
+# read the first time this process needs it (a subshell that reads it keeps
+# it to itself: what is read before a fork is the children's too).
+_gwtrace_auto_cold() {
+  # shellcheck source=gwtrace-auto-frames.sh
+  [[ -n ${_gwtrace_aframes-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-frames.sh"
 }
-
-# --- frames -----------------------------------------------------------------
-#
-# A frame is a span this shell opened (or, with span id '', a place in the
-# call stack we only keep track of: our own functions, the library's). Arrays
-# indexed by frame: span id, parent span id, BASH_SOURCE depth inside it,
-# owner $BASHPID, name, TRACEPARENT before it (+ whether it was set).
-
-# _gwtrace_auto_push NAME DEPTH [KEY=VALUE...]: open a span, child of the
-# innermost frame (or of a span the script opened itself with the library),
-# and export TRACEPARENT for the children. NAME '' keeps a frame without span.
-_gwtrace_auto_push() {
-  local _gwtrace_lname=$1 _gwtrace_ldep=$2 _gwtrace_li=$_gwtrace_an _gwtrace_lparent _gwtrace_lremote=0 _gwtrace_lspan='' _gwtrace_la _gwtrace_lline _gwtrace_lt=$'\t'
-  shift 2
-  if [[ -n $_gwtrace_lname && ${TRACEPARENT-} != "$_gwtrace_aexp" ]] && _gwtrace_auto_adoptparent; then
-    _gwtrace_acur=$_gwtrace_ar _gwtrace_aexp=$TRACEPARENT
-  fi
-  _gwtrace_lparent=$_gwtrace_acur
-  _gwtrace_apid[_gwtrace_li]=$BASHPID _gwtrace_adep[_gwtrace_li]=$_gwtrace_ldep _gwtrace_aname[_gwtrace_li]=$_gwtrace_lname _gwtrace_apar[_gwtrace_li]=$_gwtrace_acur _gwtrace_asite[_gwtrace_li]=$_gwtrace_acs \
-    _gwtrace_aotp[_gwtrace_li]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_li]=${TRACEPARENT+1}
-  if [[ -n $_gwtrace_lname ]]; then
-    [[ $_gwtrace_lparent == "$_gwtrace_abase" && -n $_gwtrace_lparent ]] && _gwtrace_lremote=1
-    _gwtrace_auto_id; _gwtrace_lspan=$_gwtrace_ar
-    _gwtrace_auto_now
-    [[ $_gwtrace_lname == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar; }
-    _gwtrace_lline="gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_lspan}${_gwtrace_lt}${_gwtrace_lparent:--}${_gwtrace_lt}${_gwtrace_lremote}${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}"
-    for _gwtrace_la in "$@"; do
-      [[ $_gwtrace_la == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_la"; _gwtrace_la=$_gwtrace_ar; }
-      _gwtrace_lline+=$_gwtrace_lt${_gwtrace_la:0:1000}
-    done
-    builtin printf '%s\n' "$_gwtrace_lline" >>"$_gwtrace_alog" || :
-    _gwtrace_aexp="00-$_gwtrace_atr-$_gwtrace_lspan-$_gwtrace_afl" _gwtrace_acur=$_gwtrace_lspan
-    _gwtrace_auto_tp "$_gwtrace_aexp" 1
-    [[ ${GWTRACE_AUTO_OPEN-} == "$BASHPID:"* ]] || _gwtrace_auto_own
-    GWTRACE_AUTO_OPEN+=,$_gwtrace_lspan
-  fi
-  _gwtrace_asp[_gwtrace_li]=$_gwtrace_lspan _gwtrace_an=$((_gwtrace_li + 1))
-}
-
-# _gwtrace_auto_pop STATUS [KEY=VALUE...]: end the innermost frame. A frame
-# that another process opened (we are a subshell of it) is dropped silently:
-# its owner ends it.
-_gwtrace_auto_pop() {
-  local _gwtrace_li=$((_gwtrace_an - 1)) _gwtrace_lt=$'\t' _gwtrace_lline _gwtrace_la
-  (( _gwtrace_li >= 0 )) || return 0
-  if [[ -n ${_gwtrace_asp[_gwtrace_li]} ]]; then
-    if [[ ${_gwtrace_apid[_gwtrace_li]} == "$BASHPID" ]]; then
-      _gwtrace_auto_now
-      _gwtrace_lline="gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp[_gwtrace_li]}${_gwtrace_lt}${1:-0}"
-      shift
-      for _gwtrace_la in "$@"; do _gwtrace_lline+=$_gwtrace_lt$_gwtrace_la; done
-      builtin printf '%s\n' "$_gwtrace_lline" >>"$_gwtrace_alog" || :
-      GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[_gwtrace_li]}"}
-    fi
-    _gwtrace_auto_tp "${_gwtrace_aotp[_gwtrace_li]}" "${_gwtrace_aotpset[_gwtrace_li]}"
-    _gwtrace_acur=${_gwtrace_apar[_gwtrace_li]}
-  fi
-  _gwtrace_an=$_gwtrace_li
-}
-
-# _gwtrace_auto_tp (TRACEPARENT for the children) is in gwtrace-auto-util.sh.
 
 # GWTRACE_AUTO_OPEN ("pid:trace,span,span...") names this process and the
 # spans it has open, so that a bash started by `exec` (same pid) can end them:
 # nothing of ours runs after an exec. A subshell starts its own list.
 _gwtrace_auto_own() {
   builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr"
-}
-
-# The script opened a span of its own with the library (TRACEPARENT is not
-# what we exported): make it the parent, into _gwtrace_ar.
-_gwtrace_auto_adoptparent() {
-  local _gwtrace_ltp=${TRACEPARENT-}
-  [[ ${#_gwtrace_ltp} -eq 55 && $_gwtrace_ltp == 00-"$_gwtrace_atr"-* ]] || return 1
-  _gwtrace_ar=${_gwtrace_ltp:36:16}
-  [[ $_gwtrace_ar != *[!0-9a-f]* ]]
 }
 
 # At exit: the pending command, every frame, and no more DEBUG trap. The
@@ -198,7 +129,7 @@ _gwtrace_auto_exit_frames() {
   [[ -z $_gwtrace_acmd ]] || _gwtrace_auto_cmd_end "$1"
   (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap process.still_running=true
   _gwtrace_at=${EPOCHREALTIME-}
-  [[ -n $_gwtrace_at ]] || _gwtrace_auto_now
+  [[ -n $_gwtrace_at ]] || { _gwtrace_auto_cold; _gwtrace_auto_now; }
   _gwtrace_dn=$_gwtrace_an _gwtrace_dw=''
   while (( _gwtrace_dn > 0 )) && [[ ${_gwtrace_apid[_gwtrace_dn-1]} == "$BASHPID" ]]; do
     _gwtrace_dn=$((_gwtrace_dn - 1))
@@ -209,62 +140,7 @@ _gwtrace_auto_exit_frames() {
   [[ -z $_gwtrace_audbg ]] || builtin trap - DEBUG
 }
 
-# --- status: _gwtrace_auto_status and _gwtrace_auto_site are in gwtrace-auto-util.sh
-# (the scripts level's top-level function spans use them too).
-
 # --- functions and commands (DEBUG trap) ------------------------------------
-
-# _gwtrace_auto_sync DEPTH [OFFSET]: make the frames match the shell's call
-# stack (BASH_SOURCE/FUNCNAME, DEPTH frames deep; OFFSET: the stack index of
-# the script's innermost frame here, 2 when our caller is the trap's): frames
-# below it have returned (status: the $? the DEBUG trap saw), new ones are entered.
-_gwtrace_auto_sync() {
-  local _gwtrace_ln=$1 _gwtrace_lo=${2:-2} _gwtrace_lk _gwtrace_li _gwtrace_lname _gwtrace_ltop
-  if (( _gwtrace_an > 1 && _gwtrace_adep[_gwtrace_an-1] > _gwtrace_ln )); then
-    for (( _gwtrace_li = _gwtrace_an - 1; _gwtrace_li > 1 && _gwtrace_adep[_gwtrace_li-1] > _gwtrace_ln; _gwtrace_li-- )); do :; done
-    _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_li]-}"    # the outermost that returns now
-  else
-    _gwtrace_ast=$_gwtrace_arc
-  fi
-  while (( _gwtrace_an > 1 )); do
-    _gwtrace_ltop=${_gwtrace_adep[_gwtrace_an-1]}
-    (( _gwtrace_ltop > _gwtrace_ln )) || [[ ${_gwtrace_aname[_gwtrace_an-1]} != "${FUNCNAME[_gwtrace_ln-_gwtrace_ltop+_gwtrace_lo]-}" ]] || break
-    _gwtrace_auto_pop "$_gwtrace_ast"
-  done
-  _gwtrace_ltop=${_gwtrace_adep[_gwtrace_an-1]:-$_gwtrace_abd}
-  for (( _gwtrace_lk = _gwtrace_ltop + 1; _gwtrace_lk <= _gwtrace_ln; _gwtrace_lk++ )); do
-    _gwtrace_li=$(( _gwtrace_ln - _gwtrace_lk + _gwtrace_lo ))   # FUNCNAME/BASH_SOURCE index of depth _gwtrace_lk
-    _gwtrace_lname=${FUNCNAME[_gwtrace_li]-} _gwtrace_acs="${BASH_LINENO[_gwtrace_li]-} ${FUNCNAME[_gwtrace_li]-} ${BASH_SOURCE[_gwtrace_li+1]-}"
-    case $_gwtrace_lname in
-      source)
-        if [[ ${BASH_SOURCE[_gwtrace_li]##*/} == gwtrace-auto*.sh || ${BASH_SOURCE[_gwtrace_li]##*/} == gwtrace.sh ]]; then
-          _gwtrace_auto_push '' "$_gwtrace_lk"            # ours (BASH_ENV), or the library: it
-                                                # reads TRACEPARENT while it is sourced
-        else
-          _gwtrace_auto_push "source ${BASH_SOURCE[_gwtrace_li]##*/}" "$_gwtrace_lk" gwtrace.kind=source "code.file.path=${BASH_SOURCE[_gwtrace_li]}"
-        fi ;;
-      _gwtrace_*|trace_*|trap|exit|'')
-        _gwtrace_auto_push '' "$_gwtrace_lk" ;;
-      *)
-        _gwtrace_afn[$_gwtrace_lname]=1
-        _gwtrace_auto_push "$_gwtrace_lname" "$_gwtrace_lk" ;;
-    esac
-    _gwtrace_aname[_gwtrace_an-1]=$_gwtrace_lname
-  done
-  _gwtrace_ad=$_gwtrace_ln
-  # A subshell that opened spans ends them on its own EXIT.
-  if [[ $BASHPID != "$_gwtrace_amain" && $_gwtrace_asub != "$BASHPID" ]] && (( _gwtrace_an > 0 )) \
-     && [[ ${_gwtrace_apid[_gwtrace_an-1]} == "$BASHPID" ]]; then
-    _gwtrace_asub=$BASHPID
-    if [[ -n $_gwtrace_auxset && $_gwtrace_auxpid == "$BASHPID" ]]; then
-      _gwtrace_auto_exit_install             # the subshell set an EXIT handler of its own
-    else
-      builtin trap -- "$_gwtrace_aexit0" EXIT  # no need to read gwtrace-auto-extra.sh
-    fi
-  fi
-  [[ $_gwtrace_asub != "$BASHPID" || $_gwtrace_arngpid != "$BASHPID" || ${GWTRACE_AUTO_OPEN-} != "$BASHPID:"* ]] \
-    || _gwtrace_aown=$BASHPID
-}
 
 # _gwtrace_auto_subenter: the first command of a new subshell (BASH_SUBSHELL
 # changed: a new process; the commands of a pipeline are not: bash runs the
@@ -299,34 +175,6 @@ _gwtrace_auto_subenter() {
   _gwtrace_aown=$BASHPID
 }
 
-# A sourced file that runs no command (it only defines functions) gives the
-# DEBUG trap nothing to see inside it: before `source`/`.` the depth and time
-# are kept and the next command takes the slow path (_gwtrace_ad = -1); if
-# the depth is then the same, the file ran nothing: its span is written there,
-# named after $_ (the file, as expanded, the last argument of `source`).
-_gwtrace_auto_src_begin() {
-  local _gwtrace_la=${BASH_COMMAND#* }
-  _gwtrace_auto_now
-  [[ $_gwtrace_la == *[[:space:]]* ]] || _gwtrace_la=''      # one argument: $_ will be the file
-  _gwtrace_aspend="$(( ${#BASH_SOURCE[@]} - 3 )) $_gwtrace_ad $BASHPID $_gwtrace_at ${_gwtrace_la%%[[:space:]]*}"
-  _gwtrace_ad=-1
-}
-
-# _gwtrace_auto_src_done FILE: after the command that followed a `source`.
-_gwtrace_auto_src_done() {
-  local _gwtrace_lt=$'\t' _gwtrace_lp=$_gwtrace_aspend _gwtrace_lf=$1 _gwtrace_ldep _gwtrace_lpid _gwtrace_lts
-  _gwtrace_ldep=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* } _gwtrace_ad=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* }
-  _gwtrace_lpid=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* } _gwtrace_lts=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* }
-  _gwtrace_aspend=''
-  [[ -z $_gwtrace_lp ]] || { _gwtrace_lf=${_gwtrace_lp//[\"\']/}; [[ $_gwtrace_lf != *[\$\`]* ]] || _gwtrace_lf=${_gwtrace_lf##*/}; }
-  (( ${#BASH_SOURCE[@]} - 3 == _gwtrace_ldep )) && [[ -n $_gwtrace_lf && $_gwtrace_lpid == "$BASHPID" ]] || return 0
-  _gwtrace_auto_id
-  _gwtrace_auto_now
-  [[ $_gwtrace_lf == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lf"; _gwtrace_lf=$_gwtrace_ar; _gwtrace_auto_id; }
-  _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_lts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_ar}${_gwtrace_lt}${_gwtrace_acur:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}source ${_gwtrace_lf##*/}${_gwtrace_lt}gwtrace.kind=source${_gwtrace_lt}code.file.path=${_gwtrace_lf:0:1000}"
-  _gwtrace_auto_emit "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_ar}${_gwtrace_lt}${_gwtrace_arc}"
-}
-
 # The DEBUG trap (functions level). Past the fast path: the depth changed,
 # a new subshell, or the command may turn xtrace on, source a file or `set`
 # options. $1 is the script's $_, given back when this call returns.
@@ -343,8 +191,11 @@ _gwtrace_auto_dbg() {
   {                                            # nothing of ours reaches stderr
     (( _gwtrace_abusy )) && return 0           # our own `trap` and EXIT handlers
     (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter
-    if [[ -n $_gwtrace_asetpend$_gwtrace_aspend || $- == *x* || $_gwtrace_axg == 1 ]] \
-       || { [[ $BASH_COMMAND == [sbc][ehuo]* ]] && _gwtrace_auto_xrisk; }; then
+    # xtrace on, or a command that may turn it on (the fast path tests the
+    # first two characters: `cut`, `chmod`, `set_var` come here too; bash
+    # shows a command's words one space apart)
+    if [[ -n $_gwtrace_asetpend$_gwtrace_aspend || $- == *x* || $_gwtrace_axg == 1
+          || ( $BASH_COMMAND == [sbc][ehuo]* && " set shopt builtin command " == *" ${BASH_COMMAND%% *} "* ) ]]; then
       _gwtrace_auto_dbg_pre "$1"
     fi
     if (( ${#BASH_SOURCE[@]} - 1 > _gwtrace_ad )); then
@@ -352,34 +203,28 @@ _gwtrace_auto_dbg() {
     elif (( ${#BASH_SOURCE[@]} - 1 < _gwtrace_ad )); then
       _gwtrace_auto_leave
     fi
-    [[ $BASH_COMMAND != [sbc.]* ]] || _gwtrace_auto_dbg_post
+    [[ $BASH_COMMAND != [sbc.]* || " source . set builtin command " != *" ${BASH_COMMAND%% *} "* ]] || _gwtrace_auto_dbg_post
     _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl
   } 2>&-
   return 0
 }
 
-# Whether the command may turn xtrace on: `set`, `shopt` (-o xtrace),
-# `builtin`/`command` in front of them (the fast path's test is only the
-# first two characters: `cut`, `chmod`, `sed`, `set_var` come here too).
-_gwtrace_auto_xrisk() {
-  [[ " set shopt builtin command " == *" ${BASH_COMMAND%% *} "* ]]
-}
-
 # _gwtrace_auto_dbg_pre LASTARG: after a `set` or a `source`; xtrace on, or
 # maybe about to be (the trap with fd 2 closed), or off again.
 _gwtrace_auto_dbg_pre() {
-  [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
-  if [[ $- == *x* ]] || { [[ $BASH_COMMAND == [sbc][ehuo]* ]] && _gwtrace_auto_xrisk; }; then
+  [[ -z $_gwtrace_asetpend ]] || { _gwtrace_auto_cold; _gwtrace_auto_functrace_done "$1"; }
+  if [[ $- == *x* || ( $BASH_COMMAND == [sbc][ehuo]* && " set shopt builtin command " == *" ${BASH_COMMAND%% *} "* ) ]]; then
     (( _gwtrace_axg )) || _gwtrace_auto_dbgmode 1
   elif (( _gwtrace_axg )); then
     _gwtrace_auto_dbgmode 0
   fi
-  [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
+  [[ -z $_gwtrace_aspend ]] || { _gwtrace_auto_cold; _gwtrace_auto_src_done "$1"; }
   return 0
 }
 
 # Before a `source` or a `set`.
 _gwtrace_auto_dbg_post() {
+  _gwtrace_auto_cold
   [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
   [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
   return 0
@@ -392,7 +237,7 @@ _gwtrace_auto_dbg_post() {
 _gwtrace_auto_enter() {
   _gwtrace_dn=$(( ${#BASH_SOURCE[@]} - 2 )) _gwtrace_dw=${FUNCNAME[2]-}
   case $_gwtrace_dw in
-    source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) _gwtrace_auto_sync "$_gwtrace_dn" 3; return 0 ;;   # the general path knows these
+    source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) _gwtrace_auto_cold; _gwtrace_auto_sync "$_gwtrace_dn" 3; return 0 ;;   # the general path knows these
   esac
   if (( _gwtrace_dn == _gwtrace_ad + 1 && _gwtrace_adep[_gwtrace_an-1] < _gwtrace_dn && (_gwtrace_actr += 1) < 2000000 )) \
       && [[ $BASHPID == "$_gwtrace_aown" && ${TRACEPARENT-} == "$_gwtrace_aexp" && -n ${EPOCHREALTIME-} ]]; then
@@ -405,6 +250,7 @@ _gwtrace_auto_enter() {
       _gwtrace_aexp=00-$_gwtrace_atr-$_gwtrace_dz-$_gwtrace_afl GWTRACE_AUTO_OPEN+=,$_gwtrace_dz \
       TRACEPARENT=00-$_gwtrace_atr-$_gwtrace_dz-$_gwtrace_afl || :      # last: the script may have made it readonly
   else
+    _gwtrace_auto_cold
     _gwtrace_auto_sync "$_gwtrace_dn" 3
   fi
 }
@@ -416,10 +262,12 @@ _gwtrace_auto_enter() {
 _gwtrace_auto_leave() {
   _gwtrace_dn=$(( ${#BASH_SOURCE[@]} - 2 )) _gwtrace_di=$((_gwtrace_an - 1))
   if [[ $BASHPID != "$_gwtrace_aown" || ${TRACEPARENT-} != "$_gwtrace_aexp" || -z ${EPOCHREALTIME-} ]]; then
+    _gwtrace_auto_cold
     _gwtrace_auto_sync "$_gwtrace_dn" 3
     return 0
   fi
   if (( _gwtrace_aps || _gwtrace_arc )); then
+    _gwtrace_auto_cold
     _gwtrace_dz=$_gwtrace_di
     while (( _gwtrace_dz > 1 && _gwtrace_adep[_gwtrace_dz-1] > _gwtrace_dn )); do _gwtrace_dz=$((_gwtrace_dz - 1)); done
     _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_dz]}"
@@ -433,39 +281,13 @@ _gwtrace_auto_leave() {
       GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"$_gwtrace_dz"} _gwtrace_aexp=${_gwtrace_aotp[_gwtrace_di]} \
         _gwtrace_acur=${_gwtrace_apar[_gwtrace_di]} _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1)) TRACEPARENT=$_gwtrace_aexp || :
     elif [[ -n $_gwtrace_dz ]]; then
-      _gwtrace_auto_pop "$_gwtrace_ast"; _gwtrace_di=$((_gwtrace_di - 1))
+      _gwtrace_auto_cold; _gwtrace_auto_pop "$_gwtrace_ast"; _gwtrace_di=$((_gwtrace_di - 1))
     else
       _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1))
     fi
   done
   _gwtrace_ad=$_gwtrace_dn
-  (( _gwtrace_adep[_gwtrace_di] >= _gwtrace_dn )) || _gwtrace_auto_sync "$_gwtrace_dn" 3
-}
-
-# Whether the script itself wants functrace (_gwtrace_auT): a DEBUG or RETURN
-# trap of the script's runs in every function only then. A `set` may change
-# it (`set +eET`, `set "-$flags"`): at the next command (it takes the slow
-# path) $_ is the set's last argument, expanded, and $- shows a T turned off;
-# functrace is then turned back on for our trap (the script's traps stay
-# gated as bash would gate them).
-_gwtrace_auto_functrace() {
-  [[ -z $_gwtrace_asetpend ]] || return 0
-  _gwtrace_asetpend="$_gwtrace_ad" _gwtrace_ad=-1 _gwtrace_asetcmd=$BASH_COMMAND
-}
-
-# _gwtrace_auto_functrace_done LASTARG: after the `set`.
-_gwtrace_auto_functrace_done() {
-  local _gwtrace_lon=$_gwtrace_auT
-  _gwtrace_ad=$_gwtrace_asetpend _gwtrace_asetpend=''
-  if [[ $- != *T* || ( $1 == +[!+]* && $1 == *T* ) || ( $1 == functrace && $_gwtrace_asetcmd == *+o* ) ]]; then
-    _gwtrace_auT=''
-    [[ $- == *T* ]] || set -T
-  elif [[ ( $1 == -[!-]* && $1 == *T* ) || $1 == functrace ]]; then
-    _gwtrace_auT=1
-  fi
-  [[ $_gwtrace_lon != "$_gwtrace_auT" && -n ${_gwtrace_aurset-} ]] || return 0
-  _gwtrace_auto_rettext
-  builtin trap -- "$_gwtrace_aurx" RETURN
+  (( _gwtrace_adep[_gwtrace_di] >= _gwtrace_dn )) || { _gwtrace_auto_cold; _gwtrace_auto_sync "$_gwtrace_dn" 3; }
 }
 
 # _gwtrace_auto_dbgmode 1|0: the DEBUG trap with fd 2 closed (xtrace is or
@@ -493,6 +315,7 @@ _gwtrace_auto_ourtext() {
 
 # Arm the DEBUG trap: functrace makes functions and subshells inherit it.
 if (( _gwtrace_alevel == 3 )); then
+  _gwtrace_auto_cold
   # shellcheck source=gwtrace-auto-cmd.sh
   builtin source "$_gwtrace_adir/gwtrace-auto-cmd.sh"
   _gwtrace_audbg=$_gwtrace_adbg_cmd

@@ -446,8 +446,9 @@ def test_every_producer_is_in_the_tables() -> None:
             list((REPO / "sidecar" / "gwtrace").rglob("*.py")):
         if path.is_file() and re.search(r"gw1\$\{|\"gw1\\t|'gw1'|gw1\$'\\t'|\"gw1\"", path.read_text(errors="replace")):
             writers.add(str(path.relative_to(REPO)))
-    # gwtrace-auto-fn.sh and -cmd.sh write the function and command spans of the auto layer
+    # gwtrace-auto-fn.sh, -frames.sh and -cmd.sh write the function and command spans of the auto layer
     # (levels above "scripts"): their names are bash function and command names.
-    covered = {"bash/gwtrace.sh", "bash/gwtrace-auto.sh", "bash/gwtrace-auto-fn.sh", "bash/gwtrace-auto-cmd.sh", "bash/gwtrace-auto-extra.sh",
+    covered = {"bash/gwtrace.sh", "bash/gwtrace-auto.sh", "bash/gwtrace-auto-fn.sh", "bash/gwtrace-auto-frames.sh", "bash/gwtrace-auto-cmd.sh",
+               "bash/gwtrace-auto-extra.sh",
                "shim/gwtrace-job-wrapper", "shim/gwtrace_setup.sh", "sidecar/gwtrace/wire/events.py"}
     assert writers and writers <= covered, writers - covered

@@ -29,8 +29,8 @@ T = TypeVar("T")
 
 AUTO_LIB = "gwtrace-auto.sh"
 #: gwtrace-auto.sh loads the others from its own directory when needed.
-AUTO_LIBS = (AUTO_LIB, "gwtrace-auto-fn.sh", "gwtrace-auto-cmd.sh", "gwtrace-auto-util.sh", "gwtrace-auto-extra.sh",
-             "gwtrace-auto-benv.sh", "gwtrace-auto-top.sh")
+AUTO_LIBS = (AUTO_LIB, "gwtrace-auto-fn.sh", "gwtrace-auto-frames.sh", "gwtrace-auto-cmd.sh", "gwtrace-auto-util.sh",
+             "gwtrace-auto-extra.sh", "gwtrace-auto-benv.sh", "gwtrace-auto-top.sh")
 
 def auto_lib_path(work_dir: Optional[str]) -> Optional[str]:
     """gwtrace-auto.sh as a file bash can source. Inside a zipapp it is copied

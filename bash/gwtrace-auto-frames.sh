@@ -1,0 +1,196 @@
+# shellcheck shell=bash
+# shellcheck disable=SC2154  # the _gwtrace_a* state comes from gwtrace-auto.sh and gwtrace-auto-fn.sh
+#
+# gwtrace-auto-frames.sh - the rarer half of the functions level, read by
+# gwtrace-auto-fn.sh (_gwtrace_auto_cold) the first time a process needs it:
+# the general path that brings the frames back in line with bash's call stack
+# (more than one level entered or left, a special name, TRACEPARENT changed
+# by the script, frames another process opened), `source`d files, `set`
+# changing functrace. Every bash at the functions level parses what it reads
+# (~450 instructions a byte): most of a glidein's ~140 processes (error_gen.sh,
+# error_augment.sh) never need this half. At the commands level it is read
+# at once (gwtrace-auto-cmd.sh uses it for every command).
+
+_gwtrace_aframes=1
+# shellcheck source=gwtrace-auto-util.sh
+[[ -n ${_gwtrace_autil-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock, escaping, statuses
+
+# --- frames -----------------------------------------------------------------
+#
+# A frame is a span this shell opened (or, with span id '', a place in the
+# call stack we only keep track of: our own functions, the library's). Arrays
+# indexed by frame: span id, parent span id, BASH_SOURCE depth inside it,
+# owner $BASHPID, name, TRACEPARENT before it (+ whether it was set).
+
+# _gwtrace_auto_emit LINE: one append, one write(2) (lines stay below 4096 bytes).
+_gwtrace_auto_emit() {
+  builtin printf '%s\n' "$1" >>"$_gwtrace_alog" || :
+}
+
+# _gwtrace_auto_push NAME DEPTH [KEY=VALUE...]: open a span, child of the
+# innermost frame (or of a span the script opened itself with the library),
+# and export TRACEPARENT for the children. NAME '' keeps a frame without span.
+_gwtrace_auto_push() {
+  local _gwtrace_lname=$1 _gwtrace_ldep=$2 _gwtrace_li=$_gwtrace_an _gwtrace_lparent _gwtrace_lremote=0 _gwtrace_lspan='' _gwtrace_la _gwtrace_lline _gwtrace_lt=$'\t'
+  shift 2
+  if [[ -n $_gwtrace_lname && ${TRACEPARENT-} != "$_gwtrace_aexp" ]] && _gwtrace_auto_adoptparent; then
+    _gwtrace_acur=$_gwtrace_ar _gwtrace_aexp=$TRACEPARENT
+  fi
+  _gwtrace_lparent=$_gwtrace_acur
+  _gwtrace_apid[_gwtrace_li]=$BASHPID _gwtrace_adep[_gwtrace_li]=$_gwtrace_ldep _gwtrace_aname[_gwtrace_li]=$_gwtrace_lname _gwtrace_apar[_gwtrace_li]=$_gwtrace_acur _gwtrace_asite[_gwtrace_li]=$_gwtrace_acs \
+    _gwtrace_aotp[_gwtrace_li]=${TRACEPARENT-} _gwtrace_aotpset[_gwtrace_li]=${TRACEPARENT+1}
+  if [[ -n $_gwtrace_lname ]]; then
+    [[ $_gwtrace_lparent == "$_gwtrace_abase" && -n $_gwtrace_lparent ]] && _gwtrace_lremote=1
+    _gwtrace_auto_id; _gwtrace_lspan=$_gwtrace_ar
+    _gwtrace_auto_now
+    [[ $_gwtrace_lname == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar; }
+    _gwtrace_lline="gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_lspan}${_gwtrace_lt}${_gwtrace_lparent:--}${_gwtrace_lt}${_gwtrace_lremote}${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}"
+    for _gwtrace_la in "$@"; do
+      [[ $_gwtrace_la == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_la"; _gwtrace_la=$_gwtrace_ar; }
+      _gwtrace_lline+=$_gwtrace_lt${_gwtrace_la:0:1000}
+    done
+    builtin printf '%s\n' "$_gwtrace_lline" >>"$_gwtrace_alog" || :
+    _gwtrace_aexp="00-$_gwtrace_atr-$_gwtrace_lspan-$_gwtrace_afl" _gwtrace_acur=$_gwtrace_lspan
+    _gwtrace_auto_tp "$_gwtrace_aexp" 1
+    [[ ${GWTRACE_AUTO_OPEN-} == "$BASHPID:"* ]] || _gwtrace_auto_own
+    GWTRACE_AUTO_OPEN+=,$_gwtrace_lspan
+  fi
+  _gwtrace_asp[_gwtrace_li]=$_gwtrace_lspan _gwtrace_an=$((_gwtrace_li + 1))
+}
+
+# _gwtrace_auto_pop STATUS [KEY=VALUE...]: end the innermost frame. A frame
+# that another process opened (we are a subshell of it) is dropped silently:
+# its owner ends it.
+_gwtrace_auto_pop() {
+  local _gwtrace_li=$((_gwtrace_an - 1)) _gwtrace_lt=$'\t' _gwtrace_lline _gwtrace_la
+  (( _gwtrace_li >= 0 )) || return 0
+  if [[ -n ${_gwtrace_asp[_gwtrace_li]} ]]; then
+    if [[ ${_gwtrace_apid[_gwtrace_li]} == "$BASHPID" ]]; then
+      _gwtrace_auto_now
+      _gwtrace_lline="gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp[_gwtrace_li]}${_gwtrace_lt}${1:-0}"
+      shift
+      for _gwtrace_la in "$@"; do _gwtrace_lline+=$_gwtrace_lt$_gwtrace_la; done
+      builtin printf '%s\n' "$_gwtrace_lline" >>"$_gwtrace_alog" || :
+      GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[_gwtrace_li]}"}
+    fi
+    _gwtrace_auto_tp "${_gwtrace_aotp[_gwtrace_li]}" "${_gwtrace_aotpset[_gwtrace_li]}"
+    _gwtrace_acur=${_gwtrace_apar[_gwtrace_li]}
+  fi
+  _gwtrace_an=$_gwtrace_li
+}
+
+# The script opened a span of its own with the library (TRACEPARENT is not
+# what we exported): make it the parent, into _gwtrace_ar.
+_gwtrace_auto_adoptparent() {
+  local _gwtrace_ltp=${TRACEPARENT-}
+  [[ ${#_gwtrace_ltp} -eq 55 && $_gwtrace_ltp == 00-"$_gwtrace_atr"-* ]] || return 1
+  _gwtrace_ar=${_gwtrace_ltp:36:16}
+  [[ $_gwtrace_ar != *[!0-9a-f]* ]]
+}
+
+# _gwtrace_auto_sync DEPTH [OFFSET]: make the frames match the shell's call
+# stack (BASH_SOURCE/FUNCNAME, DEPTH frames deep; OFFSET: the stack index of
+# the script's innermost frame here, 2 when our caller is the trap's): frames
+# below it have returned (status: the $? the DEBUG trap saw), new ones are entered.
+_gwtrace_auto_sync() {
+  local _gwtrace_ln=$1 _gwtrace_lo=${2:-2} _gwtrace_lk _gwtrace_li _gwtrace_lname _gwtrace_ltop
+  if (( _gwtrace_an > 1 && _gwtrace_adep[_gwtrace_an-1] > _gwtrace_ln )); then
+    for (( _gwtrace_li = _gwtrace_an - 1; _gwtrace_li > 1 && _gwtrace_adep[_gwtrace_li-1] > _gwtrace_ln; _gwtrace_li-- )); do :; done
+    _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_li]-}"    # the outermost that returns now
+  else
+    _gwtrace_ast=$_gwtrace_arc
+  fi
+  while (( _gwtrace_an > 1 )); do
+    _gwtrace_ltop=${_gwtrace_adep[_gwtrace_an-1]}
+    (( _gwtrace_ltop > _gwtrace_ln )) || [[ ${_gwtrace_aname[_gwtrace_an-1]} != "${FUNCNAME[_gwtrace_ln-_gwtrace_ltop+_gwtrace_lo]-}" ]] || break
+    _gwtrace_auto_pop "$_gwtrace_ast"
+  done
+  _gwtrace_ltop=${_gwtrace_adep[_gwtrace_an-1]:-$_gwtrace_abd}
+  for (( _gwtrace_lk = _gwtrace_ltop + 1; _gwtrace_lk <= _gwtrace_ln; _gwtrace_lk++ )); do
+    _gwtrace_li=$(( _gwtrace_ln - _gwtrace_lk + _gwtrace_lo ))   # FUNCNAME/BASH_SOURCE index of depth _gwtrace_lk
+    _gwtrace_lname=${FUNCNAME[_gwtrace_li]-} _gwtrace_acs="${BASH_LINENO[_gwtrace_li]-} ${FUNCNAME[_gwtrace_li]-} ${BASH_SOURCE[_gwtrace_li+1]-}"
+    case $_gwtrace_lname in
+      source)
+        if [[ ${BASH_SOURCE[_gwtrace_li]##*/} == gwtrace-auto*.sh || ${BASH_SOURCE[_gwtrace_li]##*/} == gwtrace.sh ]]; then
+          _gwtrace_auto_push '' "$_gwtrace_lk"            # ours (BASH_ENV), or the library: it
+                                                # reads TRACEPARENT while it is sourced
+        else
+          _gwtrace_auto_push "source ${BASH_SOURCE[_gwtrace_li]##*/}" "$_gwtrace_lk" gwtrace.kind=source "code.file.path=${BASH_SOURCE[_gwtrace_li]}"
+        fi ;;
+      _gwtrace_*|trace_*|trap|exit|'')
+        _gwtrace_auto_push '' "$_gwtrace_lk" ;;
+      *)
+        # shellcheck disable=SC2004  # an associative array (gwtrace-auto-fn.sh)
+        _gwtrace_afn[$_gwtrace_lname]=1
+        _gwtrace_auto_push "$_gwtrace_lname" "$_gwtrace_lk" ;;
+    esac
+    _gwtrace_aname[_gwtrace_an-1]=$_gwtrace_lname
+  done
+  _gwtrace_ad=$_gwtrace_ln
+  # A subshell that opened spans ends them on its own EXIT.
+  if [[ $BASHPID != "$_gwtrace_amain" && $_gwtrace_asub != "$BASHPID" ]] && (( _gwtrace_an > 0 )) \
+     && [[ ${_gwtrace_apid[_gwtrace_an-1]} == "$BASHPID" ]]; then
+    _gwtrace_asub=$BASHPID
+    if [[ -n $_gwtrace_auxset && $_gwtrace_auxpid == "$BASHPID" ]]; then
+      _gwtrace_auto_exit_install             # the subshell set an EXIT handler of its own
+    else
+      builtin trap -- "$_gwtrace_aexit0" EXIT  # no need to read gwtrace-auto-extra.sh
+    fi
+  fi
+  [[ $_gwtrace_asub != "$BASHPID" || $_gwtrace_arngpid != "$BASHPID" || ${GWTRACE_AUTO_OPEN-} != "$BASHPID:"* ]] \
+    || _gwtrace_aown=$BASHPID
+}
+
+# A sourced file that runs no command (it only defines functions) gives the
+# DEBUG trap nothing to see inside it: before `source`/`.` the depth and time
+# are kept and the next command takes the slow path (_gwtrace_ad = -1); if
+# the depth is then the same, the file ran nothing: its span is written there,
+# named after $_ (the file, as expanded, the last argument of `source`).
+_gwtrace_auto_src_begin() {
+  local _gwtrace_la=${BASH_COMMAND#* }
+  _gwtrace_auto_now
+  [[ $_gwtrace_la == *[[:space:]]* ]] || _gwtrace_la=''      # one argument: $_ will be the file
+  _gwtrace_aspend="$(( ${#BASH_SOURCE[@]} - 3 )) $_gwtrace_ad $BASHPID $_gwtrace_at ${_gwtrace_la%%[[:space:]]*}"
+  _gwtrace_ad=-1
+}
+
+# _gwtrace_auto_src_done FILE: after the command that followed a `source`.
+_gwtrace_auto_src_done() {
+  local _gwtrace_lt=$'\t' _gwtrace_lp=$_gwtrace_aspend _gwtrace_lf=$1 _gwtrace_ldep _gwtrace_lpid _gwtrace_lts
+  _gwtrace_ldep=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* } _gwtrace_ad=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* }
+  _gwtrace_lpid=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* } _gwtrace_lts=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* }
+  _gwtrace_aspend=''
+  [[ -z $_gwtrace_lp ]] || { _gwtrace_lf=${_gwtrace_lp//[\"\']/}; [[ $_gwtrace_lf != *[\$\`]* ]] || _gwtrace_lf=${_gwtrace_lf##*/}; }
+  (( ${#BASH_SOURCE[@]} - 3 == _gwtrace_ldep )) && [[ -n $_gwtrace_lf && $_gwtrace_lpid == "$BASHPID" ]] || return 0
+  _gwtrace_auto_id
+  _gwtrace_auto_now
+  [[ $_gwtrace_lf == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lf"; _gwtrace_lf=$_gwtrace_ar; _gwtrace_auto_id; }
+  _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_lts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_ar}${_gwtrace_lt}${_gwtrace_acur:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}source ${_gwtrace_lf##*/}${_gwtrace_lt}gwtrace.kind=source${_gwtrace_lt}code.file.path=${_gwtrace_lf:0:1000}"
+  _gwtrace_auto_emit "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_ar}${_gwtrace_lt}${_gwtrace_arc}"
+}
+
+# Whether the script itself wants functrace (_gwtrace_auT): a DEBUG or RETURN
+# trap of the script's runs in every function only then. A `set` may change
+# it (`set +eET`, `set "-$flags"`): at the next command (it takes the slow
+# path) $_ is the set's last argument, expanded, and $- shows a T turned off;
+# functrace is then turned back on for our trap (the script's traps stay
+# gated as bash would gate them).
+_gwtrace_auto_functrace() {
+  [[ -z $_gwtrace_asetpend ]] || return 0
+  _gwtrace_asetpend="$_gwtrace_ad" _gwtrace_ad=-1 _gwtrace_asetcmd=$BASH_COMMAND
+}
+
+# _gwtrace_auto_functrace_done LASTARG: after the `set`.
+_gwtrace_auto_functrace_done() {
+  local _gwtrace_lon=$_gwtrace_auT
+  _gwtrace_ad=$_gwtrace_asetpend _gwtrace_asetpend=''
+  if [[ $- != *T* || ( $1 == +[!+]* && $1 == *T* ) || ( $1 == functrace && $_gwtrace_asetcmd == *+o* ) ]]; then
+    _gwtrace_auT=''
+    [[ $- == *T* ]] || set -T
+  elif [[ ( $1 == -[!-]* && $1 == *T* ) || $1 == functrace ]]; then
+    _gwtrace_auT=1
+  fi
+  [[ $_gwtrace_lon != "$_gwtrace_auT" && -n ${_gwtrace_aurset-} ]] || return 0
+  _gwtrace_auto_rettext
+  builtin trap -- "$_gwtrace_aurx" RETURN
+}
