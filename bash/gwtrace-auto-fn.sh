@@ -67,6 +67,12 @@
   _gwtrace_adbg_fnc='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc.][ehuo\ ]* ]]||_gwtrace_auto_dbg "$_"'
   # shellcheck disable=SC2016
   _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_";} 2>&-'
+  # A subshell's EXIT trap: its functions have mostly returned by then (the
+  # DEBUG trap runs before the handler's first command and ends them), so the
+  # rest is skipped unless a frame of its own is still open or a command
+  # pending (commands level).
+  # shellcheck disable=SC2016
+  _gwtrace_aexit1='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); builtin trap - DEBUG RETURN; [[ ${_gwtrace_apid[_gwtrace_an>0?_gwtrace_an-1:0]} != "$BASHPID" && -z $_gwtrace_acmd${_gwtrace_abgpid-} ]] || _gwtrace_auto_exit_post; } 2>&-'
 }
 
 # _gwtrace_auto_id: a span id (16 hex digits, never all zero) into _gwtrace_ar.
@@ -84,12 +90,14 @@ _gwtrace_auto_id() {
 _gwtrace_auto_seed() {
   local _gwtrace_lu='' _gwtrace_lz
   if [[ $_gwtrace_arngpid != "$BASHPID" ]]; then
-    IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
-    _gwtrace_lu=${_gwtrace_lu//-/}
-    if [[ ${#_gwtrace_lu} -eq 32 && $_gwtrace_lu != *[!0-9a-f]* ]]; then
-      _gwtrace_apfx=${_gwtrace_lu:17:10} _gwtrace_actr=1000000 _gwtrace_arngpid=$BASHPID _gwtrace_arng=$(( 16#${_gwtrace_lu:17:15} ^ (BASHPID << 40) ))
+    builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
+    _gwtrace_lz=${_gwtrace_lu:24:12}                 # the uuid's last group: 48 random bits
+    if [[ ${#_gwtrace_lz} -eq 12 && $_gwtrace_lz != *[!0-9a-f]* ]]; then
+      _gwtrace_apfx=${_gwtrace_lz:0:10} _gwtrace_actr=1000000 _gwtrace_arngpid=$BASHPID _gwtrace_arng=$(( 16#$_gwtrace_lz ^ (BASHPID << 48) ))
       return 0
-    elif [[ ${#_gwtrace_lu} -ge 30 && $_gwtrace_lu != *[!0-9a-f]* ]]; then
+    fi
+    _gwtrace_lu=${_gwtrace_lu//-/}
+    if [[ ${#_gwtrace_lu} -ge 30 && $_gwtrace_lu != *[!0-9a-f]* ]]; then
       _gwtrace_arng=$(( (16#${_gwtrace_lu:0:15} << 4) ^ 16#${_gwtrace_lu:15:15} ))
     else
       _gwtrace_auto_cold; _gwtrace_auto_now
@@ -169,7 +177,7 @@ _gwtrace_auto_subenter() {
     builtin declare -F -- "$_gwtrace_dw" >/dev/null || return 0
   fi
   _gwtrace_asub=$BASHPID
-  builtin trap -- "$_gwtrace_aexit0" EXIT
+  builtin trap -- "$_gwtrace_aexit1" EXIT
   _gwtrace_auto_seed                           # ready for _gwtrace_auto_enter's written-out entry
   _gwtrace_auto_own
   _gwtrace_aown=$BASHPID

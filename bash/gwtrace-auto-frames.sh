@@ -134,7 +134,7 @@ _gwtrace_auto_sync() {
     if [[ -n $_gwtrace_auxset && $_gwtrace_auxpid == "$BASHPID" ]]; then
       _gwtrace_auto_exit_install             # the subshell set an EXIT handler of its own
     else
-      builtin trap -- "$_gwtrace_aexit0" EXIT  # no need to read gwtrace-auto-extra.sh
+      builtin trap -- "$_gwtrace_aexit1" EXIT  # no need to read gwtrace-auto-extra.sh
     fi
   fi
   [[ $_gwtrace_asub != "$BASHPID" || $_gwtrace_arngpid != "$BASHPID" || ${GWTRACE_AUTO_OPEN-} != "$BASHPID:"* ]] \
