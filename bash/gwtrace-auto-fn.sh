@@ -335,4 +335,4 @@ _gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0 _gwtrace_dw='' _gwtrace_auT='' _gwtrac
 [[ $- != *T* ]] || _gwtrace_auT=1
 [[ $_gwtrace_arngpid == "$BASHPID" ]] || _gwtrace_auto_seed
 set -T
-builtin trap -- "$_gwtrace_audbg" DEBUG
+_gwtrace_adbg=$_gwtrace_audbg           # installed by gwtrace-auto.sh, last

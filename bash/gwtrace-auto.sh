@@ -14,7 +14,7 @@
 {
 [[ -z ${_gwtrace_auto_loaded-} ]] || return 0
 _gwtrace_auto_loaded=1 _gwtrace_adir=${BASH_SOURCE[0]%/*} _gwtrace_alevel=0 _gwtrace_amain=$BASHPID
-_gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_atop='' _gwtrace_atsp='' _gwtrace_aw='' _gwtrace_aprem=0 _gwtrace_a44=0
+_gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_atop='' _gwtrace_adbg='' _gwtrace_atsp='' _gwtrace_aw='' _gwtrace_aprem=0 _gwtrace_a44=0
 _gwtrace_apfx='' _gwtrace_actr=1999999 _gwtrace_arngpid='' _gwtrace_arng=0 _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
 # The EXIT trap: record the status, end the spans (the halves that go around
 # a handler of the script's own are in gwtrace-auto-extra.sh).
@@ -86,10 +86,17 @@ _gwtrace_auto_init() {
   [[ $_gwtrace_asp0 != "$_gwtrace_abase" ]] || _gwtrace_aprem=1   # a child of the script span is remote when the script span is
   builtin trap -- "$_gwtrace_aexit0" EXIT
   if (( _gwtrace_alevel == 1 && _gwtrace_abd == 1 )) && [[ $- != *T* ]]; then
-    # Functions called from the script's top level (see gwtrace-auto-top.sh).
+    # Functions called from the script's top level (see gwtrace-auto-top.sh):
+    # a DEBUG trap without functrace, installed last (at the end of this
+    # file). Its fast path: a command word known not to name a function
+    # (_gwtrace_atw, a cache per process; bash shows a command's words one
+    # space apart) and no span pending, or not at the script's top level (a
+    # sourced file's); $? and PIPESTATUS kept only past it. The cache starts
+    # with the words of this file's last two commands.
     # shellcheck disable=SC2016
-    declare -gA _gwtrace_atw=([_gwtrace_auto_init]=0) && _gwtrace_atop='{ ((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0],${#BASH_SOURCE[@]}!=1||_gwtrace_abusy))||[[ -z $_gwtrace_atsp && ${_gwtrace_atw[${BASH_COMMAND%%[[:space:]]*}]-} == 0 ]]||_gwtrace_auto_top "$_";} 2>&-' \
-      && builtin trap -- "$_gwtrace_atop" DEBUG
+    declare -gA _gwtrace_atw=(['[[']=0 [return]=0) \
+      && _gwtrace_atop='{ [[ ${_gwtrace_atw[${BASH_COMMAND%% *}]-} == 0 && -z $_gwtrace_atsp || ${#BASH_SOURCE[@]} != 1 || $((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0])) == - ]]||_gwtrace_auto_top "$_";} 2>&-' \
+      && _gwtrace_adbg=$_gwtrace_atop
   fi
   if (( _gwtrace_alevel >= 2 )); then
     # shellcheck source=gwtrace-auto-fn.sh
@@ -117,9 +124,9 @@ _gwtrace_auto_exit_post() {
 # function span ends; a command word not seen yet is looked up (a function:
 # a span, from gwtrace-auto-top.sh). $1 is the script's $_, given back.
 _gwtrace_auto_top() {
-  { [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop ]] || return 0
+  { [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop && ${#BASH_SOURCE[@]} == 2 ]] && (( ! _gwtrace_abusy )) || return 0
     [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end
-    _gwtrace_aw=${BASH_COMMAND%%[[:space:]]*}
+    _gwtrace_aw=${BASH_COMMAND%% *}
     [[ -n $_gwtrace_aw ]] || return 0
     if [[ -z ${_gwtrace_atw[$_gwtrace_aw]-} ]]; then
       _gwtrace_atw[$_gwtrace_aw]=0
@@ -159,6 +166,9 @@ trap() {
   } 2>&-
 }
 (( _gwtrace_alevel > 0 )) || builtin unset -f trap
+# Last: the DEBUG trap (the scripts level's, or gwtrace-auto-fn.sh's), so that
+# it runs for the script's commands, not for the rest of this file.
+[[ -z $_gwtrace_adbg ]] || builtin trap -- "$_gwtrace_adbg" DEBUG
 [[ -n ${GWTRACE_AUTO_BASH_ENV-} ]] || return 0
 } 2>&-
 
