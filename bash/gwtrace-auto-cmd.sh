@@ -8,12 +8,18 @@
 
 {
   # The commands level's fast path: no command pending, nothing to catch up
-  # on, and a builtin or keyword that is never a span (not wait, source, set,
-  # exec, eval, builtin, command, trap, exit: those go the slow way), an
-  # arithmetic command (`((i++))`), or an assignment alone (one word: no
-  # command follows it).
+  # on (_gwtrace_ak, "depth.subshell" as the trap sees them, is '-' while a
+  # command, a `source`, a `set` or a background job is pending), and a
+  # builtin or keyword that is never a span (not wait, source, set, exec,
+  # eval, builtin, command, trap, exit: those go the slow way), an arithmetic
+  # command (`((i++))`), or an assignment alone (one word: no command follows
+  # it). $? and PIPESTATUS are kept past it (see gwtrace-auto-fn.sh); the
+  # second text keeps them every time, for the script's own DEBUG trap
+  # chained after ours (_gwtrace_auto_ourtext).
   # shellcheck disable=SC2016
-  _gwtrace_adbg_cmd='{ ((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0],_gwtrace_abusy))||{ [[ -z $_gwtrace_acmd$_gwtrace_aspend$_gwtrace_asetpend && ( -n ${_gwtrace_acbi[${BASH_COMMAND%%[[:space:]]*}]-} || ( $BASH_COMMAND == [A-Za-z_]*=* && $BASH_COMMAND != *[[:space:]]* ) || $BASH_COMMAND == \(\(* ) ]]&&((${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl&&${#_gwtrace_abgpid[@]}==0));}||_gwtrace_auto_cmd "$_";} 2>&-'
+  _gwtrace_adbg_cmd='{ [[ $_gwtrace_abusy != 0 || ${#BASH_SOURCE[@]}.$BASH_SUBSHELL == $_gwtrace_ak && ( -n ${_gwtrace_acbi[${BASH_COMMAND%% *}]-} || $BASH_COMMAND == \(\(* || ( $BASH_COMMAND == [A-Za-z_]*=* && $BASH_COMMAND != *\ * ) ) || $((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0])) == - ]]||_gwtrace_auto_cmd "$_";} 2>&-'
+  # shellcheck disable=SC2016
+  _gwtrace_adbg_cmdc='{ ((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0],_gwtrace_abusy))||{ [[ -z $_gwtrace_acmd$_gwtrace_aspend$_gwtrace_asetpend && ( -n ${_gwtrace_acbi[${BASH_COMMAND%%[[:space:]]*}]-} || ( $BASH_COMMAND == [A-Za-z_]*=* && $BASH_COMMAND != *[[:space:]]* ) || $BASH_COMMAND == \(\(* ) ]]&&((${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl&&${#_gwtrace_abgpid[@]}==0));}||_gwtrace_auto_cmd "$_";} 2>&-'
   declare -gA _gwtrace_acbi=(['[']=1 ['[[']=1 ['((']=1 [:]=1 [echo]=1 [printf]=1 [test]=1 [true]=1 [false]=1 [local]=1
     [declare]=1 [typeset]=1 [export]=1 [readonly]=1 [unset]=1 [shift]=1 [return]=1 [break]=1 [continue]=1 [read]=1
     [let]=1 [cd]=1 [pushd]=1 [popd]=1 [pwd]=1 [getopts]=1 [hash]=1 [type]=1 [umask]=1 [ulimit]=1 [alias]=1 [unalias]=1
@@ -49,25 +55,36 @@ _gwtrace_auto_cmd() {
       _gwtrace_auto_cmd_end 0
     fi
   fi
-  if [[ -n $_gwtrace_asetpend$_gwtrace_aspend || $BASH_COMMAND == source\ * || $BASH_COMMAND == .\ * || $BASH_COMMAND == *set\ [-+\"]* ]] \
-     || (( ${#_gwtrace_abgpid[@]} || BASH_SUBSHELL != _gwtrace_asl || _gwtrace_ln != _gwtrace_ad )); then
-    _gwtrace_auto_cmd_more "$1" "$_gwtrace_ln"
+  if [[ -n $_gwtrace_asetpend$_gwtrace_aspend ]] || (( ${#_gwtrace_abgpid[@]} || BASH_SUBSHELL != _gwtrace_asl )); then
+    _gwtrace_auto_cmd_more "$1"
   fi
+  if (( _gwtrace_ln > _gwtrace_ad )); then         # functions entered or returned (gwtrace-auto-fn.sh)
+    _gwtrace_auto_enter
+  elif (( _gwtrace_ln < _gwtrace_ad )); then
+    _gwtrace_auto_leave
+  fi
+  [[ $BASH_COMMAND != [sbc.]* ]] || _gwtrace_auto_cmd_post
   [[ -n $_gwtrace_lagain ]] || _gwtrace_auto_cmd_begin "$BASH_COMMAND"
+  _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl
+  [[ -z $_gwtrace_acmd$_gwtrace_aspend$_gwtrace_asetpend${_gwtrace_abgpid-} ]] || _gwtrace_ak=-
   return 0
 }
 
-# _gwtrace_auto_cmd_more LASTARG DEPTH: what is not the common case (a command
-# after a command, in the same function and process): background jobs, a
-# `set` or `source` before or after, a new subshell, functions entered or
-# returned. Called by _gwtrace_auto_cmd: the stack indices count both.
+# _gwtrace_auto_cmd_more LASTARG: what is not the common case (a command
+# after a command, in the same process), before functions entered or
+# returned are seen to: background jobs, a `set` or `source` just run, a
+# new subshell.
 _gwtrace_auto_cmd_more() {
   # shellcheck disable=SC2119
   (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap
   [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
   [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
   (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter
-  (( $2 == _gwtrace_ad )) || _gwtrace_auto_sync "$2" 3
+  return 0
+}
+
+# Before a `source` or a `set`.
+_gwtrace_auto_cmd_post() {
   [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
   [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
   return 0

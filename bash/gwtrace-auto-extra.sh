@@ -323,7 +323,8 @@ _gwtrace_auto_dbgtext() {
   fi
   # The script's trap needs $? before every command: the functions level's
   # text that keeps it every time (gwtrace-auto-fn.sh's _gwtrace_auto_ourtext).
-  if [[ -n $_gwtrace_audbg && ( $_gwtrace_audbg == "${_gwtrace_adbg_fn-}" || $_gwtrace_audbg == "${_gwtrace_adbg_fnc-}" ) ]]; then
+  if [[ -n $_gwtrace_audbg && ( $_gwtrace_audbg == "${_gwtrace_adbg_fn-}" || $_gwtrace_audbg == "${_gwtrace_adbg_fnc-}"
+        || $_gwtrace_audbg == "${_gwtrace_adbg_cmd-}" || $_gwtrace_audbg == "${_gwtrace_adbg_cmdc-}" ) ]]; then
     _gwtrace_auto_ourtext
   fi
   # shellcheck disable=SC2016

@@ -312,7 +312,10 @@ _gwtrace_auto_dbgmode() {
 # _gwtrace_auto_ourtext: our DEBUG trap's text for the functions level now,
 # into _gwtrace_audbg (see the texts above).
 _gwtrace_auto_ourtext() {
-  if (( _gwtrace_axg )); then
+  if (( _gwtrace_alevel == 3 )); then
+    _gwtrace_audbg=$_gwtrace_adbg_cmd
+    [[ -z ${_gwtrace_audx-} ]] || _gwtrace_audbg=$_gwtrace_adbg_cmdc
+  elif (( _gwtrace_axg )); then
     _gwtrace_audbg=$_gwtrace_adbg_fnx
   elif [[ -n ${_gwtrace_audx-} ]]; then
     _gwtrace_audbg=$_gwtrace_adbg_fnc
