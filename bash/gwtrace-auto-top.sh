@@ -16,9 +16,15 @@
 # for what is rare: a non-zero status (was it tested?), the bash 4 clock, a
 # counter that ran out.
 
-# _gwtrace_auto_top_begin NAME: its span, a child of the script's.
+# The constant fields of this process's lines (the scripts level runs in its
+# main process only): fewer expansions per line.
+_gwtrace_atk="$BASHPID	$_gwtrace_atr" _gwtrace_atk2="$_gwtrace_asp0	$_gwtrace_aprem	$_gwtrace_afl	${_gwtrace_ats:--}"
+
+# _gwtrace_auto_top_begin NAME: its span, a child of the script's, and
+# TRACEPARENT for the children (unless the script made it readonly: assigning
+# a readonly variable ends a bash script).
 _gwtrace_auto_top_begin() {
-  if [[ $_gwtrace_arngpid == "$BASHPID" ]] && (( (_gwtrace_actr += 1) < 2000000 )); then
+  if [[ -n $_gwtrace_apfx ]] && (( (_gwtrace_actr += 1) < 2000000 )); then
     _gwtrace_atsp=$_gwtrace_apfx${_gwtrace_actr:1}
   else
     _gwtrace_auto_top_util
@@ -28,36 +34,31 @@ _gwtrace_auto_top_begin() {
   fi
   _gwtrace_at=${EPOCHREALTIME-}
   [[ -n $_gwtrace_at ]] || { _gwtrace_auto_top_util; _gwtrace_auto_now; }
-  _gwtrace_atsite="${BASH_LINENO[1]} $1 ${BASH_SOURCE[2]-}" _gwtrace_atotp=${TRACEPARENT-} _gwtrace_atotpset=${TRACEPARENT+1}
-  builtin printf '%s\n' "gw1	B	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_atsp	$_gwtrace_asp0	$_gwtrace_aprem	$_gwtrace_afl	${_gwtrace_ats:--}	$1	gwtrace.kind=function" >>"$_gwtrace_alog" || :
-  [[ ${GWTRACE_AUTO_OPEN-} != "$BASHPID:"* ]] || GWTRACE_AUTO_OPEN+=,$_gwtrace_atsp
-  _gwtrace_auto_top_tp "00-$_gwtrace_atr-$_gwtrace_atsp-$_gwtrace_afl" 1
+  _gwtrace_atl=${BASH_LINENO[1]} _gwtrace_atn=$1 _gwtrace_atotp=${TRACEPARENT-} _gwtrace_atotpset=${TRACEPARENT+1}
+  builtin printf '%s\n' "gw1	B	$_gwtrace_at	$_gwtrace_atk	$_gwtrace_atsp	$_gwtrace_atk2	$1	gwtrace.kind=function" >>"$_gwtrace_alog" || :
+  [[ ${GWTRACE_AUTO_OPEN-} != "$_gwtrace_amain:"* ]] || GWTRACE_AUTO_OPEN+=,$_gwtrace_atsp
+  (( _gwtrace_a44 )) && [[ ${TRACEPARENT@a} == *r* ]] || builtin export TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_atsp-$_gwtrace_afl"
 }
 
-# _gwtrace_auto_top_end [STATUS]: end it (no STATUS: what the trap saw).
+# _gwtrace_auto_top_end [STATUS]: end it (no STATUS: what the trap saw), and
+# TRACEPARENT as it was before it.
 _gwtrace_auto_top_end() {
   if [[ -n ${1-} ]]; then
     _gwtrace_ast=$1
   elif (( _gwtrace_aps || _gwtrace_arc )); then
     _gwtrace_auto_top_util
-    _gwtrace_auto_status "$_gwtrace_atsite"
+    _gwtrace_auto_status "$_gwtrace_atl $_gwtrace_atn ${BASH_SOURCE[${#BASH_SOURCE[@]}-1]}"
   else
     _gwtrace_ast=0
   fi
   _gwtrace_at=${EPOCHREALTIME-}
   [[ -n $_gwtrace_at ]] || { _gwtrace_auto_top_util; _gwtrace_auto_now; }
-  builtin printf '%s\n' "gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_atsp	$_gwtrace_ast" >>"$_gwtrace_alog" || :
+  builtin printf '%s\n' "gw1	E	$_gwtrace_at	$_gwtrace_atk	$_gwtrace_atsp	$_gwtrace_ast" >>"$_gwtrace_alog" || :
   GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"$_gwtrace_atsp"} _gwtrace_atsp=''
-  _gwtrace_auto_top_tp "$_gwtrace_atotp" "$_gwtrace_atotpset"
-}
-
-# _gwtrace_auto_top_tp VALUE SET: TRACEPARENT for the children (SET '': unset
-# it), unless the script made it readonly (_gwtrace_auto_tp's rule).
-_gwtrace_auto_top_tp() {
   if (( _gwtrace_a44 )) && [[ ${TRACEPARENT@a} == *r* ]]; then
     return 0
-  elif [[ -n $2 ]]; then
-    builtin export TRACEPARENT="$1"
+  elif [[ -n $_gwtrace_atotpset ]]; then
+    builtin export TRACEPARENT="$_gwtrace_atotp"
   else
     builtin unset TRACEPARENT
   fi

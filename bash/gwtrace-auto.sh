@@ -88,14 +88,14 @@ _gwtrace_auto_init() {
   if (( _gwtrace_alevel == 1 && _gwtrace_abd == 1 )) && [[ $- != *T* ]]; then
     # Functions called from the script's top level (see gwtrace-auto-top.sh):
     # a DEBUG trap without functrace, installed last (at the end of this
-    # file). Its fast path: a command word known not to name a function
-    # (_gwtrace_atw, a cache per process; bash shows a command's words one
-    # space apart) and no span pending, or not at the script's top level (a
-    # sourced file's); $? and PIPESTATUS kept only past it. The cache starts
-    # with the words of this file's last two commands.
+    # file). bash parses its text before every command (~400 instructions a
+    # character), so it is short. Its fast path: a command word known not to
+    # name a function (_gwtrace_atw, a cache per process; bash shows a
+    # command's words one space apart) and no span pending; $? and PIPESTATUS
+    # kept only past it. The cache starts with this file's last two commands.
     # shellcheck disable=SC2016
     declare -gA _gwtrace_atw=(['[[']=0 [return]=0) \
-      && _gwtrace_atop='{ [[ ${_gwtrace_atw[${BASH_COMMAND%% *}]-} == 0 && -z $_gwtrace_atsp || ${#BASH_SOURCE[@]} != 1 || $((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0])) == - ]]||_gwtrace_auto_top "$_";} 2>&-' \
+      && _gwtrace_atop='{ [[ ${_gwtrace_atw[${BASH_COMMAND%% *}]-}$_gwtrace_atsp == 0 || $((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0])) == - ]]||_gwtrace_auto_top "$_";} 2>&-' \
       && _gwtrace_adbg=$_gwtrace_atop
   fi
   if (( _gwtrace_alevel >= 2 )); then
@@ -121,11 +121,11 @@ _gwtrace_auto_exit_post() {
 }
 
 # The scripts level's DEBUG trap, past its fast path: a pending top-level
-# function span ends; a command word not seen yet is looked up (a function:
-# a span, from gwtrace-auto-top.sh). $1 is the script's $_, given back.
+# function span ends; a command word not seen yet is looked up; a function
+# called from the top level gets a span (gwtrace-auto-top.sh). $1 is the
+# script's $_, given back.
 _gwtrace_auto_top() {
-  { [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop && ${#BASH_SOURCE[@]} == 2 ]] && (( ! _gwtrace_abusy )) || return 0
-    [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end
+  { [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop ]] && (( ! _gwtrace_abusy )) || return 0
     _gwtrace_aw=${BASH_COMMAND%% *}
     [[ -n $_gwtrace_aw ]] || return 0
     if [[ -z ${_gwtrace_atw[$_gwtrace_aw]-} ]]; then
@@ -135,7 +135,9 @@ _gwtrace_auto_top() {
         *) ! builtin declare -F -- "$_gwtrace_aw" >/dev/null || _gwtrace_atw[$_gwtrace_aw]=1 ;;
       esac
     fi
-    [[ ${_gwtrace_atw[$_gwtrace_aw]} == 0 ]] || { _gwtrace_auto_top_load; _gwtrace_auto_top_begin "$_gwtrace_aw"; }
+    (( ${#BASH_SOURCE[@]} == 2 )) || return 0
+    [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end
+    [[ ${_gwtrace_atw[$_gwtrace_aw]} == 0 ]] || { [[ -n ${_gwtrace_atopf-} ]] || _gwtrace_auto_top_load; _gwtrace_auto_top_begin "$_gwtrace_aw"; }
   } 2>&-
   return 0
 }
