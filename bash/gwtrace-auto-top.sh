@@ -37,6 +37,7 @@ _gwtrace_auto_top_begin() {
   _gwtrace_atl=${BASH_LINENO[1]} _gwtrace_atn=$1 _gwtrace_atotp=${TRACEPARENT-} _gwtrace_atotpset=${TRACEPARENT+1}
   builtin printf '%s\n' "gw1	B	$_gwtrace_at	$_gwtrace_atk	$_gwtrace_atsp	$_gwtrace_atk2	$1	gwtrace.kind=function" >>"$_gwtrace_alog" || :
   [[ ${GWTRACE_AUTO_OPEN-} != "$_gwtrace_amain:"* ]] || GWTRACE_AUTO_OPEN+=,$_gwtrace_atsp
+  # shellcheck disable=SC2015  # intended: export unless both hold
   (( _gwtrace_a44 )) && [[ ${TRACEPARENT@a} == *r* ]] || builtin export TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_atsp-$_gwtrace_afl"
 }
 
