@@ -89,13 +89,15 @@ _gwtrace_auto_init() {
     # Functions called from the script's top level (see gwtrace-auto-top.sh):
     # a DEBUG trap without functrace, installed last (at the end of this
     # file). bash parses its text before every command (~400 instructions a
-    # character), so it is short. Its fast path: a command word known not to
-    # name a function (_gwtrace_atw, a cache per process; bash shows a
-    # command's words one space apart) and no span pending; $? and PIPESTATUS
-    # kept only past it. The cache starts with this file's last two commands.
+    # character), so it is short. Its fast path, no span pending and: a
+    # command word known not to name a function (_gwtrace_atw, a cache per
+    # process: "=" not a function, 1 a function; bash shows a command's words
+    # one space apart), or a word not seen yet that holds a "=" (an
+    # assignment); $? and PIPESTATUS kept only past it. The cache starts with
+    # the keywords and this file's last two commands.
     # shellcheck disable=SC2016
-    declare -gA _gwtrace_atw=(['[[']=0 [return]=0) \
-      && _gwtrace_atop='{ [[ ${_gwtrace_atw[${BASH_COMMAND%% *}]-}$_gwtrace_atsp == 0 || $((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0])) == - ]]||_gwtrace_auto_top "$_";} 2>&-' \
+    declare -gA _gwtrace_atw=(['[[']== ['((']== [case]== [for]== [return]==) \
+      && _gwtrace_atop='{ [[ $_gwtrace_atsp-${_gwtrace_atw[${BASH_COMMAND%% *}]-${BASH_COMMAND%% *}} == -*=* || $((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0])) == - ]]||_gwtrace_auto_top "$_";} 2>&-' \
       && _gwtrace_adbg=$_gwtrace_atop
   fi
   if (( _gwtrace_alevel >= 2 )); then
@@ -129,15 +131,17 @@ _gwtrace_auto_top() {
     _gwtrace_aw=${BASH_COMMAND%% *}
     [[ -n $_gwtrace_aw ]] || return 0
     if [[ -z ${_gwtrace_atw[$_gwtrace_aw]-} ]]; then
-      _gwtrace_atw[$_gwtrace_aw]=0
-      case $_gwtrace_aw in
-        _gwtrace_*|trace_*|gwtrace_*|trap|exit|*[$'\\\t\n\r']*) ;;
-        *) ! builtin declare -F -- "$_gwtrace_aw" >/dev/null || _gwtrace_atw[$_gwtrace_aw]=1 ;;
-      esac
+      _gwtrace_atw[$_gwtrace_aw]==
+      if [[ $_gwtrace_aw != *=* ]] && builtin declare -F -- "$_gwtrace_aw" >/dev/null; then
+        case $_gwtrace_aw in
+          _gwtrace_*|trace_*|gwtrace_*|trap|exit|*[$'\\\t\n\r']*) ;;
+          *) _gwtrace_atw[$_gwtrace_aw]=1 ;;
+        esac
+      fi
     fi
     (( ${#BASH_SOURCE[@]} == 2 )) || return 0
     [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end
-    [[ ${_gwtrace_atw[$_gwtrace_aw]} == 0 ]] || { [[ -n ${_gwtrace_atopf-} ]] || _gwtrace_auto_top_load; _gwtrace_auto_top_begin "$_gwtrace_aw"; }
+    [[ ${_gwtrace_atw[$_gwtrace_aw]} != 1 ]] || { [[ -n ${_gwtrace_atopf-} ]] || _gwtrace_auto_top_load; _gwtrace_auto_top_begin "$_gwtrace_aw"; }
   } 2>&-
   return 0
 }
