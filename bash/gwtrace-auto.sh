@@ -96,7 +96,7 @@ _gwtrace_auto_init() {
     # assignment); $? and PIPESTATUS kept only past it. The cache starts with
     # the keywords and this file's last two commands.
     # shellcheck disable=SC2016
-    declare -gA _gwtrace_atw=(['[[']== ['((']== [case]== [for]== [return]==) \
+    declare -gA _gwtrace_atw=(['[[']='=' ['((']='=' [case]='=' [for]='=' [return]='=') \
       && _gwtrace_atop='{ [[ $_gwtrace_atsp-${_gwtrace_atw[${BASH_COMMAND%% *}]-${BASH_COMMAND%% *}} == -*=* || $((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0])) == - ]]||_gwtrace_auto_top "$_";} 2>&-' \
       && _gwtrace_adbg=$_gwtrace_atop
   fi
@@ -131,7 +131,7 @@ _gwtrace_auto_top() {
     _gwtrace_aw=${BASH_COMMAND%% *}
     [[ -n $_gwtrace_aw ]] || return 0
     if [[ -z ${_gwtrace_atw[$_gwtrace_aw]-} ]]; then
-      _gwtrace_atw[$_gwtrace_aw]==
+      _gwtrace_atw[$_gwtrace_aw]='='
       if [[ $_gwtrace_aw != *=* ]] && builtin declare -F -- "$_gwtrace_aw" >/dev/null; then
         case $_gwtrace_aw in
           _gwtrace_*|trace_*|gwtrace_*|trap|exit|*[$'\\\t\n\r']*) ;;
