@@ -119,6 +119,31 @@ _gwtrace_auto_rc() {
   return "$1"
 }
 
+# _gwtrace_auto_tp_norm: a TRACEPARENT other than version 00 in 55 characters
+# (gwtrace-auto.sh's init, its _gwtrace_ltp) by the library's whole rule:
+# blanks trimmed, the version hex and not ff, 00 exactly 55 characters, a
+# later version may go on after a '-'. Valid: as version 00, for init's check
+# of the rest; not: ''.
+_gwtrace_auto_tp_norm() {
+  _gwtrace_ltp=${_gwtrace_ltp#"${_gwtrace_ltp%%[![:space:]]*}"} _gwtrace_ltp=${_gwtrace_ltp%"${_gwtrace_ltp##*[![:space:]]}"}
+  if [[ ${#_gwtrace_ltp} -ge 55 && ${_gwtrace_ltp:2:1} == - && ${_gwtrace_ltp:0:2} != ff && ${_gwtrace_ltp:0:2} != *[!0-9a-f]* \
+        && ( ${#_gwtrace_ltp} -eq 55 || ( ${_gwtrace_ltp:0:2} != 00 && ${_gwtrace_ltp:55:1} == - ) ) ]]; then
+    _gwtrace_ltp=00-${_gwtrace_ltp:3:52}
+  else
+    _gwtrace_ltp=''
+  fi
+}
+
+# `gwtrace run` ran this script (init's locals): its root span is the
+# script's span (gwtrace run ends it with the exit status); this adds what
+# only bash knows.
+_gwtrace_auto_root_start() {
+  _gwtrace_asp0=$_gwtrace_abase _gwtrace_aroot=$PPID
+  builtin printf '%s\n' "gw1	A	${_gwtrace_at:-$EPOCHREALTIME}	$BASHPID	$_gwtrace_atr	$_gwtrace_asp0	process.pid=$$$_gwtrace_lpath" >>"$_gwtrace_alog" || :
+  builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr" || :
+}
+
+
 # _gwtrace_auto_slow_start: what _gwtrace_auto_init leaves to us (it reads
 # its locals `name` and `path`): escaping, the bash 4 clock, exec.
 _gwtrace_auto_slow_start() {

@@ -3,8 +3,9 @@
 #
 # gwtrace-auto-top.sh - the scripts level's spans for the functions a script
 # calls from its top level (a glidein's downloads, signature checks, its
-# validation scripts under them), read by gwtrace-auto.sh the first time such
-# a call is seen. The DEBUG trap runs there without functrace: never inside
+# validation scripts under them), read by gwtrace-auto.sh at the start of a
+# script at this level (nearly every script calls a function from its top
+# level). The DEBUG trap runs there without functrace: never inside
 # functions, subshells or command substitutions, so a script pays for its
 # top-level commands only. A span begins before the call and ends at the next
 # top-level command (or at exit), with the status the trap sees then, tested
@@ -15,6 +16,43 @@
 # from EPOCHREALTIME, one append each way. gwtrace-auto-util.sh is read only
 # for what is rare: a non-zero status (was it tested?), the bash 4 clock, a
 # counter that ran out.
+
+# The DEBUG trap, installed last by gwtrace-auto.sh (at the end of that file),
+# without functrace. bash parses its text before every command (~400
+# instructions a character), so it is short. Its fast path, no span pending
+# and: a command word known not to name a function (_gwtrace_atw, a cache per
+# process: "=" not a function, 1 a function; bash shows a command's words one
+# space apart), or a word not seen yet that holds a "=" (an assignment); $?
+# and PIPESTATUS kept only past it. The cache starts with the keywords and
+# the words of gwtrace-auto.sh's last two commands.
+# shellcheck disable=SC2016
+declare -gA _gwtrace_atw=(['[[']='=' ['((']='=' [case]='=' [for]='=' [return]='=') \
+  && _gwtrace_atop='{ [[ $_gwtrace_atsp-${_gwtrace_atw[${BASH_COMMAND%% *}]-${BASH_COMMAND%% *}} == -*=* || $((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0])) == - ]]||_gwtrace_auto_top "$_";} 2>&-' \
+  && _gwtrace_adbg=$_gwtrace_atop
+
+# The scripts level's DEBUG trap, past its fast path: a pending top-level
+# function span ends; a command word not seen yet is looked up; a function
+# called from the top level gets a span (gwtrace-auto-top.sh). $1 is the
+# script's $_, given back.
+_gwtrace_auto_top() {
+  { [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop ]] && (( ! _gwtrace_abusy )) || return 0
+    _gwtrace_aw=${BASH_COMMAND%% *}
+    [[ -n $_gwtrace_aw ]] || return 0
+    if [[ -z ${_gwtrace_atw[$_gwtrace_aw]-} ]]; then
+      _gwtrace_atw[$_gwtrace_aw]='='
+      if [[ $_gwtrace_aw != *=* ]] && builtin declare -F -- "$_gwtrace_aw" >/dev/null; then
+        case $_gwtrace_aw in
+          _gwtrace_*|trace_*|gwtrace_*|trap|exit|*[$'\\\t\n\r']*) ;;
+          *) _gwtrace_atw[$_gwtrace_aw]=1 ;;
+        esac
+      fi
+    fi
+    (( ${#BASH_SOURCE[@]} == 2 )) || return 0
+    [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end
+    [[ ${_gwtrace_atw[$_gwtrace_aw]} != 1 ]] || _gwtrace_auto_top_begin "$_gwtrace_aw"
+  } 2>&-
+  return 0
+}
 
 # The constant fields of this process's lines (the scripts level runs in its
 # main process only): fewer expansions per line.

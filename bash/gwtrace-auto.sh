@@ -27,9 +27,12 @@ _gwtrace_auto_extra() {
 
 # Level, event log, context (an invalid TRACEPARENT: a new trace), the script
 # span (the script's basename or "bash -c"; its path, never its arguments),
-# TRACEPARENT for the children, the EXIT trap.
+# TRACEPARENT for the children, the EXIT trap. Written for the common case
+# (bash 5, a TRACEPARENT as this layer writes it, `gwtrace run` not the
+# parent): what is rare is in gwtrace-auto-extra.sh. The event lines have
+# literal TAB characters between their fields.
 _gwtrace_auto_init() {
-  local _gwtrace_ltp=${TRACEPARENT-} _gwtrace_lu _gwtrace_lname=${0##*/} _gwtrace_lpath='' _gwtrace_lremote=1 _gwtrace_lt=$'\t'
+  local _gwtrace_ltp=${TRACEPARENT-} _gwtrace_lu _gwtrace_lname=${0##*/} _gwtrace_lpath='' _gwtrace_lremote=1
   [[ ${GWTRACE_DISABLED-} != 1 && ${OTEL_SDK_DISABLED-} != [Tt][Rr][Uu][Ee] ]] || return 0
   case ${GWTRACE_AUTO_LEVEL:-functions} in
     scripts) _gwtrace_alevel=1 ;; functions) _gwtrace_alevel=2 ;; commands) _gwtrace_alevel=3 ;; *) return 0 ;;
@@ -41,12 +44,11 @@ _gwtrace_auto_init() {
   _gwtrace_lu=${_gwtrace_lu//-/}
   [[ ${#_gwtrace_lu} -eq 32 && $_gwtrace_lu != *[!0-9a-f]* ]] || { _gwtrace_auto_extra; _gwtrace_auto_hex; _gwtrace_lu=$_gwtrace_ar; }
   # The library's rule (_gwtrace_read_context; bats/auto_truth.bats compares
-  # them): blanks trimmed, version not ff, 00 exactly 55 characters, a later
-  # version may go on after a '-'; lower-case hex, ids not all zero.
-  _gwtrace_ltp=${_gwtrace_ltp#"${_gwtrace_ltp%%[![:space:]]*}"} _gwtrace_ltp=${_gwtrace_ltp%"${_gwtrace_ltp##*[![:space:]]}"}
-  if [[ ${#_gwtrace_ltp} -ge 55 && ${_gwtrace_ltp:2:1}${_gwtrace_ltp:35:1}${_gwtrace_ltp:52:1} == --- && ${_gwtrace_ltp:0:2} != ff \
-        && ( ${#_gwtrace_ltp} -eq 55 || ( ${_gwtrace_ltp:0:2} != 00 && ${_gwtrace_ltp:55:1} == - ) ) \
-        && ${_gwtrace_ltp:0:2}${_gwtrace_ltp:3:32}${_gwtrace_ltp:36:16}${_gwtrace_ltp:53:2} != *[!0-9a-f]* && ${_gwtrace_ltp:3:32} == *[1-9a-f]* && ${_gwtrace_ltp:36:16} == *[1-9a-f]* ]]; then
+  # them): version 00 and 55 characters here, anything else through
+  # _gwtrace_auto_tp_norm; lower-case hex, ids not all zero.
+  [[ ${#_gwtrace_ltp} -eq 55 && ${_gwtrace_ltp:0:3} == 00- || -z $_gwtrace_ltp ]] || { _gwtrace_auto_extra; _gwtrace_auto_tp_norm; }
+  if [[ ${_gwtrace_ltp:35:1}${_gwtrace_ltp:52:1} == -- && ${_gwtrace_ltp:3:32}${_gwtrace_ltp:36:16}${_gwtrace_ltp:53:2} != *[!0-9a-f]* \
+        && ${_gwtrace_ltp:3:32} == *[1-9a-f]* && ${_gwtrace_ltp:36:16} == *[1-9a-f]* ]]; then
     [[ ${_gwtrace_ltp:54:1} == [13579bdf] ]] || { _gwtrace_alevel=0; return 0; }   # not sampled: nothing to record
     _gwtrace_atr=${_gwtrace_ltp:3:32} _gwtrace_abase=${_gwtrace_ltp:36:16} _gwtrace_afl=0$(( 16#${_gwtrace_ltp:54:1} & 3 )) _gwtrace_ats=${TRACESTATE-}
   else
@@ -64,7 +66,7 @@ _gwtrace_auto_init() {
   fi
   [[ $_gwtrace_lname$_gwtrace_lpath$_gwtrace_ats$_gwtrace_lu == *[$'\\\t\n\r']* || -z ${EPOCHREALTIME-} || ${GWTRACE_AUTO_OPEN%%:*} == "$$" ]] \
     && _gwtrace_auto_extra && _gwtrace_auto_slow_start
-  [[ -z $_gwtrace_lpath ]] || _gwtrace_lpath="${_gwtrace_lt}code.file.path=${_gwtrace_lpath:0:1000}"
+  [[ -z $_gwtrace_lpath ]] || _gwtrace_lpath="	code.file.path=${_gwtrace_lpath:0:1000}"
   _gwtrace_asp0=${_gwtrace_lu:0:16} _gwtrace_aotp0=${TRACEPARENT-} _gwtrace_aotpset0=${TRACEPARENT+1}
   # The ids of the spans this process opens next: a 40-bit prefix from the
   # digits of the uuid the script span left unused (17-31: random in a v4
@@ -74,33 +76,18 @@ _gwtrace_auto_init() {
   fi
   (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && _gwtrace_a44=1
   if [[ ${GWTRACE_AUTO_ROOT-} == "$PPID:$_gwtrace_abase" && -n $_gwtrace_abase ]]; then
-    # `gwtrace run` ran this script: its root span is the script's span (it
-    # ends it with the exit status); this adds what only bash knows.
-    _gwtrace_asp0=$_gwtrace_abase _gwtrace_aroot=$PPID
-    builtin printf '%s\n' "gw1${_gwtrace_lt}A${_gwtrace_lt}${_gwtrace_at:-$EPOCHREALTIME}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp0}${_gwtrace_lt}process.pid=$$${_gwtrace_lpath}" >>"$_gwtrace_alog" || :
-    builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr" || :
+    _gwtrace_auto_extra; _gwtrace_auto_root_start   # `gwtrace run` ran this script
   else
-    builtin printf '%s\n' "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_at:-$EPOCHREALTIME}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp0}${_gwtrace_lt}${_gwtrace_abase:--}${_gwtrace_lt}${_gwtrace_lremote}${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=script${_gwtrace_lt}process.pid=$$${_gwtrace_lpath}" >>"$_gwtrace_alog" || :
+    builtin printf '%s\n' "gw1	B	${_gwtrace_at:-$EPOCHREALTIME}	$BASHPID	$_gwtrace_atr	$_gwtrace_asp0	${_gwtrace_abase:--}	$_gwtrace_lremote	$_gwtrace_afl	${_gwtrace_ats:--}	$_gwtrace_lname	gwtrace.kind=script	process.pid=$$$_gwtrace_lpath" >>"$_gwtrace_alog" || :
     builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr,$_gwtrace_asp0" TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_asp0-$_gwtrace_afl" || :
   fi
   [[ $_gwtrace_asp0 != "$_gwtrace_abase" ]] || _gwtrace_aprem=1   # a child of the script span is remote when the script span is
   builtin trap -- "$_gwtrace_aexit0" EXIT
   if (( _gwtrace_alevel == 1 && _gwtrace_abd == 1 )) && [[ $- != *T* ]]; then
-    # Functions called from the script's top level (see gwtrace-auto-top.sh):
-    # a DEBUG trap without functrace, installed last (at the end of this
-    # file). bash parses its text before every command (~400 instructions a
-    # character), so it is short. Its fast path, no span pending and: a
-    # command word known not to name a function (_gwtrace_atw, a cache per
-    # process: "=" not a function, 1 a function; bash shows a command's words
-    # one space apart), or a word not seen yet that holds a "=" (an
-    # assignment); $? and PIPESTATUS kept only past it. The cache starts with
-    # the keywords and this file's last two commands.
-    # shellcheck disable=SC2016
-    declare -gA _gwtrace_atw=(['[[']='=' ['((']='=' [case]='=' [for]='=' [return]='=') \
-      && _gwtrace_atop='{ [[ $_gwtrace_atsp-${_gwtrace_atw[${BASH_COMMAND%% *}]-${BASH_COMMAND%% *}} == -*=* || $((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0])) == - ]]||_gwtrace_auto_top "$_";} 2>&-' \
-      && _gwtrace_adbg=$_gwtrace_atop
-  fi
-  if (( _gwtrace_alevel >= 2 )); then
+    # Functions called from the script's top level: gwtrace-auto-top.sh.
+    # shellcheck source=gwtrace-auto-top.sh
+    builtin source "$_gwtrace_adir/gwtrace-auto-top.sh" || :
+  elif (( _gwtrace_alevel >= 2 )); then
     # shellcheck source=gwtrace-auto-fn.sh
     builtin source "$_gwtrace_adir/gwtrace-auto-fn.sh" || _gwtrace_alevel=1
   fi
@@ -122,42 +109,13 @@ _gwtrace_auto_exit_post() {
   _gwtrace_aexit=''
 }
 
-# The scripts level's DEBUG trap, past its fast path: a pending top-level
-# function span ends; a command word not seen yet is looked up; a function
-# called from the top level gets a span (gwtrace-auto-top.sh). $1 is the
-# script's $_, given back.
-_gwtrace_auto_top() {
-  { [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop ]] && (( ! _gwtrace_abusy )) || return 0
-    _gwtrace_aw=${BASH_COMMAND%% *}
-    [[ -n $_gwtrace_aw ]] || return 0
-    if [[ -z ${_gwtrace_atw[$_gwtrace_aw]-} ]]; then
-      _gwtrace_atw[$_gwtrace_aw]='='
-      if [[ $_gwtrace_aw != *=* ]] && builtin declare -F -- "$_gwtrace_aw" >/dev/null; then
-        case $_gwtrace_aw in
-          _gwtrace_*|trace_*|gwtrace_*|trap|exit|*[$'\\\t\n\r']*) ;;
-          *) _gwtrace_atw[$_gwtrace_aw]=1 ;;
-        esac
-      fi
-    fi
-    (( ${#BASH_SOURCE[@]} == 2 )) || return 0
-    [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end
-    [[ ${_gwtrace_atw[$_gwtrace_aw]} != 1 ]] || { [[ -n ${_gwtrace_atopf-} ]] || _gwtrace_auto_top_load; _gwtrace_auto_top_begin "$_gwtrace_aw"; }
-  } 2>&-
-  return 0
-}
-
-_gwtrace_auto_top_load() {
-  # shellcheck source=gwtrace-auto-top.sh
-  [[ -n ${_gwtrace_atopf-} ]] || { _gwtrace_atopf=1; builtin source "$_gwtrace_adir/gwtrace-auto-top.sh"; }
-}
-
 _gwtrace_auto_init
 
 # The script's `trap`: gwtrace-auto-extra.sh has its emulation. Every command
 # here runs in a group with fd 2 closed (invisible to set -x); fd 203 carries
 # the script's stderr for bash's own messages.
 trap() {
-  { [[ -z $_gwtrace_atop || " $* " != *" DEBUG "* || $1 == -[pl] ]] || { _gwtrace_auto_top_load; _gwtrace_auto_top_off; }
+  { [[ -z $_gwtrace_atop || " $* " != *" DEBUG "* || $1 == -[pl] ]] || _gwtrace_auto_top_off
     [[ -z ${_gwtrace_aurset-} ]] || { builtin trap - RETURN; _gwtrace_apend=1; }   # not fired by our functions
     _gwtrace_atrc=-1 _gwtrace_aoneshot=''; (( ++_gwtrace_abusy )); _gwtrace_auto_extra; } 2>&-
   { _gwtrace_auto_trap 203 "$@"; } 203>&2 2>&-
