@@ -2,10 +2,12 @@
 # gwtrace-auto.sh - tracing bash scripts without changing them (docs/shim.md).
 # `gwtrace run` points BASH_ENV here: every bash below it reads this file, and
 # bash parses ~10 bytes a microsecond, so it holds only the script span and
-# the EXIT trap; gwtrace-auto-fn.sh (function spans), gwtrace-auto-cmd.sh
-# (command spans, at the commands level) and gwtrace-auto-extra.sh (the
-# script's `trap`, exec, bash 4, escaping, a BASH_ENV of the user's) are
-# read by the shells that need them. Nothing is
+# the EXIT trap; gwtrace-auto-top.sh (the scripts level's spans of top-level
+# function calls), gwtrace-auto-fn.sh (function spans; its rarer half in
+# gwtrace-auto-frames.sh), gwtrace-auto-cmd.sh (command spans, at the
+# commands level) and gwtrace-auto-extra.sh (the script's `trap`, exec, bash
+# 4, escaping, an unusual TRACEPARENT, a BASH_ENV of the user's) are read by
+# the shells that need them. Nothing is
 # printed, fd 2 is closed around everything (invisible to set -x), and only
 # _gwtrace_* names are used.
 
