@@ -63,7 +63,7 @@ _gwtrace_auto_cmd() {
   elif (( _gwtrace_ln < _gwtrace_ad )); then
     _gwtrace_auto_leave
   fi
-  [[ $BASH_COMMAND != [sbc.]* ]] || _gwtrace_auto_cmd_post
+  [[ $BASH_COMMAND != [sbc.]* ]] || _gwtrace_auto_dbg_post   # before a `source` or a `set` (gwtrace-auto-fn.sh)
   [[ -n $_gwtrace_lagain ]] || _gwtrace_auto_cmd_begin "$BASH_COMMAND"
   _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl
   [[ -z $_gwtrace_acmd$_gwtrace_aspend$_gwtrace_asetpend${_gwtrace_abgpid-} ]] || _gwtrace_ak=-
@@ -80,13 +80,6 @@ _gwtrace_auto_cmd_more() {
   [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
   [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
   (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter
-  return 0
-}
-
-# Before a `source` or a `set`.
-_gwtrace_auto_cmd_post() {
-  [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
-  [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
   return 0
 }
 

@@ -143,7 +143,6 @@ _gwtrace_auto_root_start() {
   builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr" || :
 }
 
-
 # _gwtrace_auto_slow_start: what _gwtrace_auto_init leaves to us (it reads
 # its locals `name` and `path`): escaping, the bash 4 clock, exec.
 _gwtrace_auto_slow_start() {
