@@ -15,6 +15,84 @@ _gwtrace_aframes=1
 # shellcheck source=gwtrace-auto-util.sh
 [[ -n ${_gwtrace_autil-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"   # the clock, escaping, statuses
 
+# The DEBUG trap's other texts (gwtrace-auto-fn.sh, its note 2): keeping $?
+# and PIPESTATUS before every command, for the script's own DEBUG trap
+# chained after ours; the same in a group with fd 2 closed, while xtrace is
+# or may soon be on.
+# shellcheck disable=SC2016
+_gwtrace_adbg_fnc='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc.][ehuo\ ]* ]]||_gwtrace_auto_dbg "$_"'
+# shellcheck disable=SC2016
+_gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_";} 2>&-'
+
+# _gwtrace_auto_id: a span id (16 hex digits, never all zero) into _gwtrace_ar.
+_gwtrace_auto_id() {
+  if [[ $_gwtrace_arngpid != "$BASHPID" ]] || (( (_gwtrace_actr += 1) >= 2000000 )); then
+    _gwtrace_auto_seed
+  fi
+  _gwtrace_ar=$_gwtrace_apfx${_gwtrace_actr:1}
+}
+
+# _gwtrace_auto_seed_mix UUID: _gwtrace_auto_seed's rarer half: splitmix64
+# over a state seeded from the kernel's uuid (else the clock), mixed with
+# $BASHPID, for a process whose uuid read failed or whose counter ran out.
+_gwtrace_auto_seed_mix() {
+  local _gwtrace_lu=${1//-/} _gwtrace_lz
+  if [[ $_gwtrace_arngpid != "$BASHPID" ]]; then
+    if [[ ${#_gwtrace_lu} -ge 30 && $_gwtrace_lu != *[!0-9a-f]* ]]; then
+      _gwtrace_arng=$(( (16#${_gwtrace_lu:0:15} << 4) ^ 16#${_gwtrace_lu:15:15} ))
+    else
+      _gwtrace_auto_now
+      _gwtrace_arng=$(( ${_gwtrace_at//[!0-9]/} * 2654435761 ^ ${SRANDOM:-0} ))
+    fi
+    _gwtrace_arng=$(( _gwtrace_arng ^ (BASHPID << 40) ))
+    _gwtrace_arngpid=$BASHPID
+  fi
+  builtin printf -v _gwtrace_apfx '%010x' $(( _gwtrace_lz = (_gwtrace_arng += -7046029254386353131),
+      _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
+      _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
+      _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 31) & 0x1FFFFFFFF)) & 0xFFFFFFFFFF, _gwtrace_lz ? _gwtrace_lz : 1 ))
+  _gwtrace_actr=1000000
+}
+
+# _gwtrace_auto_dbg_pre LASTARG: after a `set` or a `source`; xtrace on, or
+# maybe about to be (the trap with fd 2 closed), or off again.
+_gwtrace_auto_dbg_pre() {
+  [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
+  if [[ $- == *x* || ( $BASH_COMMAND == [sbc][ehuo]* && " set shopt builtin command " == *" ${BASH_COMMAND%% *} "* ) ]]; then
+    (( _gwtrace_axg )) || _gwtrace_auto_dbgmode 1
+  elif (( _gwtrace_axg )); then
+    _gwtrace_auto_dbgmode 0
+  fi
+  [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
+  return 0
+}
+
+# _gwtrace_auto_dbgmode 1|0: the DEBUG trap with fd 2 closed (xtrace is or
+# may soon be on), or without (the capturing text while the script's own
+# DEBUG trap is chained after ours: _gwtrace_audx). Not once the script's
+# own DEBUG trap has taken over (_gwtrace_audbg is then something else).
+_gwtrace_auto_dbgmode() {
+  [[ $_gwtrace_audbg == "$_gwtrace_adbg_fn" || $_gwtrace_audbg == "$_gwtrace_adbg_fnc" || $_gwtrace_audbg == "$_gwtrace_adbg_fnx" ]] || return 0
+  _gwtrace_axg=$1
+  _gwtrace_auto_ourtext
+  builtin trap -- "$_gwtrace_audbg${_gwtrace_audx-}" DEBUG
+}
+
+# _gwtrace_auto_ourtext: our DEBUG trap's text for the functions level now,
+# into _gwtrace_audbg.
+_gwtrace_auto_ourtext() {
+  if (( _gwtrace_alevel == 3 )); then
+    _gwtrace_audbg=$_gwtrace_adbg_cmd
+    [[ -z ${_gwtrace_audx-} ]] || _gwtrace_audbg=$_gwtrace_adbg_cmdc
+  elif (( _gwtrace_axg )); then
+    _gwtrace_audbg=$_gwtrace_adbg_fnx
+  elif [[ -n ${_gwtrace_audx-} ]]; then
+    _gwtrace_audbg=$_gwtrace_adbg_fnc
+  else
+    _gwtrace_audbg=$_gwtrace_adbg_fn
+  fi
+}
+
 # --- frames -----------------------------------------------------------------
 #
 # A frame is a span this shell opened (or, with span id '', a place in the

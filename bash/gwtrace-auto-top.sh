@@ -4,36 +4,22 @@
 # gwtrace-auto-top.sh - the scripts level's spans for the functions a script
 # calls from its top level (a glidein's downloads, signature checks, its
 # validation scripts under them), read by gwtrace-auto.sh at the start of a
-# script at this level (nearly every script calls a function from its top
-# level). The DEBUG trap runs there without functrace: never inside
-# functions, subshells or command substitutions, so a script pays for its
-# top-level commands only. A span begins before the call and ends at the next
-# top-level command (or at exit), with the status the trap sees then, tested
-# or not as at the functions level.
-#
-# Written for the common case, which runs for each such call: ids from the
-# process's prefix and counter (gwtrace-auto.sh; no kernel read), the time
-# from EPOCHREALTIME, one append each way. gwtrace-auto-util.sh is read only
-# for what is rare: a non-zero status (was it tested?), the bash 4 clock, a
-# counter that ran out.
+# script at this level (note 1). The notes at the end (bash does not read them)
+# say why it is written as it is.
 
-# The DEBUG trap, installed last by gwtrace-auto.sh (at the end of that file),
-# without functrace. bash parses its text before every command (~400
-# instructions a character), so it is short. Its fast path, no span pending
-# and: a command word known not to name a function (_gwtrace_atw, a cache per
-# process: "=" not a function, 1 a function; bash shows a command's words one
-# space apart), or a word not seen yet that holds a "=" (an assignment); $?
-# and PIPESTATUS kept only past it. The cache starts with the keywords and
-# the words of gwtrace-auto.sh's last two commands.
+# The DEBUG trap, installed last by gwtrace-auto.sh, without functrace; its
+# fast path (note 2): a command word known not to name a function
+# (_gwtrace_atw: "=" not a function, 1 a function), or not seen yet and
+# holding a "=". The cache starts with the keywords and the words of
+# gwtrace-auto.sh's last two commands.
 # shellcheck disable=SC2016
 declare -gA _gwtrace_atw=(['[[']='=' ['((']='=' [case]='=' [for]='=' [return]='=') \
   && _gwtrace_atop='{ [[ $_gwtrace_atsp-${_gwtrace_atw[${BASH_COMMAND%% *}]-${BASH_COMMAND%% *}} == -*=* || $((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0])) == - ]]||_gwtrace_auto_top "$_";} 2>&-' \
   && _gwtrace_adbg=$_gwtrace_atop
 
-# The scripts level's DEBUG trap, past its fast path: a pending top-level
-# function span ends; a command word not seen yet is looked up; a function
-# called from the top level gets a span (gwtrace-auto-top.sh). $1 is the
-# script's $_, given back.
+# Past the fast path: a pending top-level function span ends; a command word
+# not seen yet is looked up; a function called from the top level gets a
+# span. $1 is the script's $_, given back.
 _gwtrace_auto_top() {
   { [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop ]] && (( ! _gwtrace_abusy )) || return 0
     _gwtrace_aw=${BASH_COMMAND%% *}
@@ -54,13 +40,11 @@ _gwtrace_auto_top() {
   return 0
 }
 
-# The constant fields of this process's lines (the scripts level runs in its
-# main process only): fewer expansions per line.
+# The constant fields of this process's lines (its main process only).
 _gwtrace_atk="$BASHPID	$_gwtrace_atr" _gwtrace_atk2="$_gwtrace_asp0	$_gwtrace_aprem	$_gwtrace_afl	${_gwtrace_ats:--}"
 
 # _gwtrace_auto_top_begin NAME: its span, a child of the script's, and
-# TRACEPARENT for the children (unless the script made it readonly: assigning
-# a readonly variable ends a bash script).
+# TRACEPARENT for the children (note 3).
 _gwtrace_auto_top_begin() {
   if [[ -n $_gwtrace_apfx ]] && (( (_gwtrace_actr += 1) < 2000000 )); then
     _gwtrace_atsp=$_gwtrace_apfx${_gwtrace_actr:1}
@@ -116,3 +100,29 @@ _gwtrace_auto_top_off() {
   builtin trap - DEBUG
   _gwtrace_atop=''
 }
+return 0
+
+# --- Notes (bash does not read past the `return` above) ---------------------
+# 1. The DEBUG trap runs here without functrace: never inside functions,
+#    subshells or command substitutions, so a script pays for its top-level
+#    commands only. A span begins before the call and ends at the next
+#    top-level command (or at exit), with the status the trap sees then,
+#    tested or not as at the functions level. Written for the common case,
+#    which runs for each such call: ids from the process's prefix and counter
+#    (gwtrace-auto.sh; no kernel read), the time from EPOCHREALTIME, one
+#    append each way. gwtrace-auto-util.sh is read only for what is rare: a
+#    non-zero status (was it tested?), the bash 4 clock, a counter that ran
+#    out.
+#
+# 2. bash parses the trap's text before every command (~400 instructions a
+#    character), so it is short: one key, "${_gwtrace_atsp}-${cached word}"
+#    or the word itself when it is not cached, matched against -*=* (no span
+#    pending, and a word known not to be a function or an assignment); $?
+#    and PIPESTATUS are kept only past it. bash shows a command's words one
+#    space apart. An unseen word holding a "=" (an assignment) stays on the
+#    fast path: a glidein has hundreds of distinct ones.
+#
+# 3. TRACEPARENT is not assigned when the script made it readonly: assigning
+#    a readonly variable ends a bash script. The rule is written out here and
+#    at the end (gwtrace-auto-util.sh's _gwtrace_auto_tp has it too): calling
+#    it would make every process at this level read that file.

@@ -1,98 +1,24 @@
 # shellcheck shell=bash
 # gwtrace-auto.sh - tracing bash scripts without changing them (docs/shim.md).
-# `gwtrace run` points BASH_ENV here: every bash below it reads this file, and
-# bash parses ~10 bytes a microsecond, so it holds only the script span and
-# the EXIT trap; gwtrace-auto-top.sh (the scripts level's spans of top-level
-# function calls), gwtrace-auto-fn.sh (function spans; its rarer half in
-# gwtrace-auto-frames.sh), gwtrace-auto-cmd.sh (command spans, at the
-# commands level) and gwtrace-auto-extra.sh (the script's `trap`, exec, bash
-# 4, escaping, an unusual TRACEPARENT, a BASH_ENV of the user's) are read by
-# the shells that need them. Nothing is
-# printed, fd 2 is closed around everything (invisible to set -x), and only
-# _gwtrace_* names are used.
+# `gwtrace run` points BASH_ENV here: every bash below it reads this file,
+# so it holds only the script span and the EXIT trap; the other
+# gwtrace-auto-*.sh files are read by the shells that need them (notes at
+# the end of this file, which bash does not read). Nothing is printed, fd 2
+# is closed around everything (invisible to set -x), only _gwtrace_* names
+# are used.
 
-# All of it in one group with fd 2 closed: a redirection costs system calls
-# (a dozen), and a VM's system calls cost microseconds each.
 {
 [[ -z ${_gwtrace_auto_loaded-} ]] || return 0
 _gwtrace_auto_loaded=1 _gwtrace_adir=${BASH_SOURCE[0]%/*} _gwtrace_alevel=0 _gwtrace_amain=$BASHPID
 _gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_atop='' _gwtrace_adbg='' _gwtrace_atsp='' _gwtrace_aw='' _gwtrace_aprem=0 _gwtrace_a44=0
 _gwtrace_apfx='' _gwtrace_actr=1999999 _gwtrace_arngpid='' _gwtrace_arng=0 _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
-# The EXIT trap: record the status, end the spans (the halves that go around
-# a handler of the script's own are in gwtrace-auto-extra.sh).
+# The EXIT trap: record the status, end the spans (around a handler of the
+# script's own: gwtrace-auto-extra.sh).
 # shellcheck disable=SC2016
 _gwtrace_aexit0='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2>&-'
 
 _gwtrace_auto_extra() {
   [[ -n ${_gwtrace_aextra-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-extra.sh"
-}
-
-# Level, event log, context (an invalid TRACEPARENT: a new trace), the script
-# span (the script's basename or "bash -c"; its path, never its arguments),
-# TRACEPARENT for the children, the EXIT trap. Written for the common case
-# (bash 5, a TRACEPARENT as this layer writes it, `gwtrace run` not the
-# parent): what is rare is in gwtrace-auto-extra.sh. The event lines have
-# literal TAB characters between their fields.
-_gwtrace_auto_init() {
-  local _gwtrace_ltp=${TRACEPARENT-} _gwtrace_lu _gwtrace_lname=${0##*/} _gwtrace_lpath='' _gwtrace_lremote=1
-  [[ ${GWTRACE_DISABLED-} != 1 && ${OTEL_SDK_DISABLED-} != [Tt][Rr][Uu][Ee] ]] || return 0
-  case ${GWTRACE_AUTO_LEVEL:-functions} in
-    scripts) _gwtrace_alevel=1 ;; functions) _gwtrace_alevel=2 ;; commands) _gwtrace_alevel=3 ;; *) return 0 ;;
-  esac
-  _gwtrace_alog=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
-  [[ $_gwtrace_alog == file://?* ]] || { _gwtrace_alevel=0; return 0; }
-  _gwtrace_alog=${_gwtrace_alog#file://}
-  IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
-  _gwtrace_lu=${_gwtrace_lu//-/}
-  [[ ${#_gwtrace_lu} -eq 32 && $_gwtrace_lu != *[!0-9a-f]* ]] || { _gwtrace_auto_extra; _gwtrace_auto_hex; _gwtrace_lu=$_gwtrace_ar; }
-  # The library's rule (_gwtrace_read_context; bats/auto_truth.bats compares
-  # them): version 00 and 55 characters here, anything else through
-  # _gwtrace_auto_tp_norm; lower-case hex, ids not all zero.
-  [[ ${#_gwtrace_ltp} -eq 55 && ${_gwtrace_ltp:0:3} == 00- || -z $_gwtrace_ltp ]] || { _gwtrace_auto_extra; _gwtrace_auto_tp_norm; }
-  if [[ ${_gwtrace_ltp:35:1}${_gwtrace_ltp:52:1} == -- && ${_gwtrace_ltp:3:32}${_gwtrace_ltp:36:16}${_gwtrace_ltp:53:2} != *[!0-9a-f]* \
-        && ${_gwtrace_ltp:3:32} == *[1-9a-f]* && ${_gwtrace_ltp:36:16} == *[1-9a-f]* ]]; then
-    [[ ${_gwtrace_ltp:54:1} == [13579bdf] ]] || { _gwtrace_alevel=0; return 0; }   # not sampled: nothing to record
-    _gwtrace_atr=${_gwtrace_ltp:3:32} _gwtrace_abase=${_gwtrace_ltp:36:16} _gwtrace_afl=0$(( 16#${_gwtrace_ltp:54:1} & 3 )) _gwtrace_ats=${TRACESTATE-}
-  else
-    _gwtrace_atr=$_gwtrace_lu _gwtrace_abase='' _gwtrace_afl=01 _gwtrace_ats='' _gwtrace_lremote=0
-    IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
-    _gwtrace_lu=${_gwtrace_lu//-/}
-  fi
-  if [[ -n ${BASH_EXECUTION_STRING+x} ]]; then
-    _gwtrace_lname="${BASH##*/} -c" _gwtrace_abd=0     # $0 is the first argument after CMD: never a name
-  elif [[ -f $0 ]]; then
-    _gwtrace_lpath=$0 _gwtrace_abd=1
-    [[ $_gwtrace_lpath == /* ]] || _gwtrace_lpath=$PWD/${_gwtrace_lpath#./}
-  else
-    _gwtrace_lname+=" -s" _gwtrace_abd=0
-  fi
-  [[ $_gwtrace_lname$_gwtrace_lpath$_gwtrace_ats$_gwtrace_lu == *[$'\\\t\n\r']* || -z ${EPOCHREALTIME-} || ${GWTRACE_AUTO_OPEN%%:*} == "$$" ]] \
-    && _gwtrace_auto_extra && _gwtrace_auto_slow_start
-  [[ -z $_gwtrace_lpath ]] || _gwtrace_lpath="	code.file.path=${_gwtrace_lpath:0:1000}"
-  _gwtrace_asp0=${_gwtrace_lu:0:16} _gwtrace_aotp0=${TRACEPARENT-} _gwtrace_aotpset0=${TRACEPARENT+1}
-  # The ids of the spans this process opens next: a 40-bit prefix from the
-  # digits of the uuid the script span left unused (17-31: random in a v4
-  # uuid), then a counter (gwtrace-auto-fn.sh's _gwtrace_auto_id).
-  if [[ ${#_gwtrace_lu} -eq 32 && $_gwtrace_lu != *[!0-9a-f]* ]]; then
-    _gwtrace_apfx=${_gwtrace_lu:17:10} _gwtrace_actr=1000000 _gwtrace_arngpid=$BASHPID _gwtrace_arng=$(( 16#${_gwtrace_lu:17:15} ))
-  fi
-  (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && _gwtrace_a44=1
-  if [[ ${GWTRACE_AUTO_ROOT-} == "$PPID:$_gwtrace_abase" && -n $_gwtrace_abase ]]; then
-    _gwtrace_auto_extra; _gwtrace_auto_root_start   # `gwtrace run` ran this script
-  else
-    builtin printf '%s\n' "gw1	B	${_gwtrace_at:-$EPOCHREALTIME}	$BASHPID	$_gwtrace_atr	$_gwtrace_asp0	${_gwtrace_abase:--}	$_gwtrace_lremote	$_gwtrace_afl	${_gwtrace_ats:--}	$_gwtrace_lname	gwtrace.kind=script	process.pid=$$$_gwtrace_lpath" >>"$_gwtrace_alog" || :
-    builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr,$_gwtrace_asp0" TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_asp0-$_gwtrace_afl" || :
-  fi
-  [[ $_gwtrace_asp0 != "$_gwtrace_abase" ]] || _gwtrace_aprem=1   # a child of the script span is remote when the script span is
-  builtin trap -- "$_gwtrace_aexit0" EXIT
-  if (( _gwtrace_alevel == 1 && _gwtrace_abd == 1 )) && [[ $- != *T* ]]; then
-    # Functions called from the script's top level: gwtrace-auto-top.sh.
-    # shellcheck source=gwtrace-auto-top.sh
-    builtin source "$_gwtrace_adir/gwtrace-auto-top.sh" || :
-  elif (( _gwtrace_alevel >= 2 )); then
-    # shellcheck source=gwtrace-auto-fn.sh
-    builtin source "$_gwtrace_adir/gwtrace-auto-fn.sh" || _gwtrace_alevel=1
-  fi
 }
 
 # The end of the EXIT trap: end the spans this process opened.
@@ -111,11 +37,71 @@ _gwtrace_auto_exit_post() {
   _gwtrace_aexit=''
 }
 
-_gwtrace_auto_init
+# Level, event log, context (an invalid TRACEPARENT: a new trace), the script
+# span (the script's basename or "bash -c"; its path, never its arguments),
+# TRACEPARENT for the children, the EXIT trap; what is rare is in
+# gwtrace-auto-extra.sh.
+while :; do                # once: `break` ends the set-up early (note 1)
+  _gwtrace_ltp=${TRACEPARENT-} _gwtrace_lu='' _gwtrace_lname=${0##*/} _gwtrace_lpath='' _gwtrace_lremote=1
+  [[ ${GWTRACE_DISABLED-} != 1 && ${OTEL_SDK_DISABLED-} != [Tt][Rr][Uu][Ee] ]] || break
+  case ${GWTRACE_AUTO_LEVEL:-functions} in
+    scripts) _gwtrace_alevel=1 ;; functions) _gwtrace_alevel=2 ;; commands) _gwtrace_alevel=3 ;; *) break ;;
+  esac
+  _gwtrace_alog=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
+  [[ $_gwtrace_alog == file://?* ]] || { _gwtrace_alevel=0; break; }
+  _gwtrace_alog=${_gwtrace_alog#file://}
+  IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
+  _gwtrace_lu=${_gwtrace_lu//-/}
+  [[ ${#_gwtrace_lu} -eq 32 && $_gwtrace_lu != *[!0-9a-f]* ]] || { _gwtrace_auto_extra; _gwtrace_auto_hex; _gwtrace_lu=$_gwtrace_ar; }
+  # TRACEPARENT by the library's rule (note 2)
+  [[ ${#_gwtrace_ltp} -eq 55 && ${_gwtrace_ltp:0:3} == 00- || -z $_gwtrace_ltp ]] || { _gwtrace_auto_extra; _gwtrace_auto_tp_norm; }
+  if [[ ${_gwtrace_ltp:35:1}${_gwtrace_ltp:52:1} == -- && ${_gwtrace_ltp:3:32}${_gwtrace_ltp:36:16}${_gwtrace_ltp:53:2} != *[!0-9a-f]* \
+        && ${_gwtrace_ltp:3:32} == *[1-9a-f]* && ${_gwtrace_ltp:36:16} == *[1-9a-f]* ]]; then
+    [[ ${_gwtrace_ltp:54:1} == [13579bdf] ]] || { _gwtrace_alevel=0; break; }   # not sampled: nothing to record
+    _gwtrace_atr=${_gwtrace_ltp:3:32} _gwtrace_abase=${_gwtrace_ltp:36:16} _gwtrace_afl=0$(( 16#${_gwtrace_ltp:54:1} & 3 )) _gwtrace_ats=${TRACESTATE-}
+  else
+    _gwtrace_atr=$_gwtrace_lu _gwtrace_abase='' _gwtrace_afl=01 _gwtrace_ats='' _gwtrace_lremote=0
+    IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
+    _gwtrace_lu=${_gwtrace_lu//-/}
+  fi
+  if [[ -n ${BASH_EXECUTION_STRING+x} ]]; then
+    _gwtrace_lname="${BASH##*/} -c" _gwtrace_abd=0     # $0 is the first argument after CMD: never a name
+  elif [[ -f $0 ]]; then
+    _gwtrace_lpath=$0 _gwtrace_abd=1
+    [[ $_gwtrace_lpath == /* ]] || _gwtrace_lpath=$PWD/${_gwtrace_lpath#./}
+  else
+    _gwtrace_lname+=" -s" _gwtrace_abd=0
+  fi
+  [[ $_gwtrace_lname$_gwtrace_lpath$_gwtrace_ats$_gwtrace_lu == *[$'\\\t\n\r']* || -z ${EPOCHREALTIME-} || ${GWTRACE_AUTO_OPEN%%:*} == "$$" ]] \
+    && _gwtrace_auto_extra && _gwtrace_auto_slow_start
+  [[ -z $_gwtrace_lpath ]] || _gwtrace_lpath="	code.file.path=${_gwtrace_lpath:0:1000}"
+  _gwtrace_asp0=${_gwtrace_lu:0:16} _gwtrace_aotp0=${TRACEPARENT-} _gwtrace_aotpset0=${TRACEPARENT+1}
+  # The ids of the spans this process opens next (note 3)
+  if [[ ${#_gwtrace_lu} -eq 32 && $_gwtrace_lu != *[!0-9a-f]* ]]; then
+    _gwtrace_apfx=${_gwtrace_lu:17:10} _gwtrace_actr=1000000 _gwtrace_arngpid=$BASHPID _gwtrace_arng=$(( 16#${_gwtrace_lu:17:15} ))
+  fi
+  (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && _gwtrace_a44=1
+  if [[ ${GWTRACE_AUTO_ROOT-} == "$PPID:$_gwtrace_abase" && -n $_gwtrace_abase ]]; then
+    _gwtrace_auto_extra; _gwtrace_auto_root_start   # `gwtrace run` ran this script
+  else
+    builtin printf '%s\n' "gw1	B	${_gwtrace_at:-$EPOCHREALTIME}	$BASHPID	$_gwtrace_atr	$_gwtrace_asp0	${_gwtrace_abase:--}	$_gwtrace_lremote	$_gwtrace_afl	${_gwtrace_ats:--}	$_gwtrace_lname	gwtrace.kind=script	process.pid=$$$_gwtrace_lpath" >>"$_gwtrace_alog" || :
+    builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr,$_gwtrace_asp0" TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_asp0-$_gwtrace_afl" || :
+  fi
+  [[ $_gwtrace_asp0 != "$_gwtrace_abase" ]] || _gwtrace_aprem=1   # a child of the script span is remote when the script span is
+  builtin trap -- "$_gwtrace_aexit0" EXIT
+  if (( _gwtrace_alevel == 1 && _gwtrace_abd == 1 )) && [[ $- != *T* ]]; then
+    # functions called from the script's top level
+    # shellcheck source=gwtrace-auto-top.sh
+    builtin source "$_gwtrace_adir/gwtrace-auto-top.sh" || :
+  elif (( _gwtrace_alevel >= 2 )); then
+    # shellcheck source=gwtrace-auto-fn.sh
+    builtin source "$_gwtrace_adir/gwtrace-auto-fn.sh" || _gwtrace_alevel=1
+  fi
+  break
+done
+builtin unset _gwtrace_ltp _gwtrace_lu _gwtrace_lname _gwtrace_lpath _gwtrace_lremote
 
-# The script's `trap`: gwtrace-auto-extra.sh has its emulation. Every command
-# here runs in a group with fd 2 closed (invisible to set -x); fd 203 carries
-# the script's stderr for bash's own messages.
+# The script's `trap` (note 4).
 trap() {
   { [[ -z $_gwtrace_atop || " $* " != *" DEBUG "* || $1 == -[pl] ]] || _gwtrace_auto_top_off
     [[ -z ${_gwtrace_aurset-} ]] || { builtin trap - RETURN; _gwtrace_apend=1; }   # not fired by our functions
@@ -132,16 +118,54 @@ trap() {
   } 2>&-
 }
 (( _gwtrace_alevel > 0 )) || builtin unset -f trap
-# Last: the DEBUG trap (the scripts level's, or gwtrace-auto-fn.sh's), so that
-# it runs for the script's commands, not for the rest of this file.
+# Last: the DEBUG trap, so that it runs for the script's commands only.
 [[ -z $_gwtrace_adbg ]] || builtin trap -- "$_gwtrace_adbg" DEBUG
 [[ -n ${GWTRACE_AUTO_BASH_ENV-} ]] || return 0
 } 2>&-
 
-# Only with GWTRACE_AUTO_BASH_ENV set (the group above returned otherwise):
-# the user's own BASH_ENV, with the script's stderr if it has one (if it has
-# none, `203>&2` fails and the first line does not run).
+# Only with GWTRACE_AUTO_BASH_ENV set (note 5).
 # shellcheck source=gwtrace-auto-benv.sh
 { _gwtrace_abenvfd=203; builtin source "$_gwtrace_adir/gwtrace-auto-benv.sh"; } 203>&2 2>&-
 # shellcheck source=gwtrace-auto-benv.sh
 { [[ -n ${_gwtrace_adone-} ]] || { _gwtrace_abenvfd=-; builtin source "$_gwtrace_adir/gwtrace-auto-benv.sh"; }; } 2>&-
+
+# --- Notes ------------------------------------------------------------------
+# Every bash below `gwtrace run` reads this file before its script, and
+# parses what it reads: ~450 instructions a byte of code, ~120 a byte of
+# comment, and a function costs a copy of its body when it is defined and at
+# each call. So this file holds what every traced bash runs, and explains
+# itself here, where bash stops reading: the group above returns unless the
+# user had a BASH_ENV of their own (GWTRACE_AUTO_BASH_ENV). The rest is read
+# by the shells that need it: gwtrace-auto-top.sh (the scripts level's spans
+# of top-level function calls), gwtrace-auto-fn.sh (function spans; its
+# rarer half in gwtrace-auto-frames.sh), gwtrace-auto-cmd.sh (command spans,
+# at the commands level), gwtrace-auto-extra.sh (the script's `trap`, exec,
+# bash 4, escaping, an unusual TRACEPARENT, a BASH_ENV of the user's). All of
+# it runs in one group with fd 2 closed: a redirection costs a dozen system
+# calls, and a VM's system calls cost microseconds each.
+#
+# 1. The set-up is a loop that runs once rather than a function: it runs once
+#    per process, and a function would cost two copies of its body. Its
+#    scratch variables (_gwtrace_l*, read by gwtrace-auto-extra.sh's
+#    _gwtrace_auto_slow_start and _gwtrace_auto_root_start) are unset after.
+#    It is written for the common case: bash 5, a TRACEPARENT as this layer
+#    writes it, `gwtrace run` not the parent. Event lines have literal TABs
+#    between their fields.
+#
+# 2. TRACEPARENT: the library's rule (_gwtrace_read_context;
+#    bats/auto_truth.bats compares them): version 00 and 55 characters here,
+#    anything else through _gwtrace_auto_tp_norm; lower-case hex, ids not all
+#    zero. An invalid one starts a new trace; one not sampled records nothing.
+#
+# 3. Span ids: the next spans of this process get a 40-bit prefix from the
+#    digits of the uuid the script span left unused (17-31: random in a v4
+#    uuid), then a counter (gwtrace-auto-frames.sh's _gwtrace_auto_id).
+#
+# 4. The script's `trap` is a function: gwtrace-auto-extra.sh has its
+#    emulation. Every command of ours in it runs in a group with fd 2 closed;
+#    fd 203 carries the script's stderr for bash's own messages. Installing
+#    the script's DEBUG trap is its last command: nothing of ours runs after.
+#
+# 5. With GWTRACE_AUTO_BASH_ENV set: the user's own BASH_ENV, with the
+#    script's stderr if it has one (if it has none, `203>&2` fails and the
+#    first line does not run).
