@@ -166,8 +166,29 @@ _gwtrace_auto_sigs() {
   for (( _gwtrace_li = 1; _gwtrace_li < 65; _gwtrace_li++ )); do _gwtrace_asigs+=("$_gwtrace_li"); done
 }
 
+# _gwtrace_auto_trap_cmd ARGS...: the script's `trap` (gwtrace-auto.sh's
+# stub, which counts this as busy and gives fd 203, the script's stderr, with
+# fd 2 closed). Its status is the builtin's; installing the script's own
+# DEBUG trap (a one-shot that chains ours) is the last thing it does.
+_gwtrace_auto_trap_cmd() {
+  [[ -z $_gwtrace_atop || " $* " != *" DEBUG "* || $1 == -[pl] ]] || _gwtrace_auto_top_off
+  [[ -z ${_gwtrace_aurset-} ]] || { builtin trap - RETURN; _gwtrace_apend=1; }   # not fired by our functions
+  _gwtrace_atrc=-1 _gwtrace_aoneshot=''
+  _gwtrace_auto_trap 203 "$@"
+  # shellcheck disable=SC2064  # the script's own arguments, passed on as they are
+  (( _gwtrace_atrc >= 0 )) || _gwtrace_auto_trap - "$@" || builtin trap "$@"
+  [[ -z $_gwtrace_apend ]] || _gwtrace_auto_oneshot
+  (( _gwtrace_abusy > 0 && _gwtrace_abusy--, 1 ))
+  if [[ -z $_gwtrace_aoneshot ]]; then
+    return "$(( _gwtrace_atrc < 0 ? 1 : _gwtrace_atrc ))"
+  fi
+  builtin trap -- "$_gwtrace_aoneshot" DEBUG    # last: nothing of ours runs after it
+}
+
 # _gwtrace_auto_trap EFD ARGS...: the `trap` builtin as the script sees it.
-# EFD is the script's stderr (or - if it has none); sets _gwtrace_atrc.
+# EFD is the script's stderr (or - if it has none); sets _gwtrace_atrc. Its
+# caller is _gwtrace_auto_trap_cmd, called by `trap`: the script's frame is
+# the fourth from the top here (FUNCNAME).
 _gwtrace_auto_trap() {
   local _gwtrace_lefd=$1 _gwtrace_lprint='' _gwtrace_larg _gwtrace_lop _gwtrace_ls _gwtrace_lu
   local -a _gwtrace_lorig _gwtrace_lother=()
@@ -211,8 +232,8 @@ _gwtrace_auto_trap() {
           ignore) builtin printf -v "_gwtrace_au$_gwtrace_lu" ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
           revert) builtin printf -v "_gwtrace_au$_gwtrace_lu" ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" '' ;;
         esac
-        [[ $_gwtrace_lu != r ]] || _gwtrace_aurdep=$(( ${#FUNCNAME[@]} - 2 ))
-        [[ $_gwtrace_lu != d ]] || _gwtrace_auddep=$(( ${#FUNCNAME[@]} - 2 ))
+        [[ $_gwtrace_lu != r ]] || _gwtrace_aurdep=$(( ${#FUNCNAME[@]} - 3 ))
+        [[ $_gwtrace_lu != d ]] || _gwtrace_auddep=$(( ${#FUNCNAME[@]} - 3 ))
         if [[ $_gwtrace_lu == x ]]; then
           _gwtrace_auxpid=$BASHPID
           _gwtrace_auto_exit_install
@@ -355,14 +376,17 @@ _gwtrace_auto_dbgtext() {
   _gwtrace_ar=${_gwtrace_audbg:-${_gwtrace_audx:+'{ (( _gwtrace_arc = $?, 1 )); } 2>&-'}}$_gwtrace_audx
 }
 
-# The message bash gives for a bad signal, at the script's line.
+# The message bash gives for a bad signal, at the script's line (that of its
+# call of `trap`, our outermost frame).
 _gwtrace_auto_trap_error() {
+  local _gwtrace_lk=1
   _gwtrace_atrc=1
   [[ $1 == - ]] && return 0
-  if [[ -n ${BASH_EXECUTION_STRING+x} && ${#FUNCNAME[@]} -le 3 ]]; then
+  while [[ ${FUNCNAME[_gwtrace_lk]-trap} != trap ]]; do _gwtrace_lk=$((_gwtrace_lk + 1)); done
+  if [[ -n ${BASH_EXECUTION_STRING+x} && ${#FUNCNAME[@]} -le $((_gwtrace_lk + 1)) ]]; then
     builtin printf '%s: trap: %s: invalid signal specification\n' "$0" "$2" >&"$1"
   else
-    builtin printf '%s: line %s: trap: %s: invalid signal specification\n' "$0" "${BASH_LINENO[2]-0}" "$2" >&"$1"
+    builtin printf '%s: line %s: trap: %s: invalid signal specification\n' "$0" "${BASH_LINENO[_gwtrace_lk]-0}" "$2" >&"$1"
   fi
 }
 

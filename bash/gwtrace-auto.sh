@@ -101,21 +101,10 @@ while :; do                # once: `break` ends the set-up early (note 1)
 done
 builtin unset _gwtrace_ltp _gwtrace_lu _gwtrace_lname _gwtrace_lpath _gwtrace_lremote
 
-# The script's `trap` (note 4).
+# The script's `trap` (note 4): gwtrace-auto-extra.sh's _gwtrace_auto_trap_cmd.
 trap() {
-  { [[ -z $_gwtrace_atop || " $* " != *" DEBUG "* || $1 == -[pl] ]] || _gwtrace_auto_top_off
-    [[ -z ${_gwtrace_aurset-} ]] || { builtin trap - RETURN; _gwtrace_apend=1; }   # not fired by our functions
-    _gwtrace_atrc=-1 _gwtrace_aoneshot=''; (( ++_gwtrace_abusy )); _gwtrace_auto_extra; } 2>&-
-  { _gwtrace_auto_trap 203 "$@"; } 203>&2 2>&-
-  # shellcheck disable=SC2064  # the script's own arguments, passed on as they are
-  { (( _gwtrace_atrc >= 0 )) || _gwtrace_auto_trap - "$@" || builtin trap "$@"
-    [[ -z $_gwtrace_apend ]] || _gwtrace_auto_oneshot
-    (( _gwtrace_abusy > 0 && _gwtrace_abusy--, 1 ))
-    if [[ -z $_gwtrace_aoneshot ]]; then
-      return "$(( _gwtrace_atrc < 0 ? 1 : _gwtrace_atrc ))"
-    fi
-    builtin trap -- "$_gwtrace_aoneshot" DEBUG    # last: nothing of ours runs after it
-  } 2>&-
+  { (( ++_gwtrace_abusy )); _gwtrace_auto_extra; } 2>&-
+  { _gwtrace_auto_trap_cmd "$@"; } 203>&2 2>&-
 }
 (( _gwtrace_alevel > 0 )) || builtin unset -f trap
 # Last: the DEBUG trap, so that it runs for the script's commands only.
@@ -162,7 +151,8 @@ trap() {
 #    uuid), then a counter (gwtrace-auto-frames.sh's _gwtrace_auto_id).
 #
 # 4. The script's `trap` is a function: gwtrace-auto-extra.sh has its
-#    emulation. Every command of ours in it runs in a group with fd 2 closed;
+#    emulation (_gwtrace_auto_trap_cmd: here only a call, as most scripts
+#    never call `trap`). Every command of ours in it runs with fd 2 closed;
 #    fd 203 carries the script's stderr for bash's own messages. Installing
 #    the script's DEBUG trap is its last command: nothing of ours runs after.
 #
