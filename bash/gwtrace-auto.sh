@@ -103,7 +103,7 @@ builtin unset _gwtrace_ltp _gwtrace_lu _gwtrace_lname _gwtrace_lpath _gwtrace_lr
 
 # The script's `trap` (note 4): gwtrace-auto-extra.sh's _gwtrace_auto_trap_cmd.
 trap() {
-  { (( ++_gwtrace_abusy )); _gwtrace_auto_extra; } 2>&-
+  { (( ++_gwtrace_abusy )); [[ -z ${_gwtrace_aurset-} ]] || { builtin trap - RETURN; _gwtrace_apend=1; }; _gwtrace_auto_extra; } 2>&-
   { _gwtrace_auto_trap_cmd "$@"; } 203>&2 2>&-
 }
 (( _gwtrace_alevel > 0 )) || builtin unset -f trap
@@ -152,7 +152,8 @@ trap() {
 #
 # 4. The script's `trap` is a function: gwtrace-auto-extra.sh has its
 #    emulation (_gwtrace_auto_trap_cmd: here only a call, as most scripts
-#    never call `trap`). Every command of ours in it runs with fd 2 closed;
+#    never call `trap`). The script's RETURN trap goes first: it must not
+#    fire for our functions. Every command of ours in it runs with fd 2 closed;
 #    fd 203 carries the script's stderr for bash's own messages. Installing
 #    the script's DEBUG trap is its last command: nothing of ours runs after.
 #
