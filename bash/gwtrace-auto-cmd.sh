@@ -79,7 +79,7 @@ _gwtrace_auto_cmd_more() {
   (( ${#_gwtrace_abgpid[@]} == 0 )) || _gwtrace_auto_bg_reap
   [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
   [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
-  (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter
+  (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter || :
   return 0
 }
 

@@ -166,6 +166,14 @@ _gwtrace_auto_sigs() {
   for (( _gwtrace_li = 1; _gwtrace_li < 65; _gwtrace_li++ )); do _gwtrace_asigs+=("$_gwtrace_li"); done
 }
 
+# The script sets a DEBUG trap of its own at the scripts level: ours goes
+# (bash has one DEBUG trap; the script's then behaves exactly as untraced).
+_gwtrace_auto_top_off() {
+  [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end 0
+  builtin trap - DEBUG
+  _gwtrace_atop=''
+}
+
 # _gwtrace_auto_trap_cmd ARGS...: the script's `trap` (gwtrace-auto.sh's
 # stub, which counts this as busy, takes the script's RETURN trap out of the
 # way and gives fd 203, the script's stderr, with fd 2 closed). Its status is the builtin's; installing the script's own

@@ -92,13 +92,19 @@ _gwtrace_auto_exit_frames() {
 
 # _gwtrace_auto_subenter: the first command of a new subshell. Before a
 # function call, our EXIT trap goes in (note 6); a subshell that runs a
-# program is left alone.
+# program is left alone, and the slow path ends here (status 1) when that is
+# all it had to see.
 _gwtrace_auto_subenter() {
   _gwtrace_asl=$BASH_SUBSHELL _gwtrace_dw=${BASH_COMMAND%% *}
   [[ -n $_gwtrace_dw ]] || return 0
   if [[ -z ${_gwtrace_afn[$_gwtrace_dw]-} ]]; then
-    [[ -z ${BASH_CMDS[$_gwtrace_dw]-} && $_gwtrace_dw != */* && $_gwtrace_dw != *=* ]] || return 0
-    builtin declare -F -- "$_gwtrace_dw" >/dev/null || return 0
+    if [[ -n ${BASH_CMDS[$_gwtrace_dw]-} || $_gwtrace_dw == */* || $_gwtrace_dw == *=* ]] \
+       || ! builtin declare -F -- "$_gwtrace_dw" >/dev/null; then
+      # not a function's call: nothing more to do if nothing else changed
+      [[ ${#BASH_SOURCE[@]} == $((_gwtrace_ad + 2)) && $_gwtrace_amode$- != *x* && $BASH_COMMAND != [sbc.][ehuo\ ]* ]] || return 0
+      _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl
+      return 1
+    fi
   fi
   _gwtrace_asub=$BASHPID
   builtin trap -- "$_gwtrace_aexit1" EXIT
@@ -113,12 +119,12 @@ _gwtrace_auto_subenter() {
 _gwtrace_auto_dbg() {
   {                                            # nothing of ours reaches stderr
     (( _gwtrace_abusy )) && return 0           # our own `trap` and EXIT handlers
-    (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter
-    # xtrace on, or a command that may turn it on (the fast path tests the
-    # first two characters: `cut`, `chmod`, `set_var` come here too; bash
-    # shows a command's words one space apart)
-    if [[ -n $_gwtrace_asetpend$_gwtrace_aspend || $- == *x* || $_gwtrace_axg == 1
-          || ( $BASH_COMMAND == [sbc][ehuo]* && " set shopt builtin command " == *" ${BASH_COMMAND%% *} "* ) ]]; then
+    (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter || return 0
+    # xtrace on, a `set` or `source` pending, the trap guarded
+    # (_gwtrace_amode: x), or a command that may turn xtrace on (the fast
+    # path tests the first two characters: `cut`, `chmod`, `set_var` come
+    # here too; bash shows a command's words one space apart)
+    if [[ $_gwtrace_amode$- == *x* || ( $BASH_COMMAND == [sbc][ehuo]* && " set shopt builtin command " == *" ${BASH_COMMAND%% *} "* ) ]]; then
       _gwtrace_auto_cold; _gwtrace_auto_dbg_pre "$1"
     fi
     if (( ${#BASH_SOURCE[@]} - 1 > _gwtrace_ad )); then
@@ -171,14 +177,8 @@ _gwtrace_auto_leave() {
     _gwtrace_auto_sync "$_gwtrace_dn" 3
     return 0
   fi
-  if (( _gwtrace_aps || _gwtrace_arc )); then
-    _gwtrace_auto_cold
-    _gwtrace_dz=$_gwtrace_di
-    while (( _gwtrace_dz > 1 && _gwtrace_adep[_gwtrace_dz-1] > _gwtrace_dn )); do _gwtrace_dz=$((_gwtrace_dz - 1)); done
-    _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_dz]}"
-  else
-    _gwtrace_ast=0
-  fi
+  _gwtrace_ast=0
+  (( ! _gwtrace_aps && ! _gwtrace_arc )) || { _gwtrace_auto_cold; _gwtrace_auto_leave_status; }
   while (( _gwtrace_di > 0 && _gwtrace_adep[_gwtrace_di] > _gwtrace_dn )); do
     _gwtrace_dz=${_gwtrace_asp[_gwtrace_di]}
     if [[ -n $_gwtrace_dz && -n ${_gwtrace_aotpset[_gwtrace_di]} && ${_gwtrace_apid[_gwtrace_di]} == "$BASHPID" ]]; then
@@ -197,13 +197,14 @@ _gwtrace_auto_leave() {
 
 # Arm the DEBUG trap: functrace makes functions and subshells inherit it.
 if (( _gwtrace_alevel == 3 )); then
+  _gwtrace_amode='' _gwtrace_axg=0
   _gwtrace_auto_cold
   # shellcheck source=gwtrace-auto-cmd.sh
   builtin source "$_gwtrace_adir/gwtrace-auto-cmd.sh"
   _gwtrace_audbg=$_gwtrace_adbg_cmd
 else
-  _gwtrace_audbg=$_gwtrace_adbg_fn _gwtrace_axg=0
-  [[ $- != *x* ]] || { _gwtrace_auto_cold; _gwtrace_audbg=$_gwtrace_adbg_fnx _gwtrace_axg=1; }
+  _gwtrace_audbg=$_gwtrace_adbg_fn _gwtrace_axg=0 _gwtrace_amode=''
+  [[ $- != *x* ]] || { _gwtrace_auto_cold; _gwtrace_audbg=$_gwtrace_adbg_fnx _gwtrace_axg=1 _gwtrace_amode=x; }
 fi
 _gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0 _gwtrace_dw='' _gwtrace_auT='' _gwtrace_asetpend='' _gwtrace_asetcmd=''
 [[ $- != *T* ]] || _gwtrace_auT=1

@@ -54,6 +54,15 @@ _gwtrace_auto_seed_mix() {
   _gwtrace_actr=1000000
 }
 
+# _gwtrace_auto_leave_status: the status field of the functions that
+# returned to depth _gwtrace_dn, from the frame of the outermost of them
+# (gwtrace-auto-fn.sh's _gwtrace_auto_leave, for a non-zero status).
+_gwtrace_auto_leave_status() {
+  local _gwtrace_li=$_gwtrace_di
+  while (( _gwtrace_li > 1 && _gwtrace_adep[_gwtrace_li-1] > _gwtrace_dn )); do _gwtrace_li=$((_gwtrace_li - 1)); done
+  _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_li]}"
+}
+
 # _gwtrace_auto_dbg_pre LASTARG: after a `set` or a `source`; xtrace on, or
 # maybe about to be (the trap with fd 2 closed), or off again.
 _gwtrace_auto_dbg_pre() {
@@ -67,6 +76,13 @@ _gwtrace_auto_dbg_pre() {
   return 0
 }
 
+# _gwtrace_auto_mode: _gwtrace_amode, x while a `set` or `source` is pending
+# or the trap is guarded, for _gwtrace_auto_dbg's one test.
+_gwtrace_auto_mode() {
+  _gwtrace_amode=''
+  [[ -z $_gwtrace_asetpend$_gwtrace_aspend && ${_gwtrace_axg-} != 1 ]] || _gwtrace_amode=x
+}
+
 # _gwtrace_auto_dbgmode 1|0: the DEBUG trap with fd 2 closed (xtrace is or
 # may soon be on), or without (the capturing text while the script's own
 # DEBUG trap is chained after ours: _gwtrace_audx). Not once the script's
@@ -74,6 +90,7 @@ _gwtrace_auto_dbg_pre() {
 _gwtrace_auto_dbgmode() {
   [[ $_gwtrace_audbg == "$_gwtrace_adbg_fn" || $_gwtrace_audbg == "$_gwtrace_adbg_fnc" || $_gwtrace_audbg == "$_gwtrace_adbg_fnx" ]] || return 0
   _gwtrace_axg=$1
+  _gwtrace_auto_mode
   _gwtrace_auto_ourtext
   builtin trap -- "$_gwtrace_audbg${_gwtrace_audx-}" DEBUG
 }
@@ -229,7 +246,7 @@ _gwtrace_auto_src_begin() {
   _gwtrace_auto_now
   [[ $_gwtrace_la == *[[:space:]]* ]] || _gwtrace_la=''      # one argument: $_ will be the file
   _gwtrace_aspend="$(( ${#BASH_SOURCE[@]} - 3 )) $_gwtrace_ad $BASHPID $_gwtrace_at ${_gwtrace_la%%[[:space:]]*}"
-  _gwtrace_ad=-1
+  _gwtrace_ad=-1 _gwtrace_amode=x
 }
 
 # _gwtrace_auto_src_done FILE: after the command that followed a `source`.
@@ -238,6 +255,7 @@ _gwtrace_auto_src_done() {
   _gwtrace_ldep=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* } _gwtrace_ad=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* }
   _gwtrace_lpid=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* } _gwtrace_lts=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* }
   _gwtrace_aspend=''
+  _gwtrace_auto_mode
   [[ -z $_gwtrace_lp ]] || { _gwtrace_lf=${_gwtrace_lp//[\"\']/}; [[ $_gwtrace_lf != *[\$\`]* ]] || _gwtrace_lf=${_gwtrace_lf##*/}; }
   (( ${#BASH_SOURCE[@]} - 3 == _gwtrace_ldep )) && [[ -n $_gwtrace_lf && $_gwtrace_lpid == "$BASHPID" ]] || return 0
   _gwtrace_auto_id
@@ -255,13 +273,14 @@ _gwtrace_auto_src_done() {
 # gated as bash would gate them).
 _gwtrace_auto_functrace() {
   [[ -z $_gwtrace_asetpend ]] || return 0
-  _gwtrace_asetpend="$_gwtrace_ad" _gwtrace_ad=-1 _gwtrace_asetcmd=$BASH_COMMAND
+  _gwtrace_asetpend="$_gwtrace_ad" _gwtrace_ad=-1 _gwtrace_asetcmd=$BASH_COMMAND _gwtrace_amode=x
 }
 
 # _gwtrace_auto_functrace_done LASTARG: after the `set`.
 _gwtrace_auto_functrace_done() {
   local _gwtrace_lon=$_gwtrace_auT
   _gwtrace_ad=$_gwtrace_asetpend _gwtrace_asetpend=''
+  _gwtrace_auto_mode
   if [[ $- != *T* || ( $1 == +[!+]* && $1 == *T* ) || ( $1 == functrace && $_gwtrace_asetcmd == *+o* ) ]]; then
     _gwtrace_auT=''
     [[ $- == *T* ]] || set -T

@@ -34,6 +34,7 @@ _gwtrace_auto_top() {
       fi
     fi
     (( ${#BASH_SOURCE[@]} == 2 )) || return 0
+    # shellcheck disable=SC2119  # no STATUS: the one the trap saw
     [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end
     [[ ${_gwtrace_atw[$_gwtrace_aw]} != 1 ]] || _gwtrace_auto_top_begin "$_gwtrace_aw"
   } 2>&-
@@ -49,10 +50,8 @@ _gwtrace_auto_top_begin() {
   if [[ -n $_gwtrace_apfx ]] && (( (_gwtrace_actr += 1) < 2000000 )); then
     _gwtrace_atsp=$_gwtrace_apfx${_gwtrace_actr:1}
   else
-    _gwtrace_auto_top_util
-    IFS= builtin read -r _gwtrace_atsp </proc/sys/kernel/random/uuid || _gwtrace_atsp=''
-    _gwtrace_atsp=${_gwtrace_atsp//-/} _gwtrace_atsp=${_gwtrace_atsp:16:16}
-    [[ ${#_gwtrace_atsp} -eq 16 && $_gwtrace_atsp != *[!0-9a-f]* ]] || { _gwtrace_atsp=''; return 0; }
+    _gwtrace_auto_top_util; _gwtrace_auto_top_uuid
+    [[ -n $_gwtrace_atsp ]] || return 0
   fi
   _gwtrace_at=${EPOCHREALTIME-}
   [[ -n $_gwtrace_at ]] || { _gwtrace_auto_top_util; _gwtrace_auto_now; }
@@ -65,6 +64,7 @@ _gwtrace_auto_top_begin() {
 
 # _gwtrace_auto_top_end [STATUS]: end it (no STATUS: what the trap saw), and
 # TRACEPARENT as it was before it.
+# shellcheck disable=SC2120  # STATUS: from the EXIT trap (gwtrace-auto.sh) and gwtrace-auto-extra.sh
 _gwtrace_auto_top_end() {
   if [[ -n ${1-} ]]; then
     _gwtrace_ast=$1
@@ -91,14 +91,6 @@ _gwtrace_auto_top_end() {
 _gwtrace_auto_top_util() {
   # shellcheck source=gwtrace-auto-util.sh
   [[ -n ${_gwtrace_autil-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"
-}
-
-# The script sets a DEBUG trap of its own: ours goes (bash has one DEBUG trap;
-# the script's then behaves exactly as untraced).
-_gwtrace_auto_top_off() {
-  [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end 0
-  builtin trap - DEBUG
-  _gwtrace_atop=''
 }
 return 0
 

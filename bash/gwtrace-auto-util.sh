@@ -57,6 +57,15 @@ _gwtrace_auto_esc() {
   fi
 }
 
+# _gwtrace_auto_top_uuid: gwtrace-auto-top.sh's span id when the counter ran
+# out (or there is no prefix), from a kernel uuid, into _gwtrace_atsp ('' if
+# none could be read).
+_gwtrace_auto_top_uuid() {
+  IFS= builtin read -r _gwtrace_atsp </proc/sys/kernel/random/uuid || _gwtrace_atsp=''
+  _gwtrace_atsp=${_gwtrace_atsp//-/} _gwtrace_atsp=${_gwtrace_atsp:16:16}
+  [[ ${#_gwtrace_atsp} -eq 16 && $_gwtrace_atsp != *[!0-9a-f]* ]] || _gwtrace_atsp=''
+}
+
 # --- status: a failure, or a status its caller tested --------------------------
 #
 # Bash gives no flag for "this status is tested". What the DEBUG trap sees at
