@@ -98,8 +98,7 @@ _gwtrace_auto_subenter() {
   _gwtrace_asl=$BASH_SUBSHELL _gwtrace_dw=${BASH_COMMAND%% *}
   [[ -n $_gwtrace_dw ]] || return 0
   if [[ -z ${_gwtrace_afn[$_gwtrace_dw]-} ]]; then
-    if [[ -n ${BASH_CMDS[$_gwtrace_dw]-} || $_gwtrace_dw == */* || $_gwtrace_dw == *=* ]] \
-       || ! builtin declare -F -- "$_gwtrace_dw" >/dev/null; then
+    if [[ $_gwtrace_dw == */* || $_gwtrace_dw == *=* ]] || ! builtin declare -F -- "$_gwtrace_dw" >/dev/null; then
       # not a function's call: nothing more to do if nothing else changed
       [[ ${#BASH_SOURCE[@]} == $((_gwtrace_ad + 2)) && $_gwtrace_amode$- != *x* && $BASH_COMMAND != [sbc.][ehuo\ ]* ]] || return 0
       _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl
@@ -267,13 +266,13 @@ return 0
 #    function's last command without a fork when no EXIT trap is set as the
 #    function is entered, and the spans the subshell opened were then never
 #    ended (tests/corpus/comsub_last_external.sh). A word that names a
-#    function entered so far (_gwtrace_afn, inherited) is one; a program bash
-#    has hashed (BASH_CMDS), a path or an assignment is not; anything else,
-#    builtins and keywords too, is looked up with `declare -F` (its
-#    redirection costs four system calls and ~25 000 instructions; a `case`
-#    over bash's builtins and keywords cost 180 000 for a word that is none
-#    of them, such as `date`, which a parent that only runs it in $(...)
-#    never hashes).
+#    function entered so far (_gwtrace_afn, inherited) is one; a path or an
+#    assignment is not; anything else is looked up with `declare -F` (its
+#    redirection costs four system calls and ~25 000 instructions). Not
+#    BASH_CMDS: bash rebuilds that whole array from its hash table at each
+#    reference (~110 000 instructions with 40 programs hashed, as a glidein
+#    has). Nor a `case` over bash's builtins and keywords: 180 000 for a word
+#    that is none of them, such as `date`.
 #
 # 7. The slow path. Functions are kept small, each doing one case: bash
 #    copies a function's body at every call (~36 instructions a byte), and in
