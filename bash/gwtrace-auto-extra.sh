@@ -143,8 +143,9 @@ _gwtrace_auto_root_start() {
   builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr" || :
 }
 
-# _gwtrace_auto_slow_start: what _gwtrace_auto_init leaves to us (it reads
-# its locals `name` and `path`): escaping, the bash 4 clock, exec.
+# _gwtrace_auto_slow_start: what gwtrace-auto.sh's set-up leaves to us (it
+# reads that loop's _gwtrace_lname and _gwtrace_lpath): escaping, the bash 4
+# clock, exec.
 _gwtrace_auto_slow_start() {
   _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar
   _gwtrace_auto_esc "$_gwtrace_lpath"; _gwtrace_lpath=$_gwtrace_ar
