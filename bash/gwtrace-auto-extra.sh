@@ -177,8 +177,9 @@ _gwtrace_auto_top_off() {
 
 # _gwtrace_auto_trap_cmd ARGS...: the script's `trap` (gwtrace-auto.sh's
 # stub, which counts this as busy, takes the script's RETURN trap out of the
-# way and gives fd 203, the script's stderr, with fd 2 closed). Its status is the builtin's; installing the script's own
-# DEBUG trap (a one-shot that chains ours) is the last thing it does.
+# way and gives fd 203, the script's stderr, with fd 2 closed). Its status is
+# the builtin's; installing the script's own DEBUG trap (a one-shot that
+# chains ours) is the last thing it does.
 _gwtrace_auto_trap_cmd() {
   [[ -z $_gwtrace_atop || " $* " != *" DEBUG "* || $1 == -[pl] ]] || _gwtrace_auto_top_off
   _gwtrace_atrc=-1 _gwtrace_aoneshot=''

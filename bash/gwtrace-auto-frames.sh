@@ -246,7 +246,8 @@ _gwtrace_auto_src_begin() {
   _gwtrace_auto_now
   [[ $_gwtrace_la == *[[:space:]]* ]] || _gwtrace_la=''      # one argument: $_ will be the file
   _gwtrace_aspend="$(( ${#BASH_SOURCE[@]} - 3 )) $_gwtrace_ad $BASHPID $_gwtrace_at ${_gwtrace_la%%[[:space:]]*}"
-  _gwtrace_ad=-1 _gwtrace_amode=x
+  _gwtrace_ad=-1
+  _gwtrace_auto_mode
 }
 
 # _gwtrace_auto_src_done FILE: after the command that followed a `source`.
@@ -273,7 +274,8 @@ _gwtrace_auto_src_done() {
 # gated as bash would gate them).
 _gwtrace_auto_functrace() {
   [[ -z $_gwtrace_asetpend ]] || return 0
-  _gwtrace_asetpend="$_gwtrace_ad" _gwtrace_ad=-1 _gwtrace_asetcmd=$BASH_COMMAND _gwtrace_amode=x
+  _gwtrace_asetpend="$_gwtrace_ad" _gwtrace_ad=-1 _gwtrace_asetcmd=$BASH_COMMAND
+  _gwtrace_auto_mode
 }
 
 # _gwtrace_auto_functrace_done LASTARG: after the `set`.
