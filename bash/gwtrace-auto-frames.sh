@@ -18,11 +18,12 @@ _gwtrace_aframes=1
 # The DEBUG trap's other texts (gwtrace-auto-fn.sh, its note 2): keeping $?
 # and PIPESTATUS before every command, for the script's own DEBUG trap
 # chained after ours; the same in a group with fd 2 closed, while xtrace is
-# or may soon be on.
+# or may soon be on. They kept $? themselves: the slow path's second argument
+# says so.
 # shellcheck disable=SC2016
-_gwtrace_adbg_fnc='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc.][ehuo\ ]* ]]||_gwtrace_auto_dbg "$_"'
+_gwtrace_adbg_fnc='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc.][ehuo\ ]* ]]||_gwtrace_auto_dbg "$_" "$_"'
 # shellcheck disable=SC2016
-_gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_";} 2>&-'
+_gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_" "$_";} 2>&-'
 
 # _gwtrace_auto_id: a span id (16 hex digits, never all zero) into _gwtrace_ar.
 _gwtrace_auto_id() {

@@ -14,14 +14,15 @@
 # gwtrace-auto.sh's last two commands.
 # shellcheck disable=SC2016
 declare -gA _gwtrace_atw=(['[[']='=' ['((']='=' [case]='=' [for]='=' [return]='=') \
-  && _gwtrace_atop='{ [[ $_gwtrace_atsp-${_gwtrace_atw[${BASH_COMMAND%% *}]-${BASH_COMMAND%% *}} == -*=* || $((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0])) == - ]]||_gwtrace_auto_top "$_";} 2>&-' \
+  && _gwtrace_atop='{ case $_gwtrace_atsp-${_gwtrace_atw[${BASH_COMMAND%% *}]-${BASH_COMMAND%% *}} in -*=*) ;; *) _gwtrace_auto_top "$_";; esac;} 2>&-' \
   && _gwtrace_adbg=$_gwtrace_atop
 
 # Past the fast path: a pending top-level function span ends; a command word
 # not seen yet is looked up; a function called from the top level gets a
 # span. $1 is the script's $_, given back.
 _gwtrace_auto_top() {
-  { [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop ]] && (( ! _gwtrace_abusy )) || return 0
+  { _gwtrace_arc=$? _gwtrace_aps=${PIPESTATUS[0]}    # still the script's: a case leaves them alone
+    [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop ]] && (( ! _gwtrace_abusy )) || return 0
     _gwtrace_aw=${BASH_COMMAND%% *}
     [[ -n $_gwtrace_aw ]] || return 0
     if [[ -z ${_gwtrace_atw[$_gwtrace_aw]-} ]]; then
@@ -109,8 +110,9 @@ return 0
 # 2. bash parses the trap's text before every command (~400 instructions a
 #    character), so it is short: one key, "${_gwtrace_atsp}-${cached word}"
 #    or the word itself when it is not cached, matched against -*=* (no span
-#    pending, and a word known not to be a function or an assignment); $?
-#    and PIPESTATUS are kept only past it. bash shows a command's words one
+#    pending, and a word known not to be a function or an assignment). A
+#    `case`: it leaves $? and PIPESTATUS alone, so _gwtrace_auto_top reads
+#    them itself (gwtrace-auto-fn.sh, note 2). bash shows a command's words one
 #    space apart. An unseen word holding a "=" (an assignment) stays on the
 #    fast path: a glidein has hundreds of distinct ones.
 #
