@@ -233,8 +233,8 @@ return 0
 #
 # 2. The DEBUG trap. With functrace (set -T) it runs before every simple
 #    command, in functions and subshells too, and bash parses its text anew
-#    each time (~400 instructions a character), so the text that runs most is
-#    short. Its fast path matches "${#BASH_SOURCE[@]}.$BASH_SUBSHELL.$BASH_COMMAND"
+#    each time (~450 instructions a character of a word), so the text that
+#    runs most is short. Its fast path matches "${#BASH_SOURCE[@]}.$BASH_SUBSHELL.$BASH_COMMAND"
 #    against two patterns the last slow path set (_gwtrace_af, _gwtrace_ag):
 #    the same depth and subshell, and a command that cannot start with set,
 #    shopt, builtin, command, source or `.` (bash shows a command's words one

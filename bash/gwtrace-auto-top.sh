@@ -107,7 +107,7 @@ return 0
 #    non-zero status (was it tested?), the bash 4 clock, a counter that ran
 #    out.
 #
-# 2. bash parses the trap's text before every command (~400 instructions a
+# 2. bash parses the trap's text before every command (~450 instructions a
 #    character), so it is short: one key, "${_gwtrace_atsp}-${cached word}"
 #    or the word itself when it is not cached, matched against -*=* (no span
 #    pending, and a word known not to be a function or an assignment). A
