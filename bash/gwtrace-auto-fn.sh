@@ -19,7 +19,7 @@
   _gwtrace_acur=$_gwtrace_asp0             # span id of the innermost frame with a span
   _gwtrace_aown=$_gwtrace_amain            # the process whose ids, GWTRACE_AUTO_OPEN and EXIT trap are set up
   _gwtrace_aexp=${TRACEPARENT-}            # the TRACEPARENT we exported last
-  _gwtrace_ad=$_gwtrace_abd                # BASH_SOURCE depth at the last slow path
+  _gwtrace_ad=1                            # BASH_SOURCE depth at the last slow path (note 10)
   _gwtrace_arc=0 _gwtrace_asub=''          # $? before the command; a subshell with our EXIT trap
   _gwtrace_asl=$BASH_SUBSHELL              # the subshell level the DEBUG trap saw last
   declare -gA _gwtrace_afn=()              # the functions entered so far: name -> 1
@@ -109,39 +109,46 @@ _gwtrace_auto_subenter() {
     if [[ $_gwtrace_dw == */* || $_gwtrace_dw == *=* ]] || ! builtin declare -F -- "$_gwtrace_dw" >/dev/null; then
       # not a function's call: nothing more to do if nothing else changed
       [[ ${#BASH_SOURCE[@]} == $((_gwtrace_ad + 2)) && $_gwtrace_amode$- != *x* && $BASH_COMMAND != [sbc.][ehuo\ ]* ]] || return 0
-      _gwtrace_auto_key
+      _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl _gwtrace_af="$_gwtrace_ad.$_gwtrace_asl.[!sbc.]*" _gwtrace_ag="$_gwtrace_ad.$_gwtrace_asl.?[!ehuo ]*"   # _gwtrace_auto_key's
       return 1
     fi
   fi
-  _gwtrace_asub=$BASHPID
-  builtin trap -- "$_gwtrace_aexit1" EXIT
-  _gwtrace_auto_seed                           # ready for _gwtrace_auto_enter's written-out entry
-  _gwtrace_auto_own
-  _gwtrace_aown=$BASHPID
+  {                                            # nothing of ours reaches stderr
+    _gwtrace_asub=$BASHPID
+    builtin trap -- "$_gwtrace_aexit1" EXIT
+    _gwtrace_auto_seed                         # ready for _gwtrace_auto_enter's written-out entry
+    _gwtrace_auto_own
+    _gwtrace_aown=$BASHPID
+  } 2>&-
 }
 
 # The DEBUG trap past its fast path (note 7): the depth changed, a new
 # subshell, or the command may turn xtrace on, source a file or `set`
 # options. $1 is the script's $_, given back when this call returns.
 _gwtrace_auto_dbg() {
+  # $? and PIPESTATUS[0] are still the script's (a second argument: the
+  # trap's text kept them); our own `trap` and EXIT handlers return here.
+  # These two and a subshell's first program print nothing: no fd 2 to close.
+  (( $# > 1 || (_gwtrace_arc = $?, _gwtrace_aps = PIPESTATUS), _gwtrace_abusy )) && return 0
+  (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter || return 0
   {                                            # nothing of ours reaches stderr
-    # $? and PIPESTATUS[0] are still the script's (a second argument: the
-    # trap's text kept them); our own `trap` and EXIT handlers return here
-    (( $# > 1 || (_gwtrace_arc = $?, _gwtrace_aps = PIPESTATUS[0]), _gwtrace_abusy )) && return 0
-    (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter || return 0
     # xtrace on, a `set` or `source` pending, the trap guarded
     # (_gwtrace_amode: x), or a command that may turn xtrace on (the fast
     # path tests the first two characters: `cut`, `chmod`, `set_var` come
     # here too; bash shows a command's words one space apart)
-    if [[ $_gwtrace_amode$- == *x* || ( $BASH_COMMAND == [sbc][ehuo]* && " set shopt builtin command " == *" ${BASH_COMMAND%% *} "* ) ]]; then
+    if [[ $_gwtrace_amode$- == *x* ]]; then
       _gwtrace_auto_cold; _gwtrace_auto_dbg_pre "$1"
+    elif [[ $BASH_COMMAND == [sbc][ehuo]* ]]; then
+      case ${BASH_COMMAND%% *} in set|shopt|builtin|command) _gwtrace_auto_cold; _gwtrace_auto_dbg_pre "$1" ;; esac
     fi
-    if (( ${#BASH_SOURCE[@]} - 1 > _gwtrace_ad )); then
-      _gwtrace_auto_enter
-    elif (( ${#BASH_SOURCE[@]} - 1 < _gwtrace_ad )); then
-      _gwtrace_auto_leave
-    fi
-    [[ $BASH_COMMAND != [sbc.]* || " source . set builtin command " != *" ${BASH_COMMAND%% *} "* ]] || _gwtrace_auto_dbg_post
+    case $(( ${#BASH_SOURCE[@]} - 1 - _gwtrace_ad )) in
+      0) ;;
+      -*) _gwtrace_auto_leave ;;
+      *) _gwtrace_auto_enter ;;
+    esac
+    case $BASH_COMMAND in
+      [sbc.]*) case ${BASH_COMMAND%% *} in source|.|set|builtin|command) _gwtrace_auto_dbg_post ;; esac ;;
+    esac
     _gwtrace_af="$_gwtrace_ad.$_gwtrace_asl.[!sbc.]*" _gwtrace_ag="$_gwtrace_ad.$_gwtrace_asl.?[!ehuo ]*"   # _gwtrace_auto_key's
   } 2>&-
   return 0
@@ -306,3 +313,12 @@ return 0
 #    that call's status, tested or not as the outermost one that returns now
 #    (gwtrace-auto-util.sh's _gwtrace_auto_status). Written out for this
 #    process's own frames while TRACEPARENT is still ours.
+#
+# 10. The depth the DEBUG trap first compares is the one of the file that
+#    reads this one: gwtrace-auto.sh, read as BASH_ENV, which runs a command
+#    or two after installing the trap (BASH_SOURCE depth 1). A script file
+#    runs at that depth too; `bash -c` and `bash -s` run theirs at depth 0,
+#    so their first command is one slow path (a return to the script span,
+#    nothing to end) where a depth of 0 here would have made gwtrace-auto.sh's
+#    own last commands look like a call, read gwtrace-auto-frames.sh and
+#    gwtrace-auto-util.sh for it (~8 M instructions; round 13).

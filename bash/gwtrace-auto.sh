@@ -109,7 +109,7 @@ trap() {
 (( _gwtrace_alevel > 0 )) || builtin unset -f trap
 # Last: the DEBUG trap, so that it runs for the script's commands only.
 [[ -z $_gwtrace_adbg ]] || builtin trap -- "$_gwtrace_adbg" DEBUG
-[[ -n ${GWTRACE_AUTO_BASH_ENV-} ]] || return 0
+if [[ -z ${GWTRACE_AUTO_BASH_ENV-} ]]; then return 0; fi   # $? 0 (note 6)
 } 2>&-
 
 # Only with GWTRACE_AUTO_BASH_ENV set (note 5).
@@ -160,3 +160,8 @@ trap() {
 # 5. With GWTRACE_AUTO_BASH_ENV set: the user's own BASH_ENV, with the
 #    script's stderr if it has one (if it has none, `203>&2` fails and the
 #    first line does not run).
+#
+# 6. The test that ends the file leaves $? and PIPESTATUS at 0: under
+#    `bash -c` the script's first command comes next, and the DEBUG trap's
+#    slow path takes them for the status a function returned (a non-zero one
+#    reads gwtrace-auto-util.sh to find out whether it was tested).

@@ -96,6 +96,26 @@ EOS
   assert_output $'ok process.exit.code=3 gwtrace.status.tested=true\nok process.exit.code=3 gwtrace.status.tested=true\nok process.exit.code=3 gwtrace.status.tested=true\n3\n0'
 }
 
+@test "functions: bash -c and bash -s read only the common half of the layer, and trace as a script file does" {
+  # The DEBUG trap runs for gwtrace-auto.sh's own last command, at depth 1,
+  # where a -c or -s script runs at 0: that must not look like a call (which
+  # read gwtrace-auto-frames.sh and -util.sh, ~8 M instructions, in every
+  # such shell) nor leave a status the script's first command would take.
+  # A status tested in a -c script is found in its text (BASH_EXECUTION_STRING).
+  # shellcheck disable=SC2016  # expanded by the traced shell
+  local probe='echo "frames=${_gwtrace_aframes-no} util=${_gwtrace_autil-no}"'
+  run --separate-stderr env BASH_ENV="$GW_ROOT/bash/gwtrace-auto.sh" GWTRACE_AUTO_LEVEL=functions \
+    bash -c "$probe"$'\nno() { return 3; }\nno || :\nyes() { :; }\nyes'
+  assert_success
+  assert_output "frames=no util=no"
+  printf '%s\n' "$probe" >"$SCRIPT"
+  run --separate-stderr env BASH_ENV="$GW_ROOT/bash/gwtrace-auto.sh" GWTRACE_AUTO_LEVEL=functions bash -s <"$SCRIPT"
+  assert_success
+  assert_output "frames=no util=no"
+  run awk -F'\t' -v OFS='\t' '$2 == "B" { print $11 } $2 == "E" { $1 = $2 = $3 = $4 = $5 = $6 = ""; sub(/^\t+/, ""); print }' "$LOG"
+  assert_output $'bash -c\nno\nok\tprocess.exit.code=3\tgwtrace.status.tested=true\nyes\n0\n0\nbash -s\n0'
+}
+
 # A bats file whose tests fail in a helper, after `run` (its `set +eET` ...
 # `set "-$flags"`), and directly: bats' own DEBUG trap builds the stack
 # frames it prints, so its output shows whether that trap saw exactly what
