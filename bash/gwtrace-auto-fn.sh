@@ -113,25 +113,22 @@ _gwtrace_auto_subenter() {
       return 1
     fi
   fi
-  {                                            # nothing of ours reaches stderr
-    _gwtrace_asub=$BASHPID
-    builtin trap -- "$_gwtrace_aexit1" EXIT
-    _gwtrace_auto_seed                         # ready for _gwtrace_auto_enter's written-out entry
-    _gwtrace_auto_own
-    _gwtrace_aown=$BASHPID
-  } 2>&-
+  _gwtrace_asub=$BASHPID
+  builtin trap -- "$_gwtrace_aexit1" EXIT
+  _gwtrace_auto_seed                           # ready for _gwtrace_auto_enter's written-out entry
+  _gwtrace_auto_own
+  _gwtrace_aown=$BASHPID
 }
 
 # The DEBUG trap past its fast path (note 7): the depth changed, a new
 # subshell, or the command may turn xtrace on, source a file or `set`
 # options. $1 is the script's $_, given back when this call returns.
 _gwtrace_auto_dbg() {
-  # $? and PIPESTATUS[0] are still the script's (a second argument: the
-  # trap's text kept them); our own `trap` and EXIT handlers return here.
-  # These two and a subshell's first program print nothing: no fd 2 to close.
-  (( $# > 1 || (_gwtrace_arc = $?, _gwtrace_aps = PIPESTATUS), _gwtrace_abusy )) && return 0
-  (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter || return 0
   {                                            # nothing of ours reaches stderr
+    # $? and PIPESTATUS[0] are still the script's (a second argument: the
+    # trap's text kept them); our own `trap` and EXIT handlers return here
+    (( $# > 1 || (_gwtrace_arc = $?, _gwtrace_aps = PIPESTATUS), _gwtrace_abusy )) && return 0
+    (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter || return 0
     # xtrace on, a `set` or `source` pending, the trap guarded
     # (_gwtrace_amode: x), or a command that may turn xtrace on (the fast
     # path tests the first two characters: `cut`, `chmod`, `set_var` come
