@@ -19,7 +19,7 @@
   _gwtrace_acur=$_gwtrace_asp0             # span id of the innermost frame with a span
   _gwtrace_aown=$_gwtrace_amain            # the process whose ids, GWTRACE_AUTO_OPEN and EXIT trap are set up
   _gwtrace_aexp=${TRACEPARENT-}            # the TRACEPARENT we exported last
-  _gwtrace_ad=1                            # BASH_SOURCE depth at the last slow path (note 10)
+  _gwtrace_ad=$(( ${#BASH_SOURCE[@]} - 1 ))  # BASH_SOURCE depth at the last slow path (note 10)
   _gwtrace_arc=0 _gwtrace_asub=''          # $? before the command; a subshell with our EXIT trap
   _gwtrace_asl=$BASH_SUBSHELL              # the subshell level the DEBUG trap saw last
   declare -gA _gwtrace_afn=()              # the functions entered so far: name -> 1
@@ -43,7 +43,9 @@
 # depth and subshell the last slow path saw: _gwtrace_af and _gwtrace_ag
 # match "depth.subshell.command" for a command that cannot be set, shopt,
 # builtin, command or source; _gwtrace_ak, "depth.subshell", is the commands
-# level's. _gwtrace_auto_dbg writes the first two out (it runs the most).
+# level's. The two slow paths that run the most write them out instead of
+# calling this: _gwtrace_auto_dbg (the first two) and a subshell's first
+# program in _gwtrace_auto_subenter (all three).
 _gwtrace_auto_key() {
   _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl _gwtrace_af="$_gwtrace_ad.$_gwtrace_asl.[!sbc.]*" _gwtrace_ag="$_gwtrace_ad.$_gwtrace_asl.?[!ehuo ]*"
 }
@@ -312,10 +314,11 @@ return 0
 #    process's own frames while TRACEPARENT is still ours.
 #
 # 10. The depth the DEBUG trap first compares is the one of the file that
-#    reads this one: gwtrace-auto.sh, read as BASH_ENV, which runs a command
-#    or two after installing the trap (BASH_SOURCE depth 1). A script file
-#    runs at that depth too; `bash -c` and `bash -s` run theirs at depth 0,
-#    so their first command is one slow path (a return to the script span,
-#    nothing to end) where a depth of 0 here would have made gwtrace-auto.sh's
-#    own last commands look like a call, read gwtrace-auto-frames.sh and
-#    gwtrace-auto-util.sh for it (~8 M instructions; round 13).
+#    reads this one: gwtrace-auto.sh, which runs a command or two after
+#    installing the trap (BASH_SOURCE depth 1 when it is the BASH_ENV, more
+#    when a BASH_ENV of the user's sources it). A script file runs at 1 too;
+#    `bash -c` and `bash -s` run theirs at depth 0, so their first command
+#    is one slow path (a return to the script span, nothing to end) where a
+#    depth of 0 here would have made gwtrace-auto.sh's own last commands look
+#    like a call, read gwtrace-auto-frames.sh and gwtrace-auto-util.sh for it
+#    (~8 M instructions; round 13).

@@ -111,10 +111,12 @@ _gwtrace_auto_site() {
   [[ -z $_gwtrace_ar ]] || return 0
   _gwtrace_ar=0
   _gwtrace_lline=${_gwtrace_lsite%% *} _gwtrace_lname=${_gwtrace_lsite#* } _gwtrace_lfile=${_gwtrace_lname#* } _gwtrace_lname=${_gwtrace_lname%% *}
+  [[ -n $_gwtrace_lsite && $_gwtrace_lline == [1-9]* ]] || return 0
   if [[ ( -z $_gwtrace_lfile || $_gwtrace_lfile == environment ) && -n ${BASH_EXECUTION_STRING-} ]]; then
     _gwtrace_lfile=$'\n-c'                   # bash -c: its text (its functions' "file" is "environment")
+  elif [[ -z $_gwtrace_lfile || ! -r $_gwtrace_lfile ]]; then
+    return 0
   fi
-  [[ -n $_gwtrace_lsite && -n $_gwtrace_lfile && $_gwtrace_lline == [1-9]* && ( -r $_gwtrace_lfile || $_gwtrace_lfile == $'\n-c' ) ]] || return 0
   _gwtrace_atested[$_gwtrace_lsite]=0
   if [[ $_gwtrace_lfile != "$_gwtrace_asrcf" ]]; then
     if [[ $_gwtrace_lfile == $'\n-c' ]]; then
