@@ -14,14 +14,14 @@ BATS    := $(TOOLS)/node_modules/bats/bin/bats
 STAMP   := $(VENV)/.installed
 TSTAMP  := $(VENV)/.installed-test
 
-.PHONY: install install-test demo test pytest bats bench lint dist clean
+.PHONY: install install-test accel demo test pytest bats bench lint dist clean
 
 SHELL_SOURCES := bash/gwtrace.sh bash/gwtrace-auto*.sh shim/gwtrace_setup.sh examples/*.sh \
                  examples/glidein/*.sh examples/glidein/*/*.sh bench/overhead
 POSIX_SOURCES := shim/gwtrace-ship-spool shim/gwtrace-job-wrapper
 
 # install: what `make demo` needs; install-test: what `make test` needs.
-install: $(STAMP)
+install: $(STAMP) accel
 
 install-test: $(TSTAMP) $(BATS) $(TOOLS)/.debian
 
@@ -36,6 +36,17 @@ $(TOOLS)/.debian:
 	  { apt-get update -qq && DEBIAN_FRONTEND=noninteractive apt-get install -y -qq \
 	      chromium chromium-driver shellcheck strace busybox dash >/dev/null; }
 	touch $@
+
+# bash/gwtrace-accel.so: the functions level's DEBUG-trap slow paths as a bash
+# loadable builtin (docs/shim.md, "The accelerator"). Optional: without a C
+# compiler the shell code does the same work, slower.
+ACCEL := bash/gwtrace-accel.so
+accel: $(ACCEL)
+
+$(ACCEL): bash/accel/gwtrace-accel.c
+	@if command -v $(CC) >/dev/null 2>&1; then \
+	  echo "$(CC) -O2 -shared -fPIC -o $@ $<"; $(CC) -O2 -Wall -Wextra -shared -fPIC -o $@ $<; \
+	else echo "no C compiler ($(CC)): gwtrace's functions level runs without its accelerator"; fi
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -62,11 +73,13 @@ demo: install $(VENV)/.installed-factory
 
 test: install-test lint pytest bats
 
-pytest: $(TSTAMP) $(TOOLS)/.debian
+pytest: $(TSTAMP) $(TOOLS)/.debian accel
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q tests
 
-bats: $(STAMP) $(BATS)
+# twice: with the accelerator (when built) and with the shell code alone
+bats: $(STAMP) $(BATS) accel
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(BATS) bats
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" GWTRACE_ACCEL=0 $(BATS) bats
 
 bench: install-test
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bench/overhead
@@ -82,8 +95,8 @@ lint: $(TOOLS)/.debian
 	shellcheck -s bash bats/*.bats bats/test_helper.bash
 
 # dist/gwtrace-sidecar.pyz: the sidecar as one file for the glidein's file list.
-dist: $(STAMP)
+dist: $(STAMP) accel
 	$(PY) shim/build_pyz.py
 
 clean:
-	rm -rf $(VENV) $(TOOLS) build dist *.egg-info
+	rm -rf $(VENV) $(TOOLS) build dist *.egg-info $(ACCEL)

@@ -23,6 +23,15 @@ def read(name: str) -> bytes:
     return data
 
 
+def has(name: str) -> bool:
+    """Whether the package holds NAME (an optional file such as the accelerator)."""
+    try:
+        read(name)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
 def real_path(names: Sequence[str], directory: Optional[str] = None) -> str:
     """The path of ``names[0]`` as a file bash can source, the others beside it.
 

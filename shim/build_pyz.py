@@ -21,6 +21,9 @@ Why these choices:
   which work inside a zip.
 - The web UI (``gwtrace serve``, Flask) is not a dependency of the sidecar and
   is left out; in the archive it fails with one clear line.
+- ``bash/gwtrace-accel.so`` (``make accel``), when built, goes in with the bash
+  files: the one member tied to a platform (the builder's architecture). It is
+  optional: where bash cannot load it, the shell code does its work.
 
 Usage: ``python shim/build_pyz.py [--output PATH] [--wheels DIR] [--python-version 3.9]``
 (``--wheels`` uses already downloaded wheels, for offline builds).
@@ -98,7 +101,7 @@ def copy_gwtrace(staging: Path) -> None:
     bashlib = staging / "gwtrace" / "bashlib"
     bashlib.mkdir()
     for path in sorted((REPO / "bash").iterdir()):
-        if path.suffix in (".py", ".sh") and path.is_file():
+        if path.suffix in (".py", ".sh", ".so") and path.is_file():
             shutil.copy2(path, bashlib / path.name)
 
 

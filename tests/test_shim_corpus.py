@@ -24,7 +24,8 @@ from otlp_receiver import OtlpReceiver, ReceivedSpan
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 SCRIPTS = sorted(p.name for p in CORPUS.glob("*.sh"))
-LEVELS = ("scripts", "functions", "commands")
+#: functions-shell: the functions level with its accelerator off (GWTRACE_ACCEL=0, tests/test_accel.py)
+LEVELS = ("scripts", "functions", "functions-shell", "commands")
 STATUS = {0: "UNSET", 1: "OK", 2: "ERROR"}
 
 
@@ -131,7 +132,9 @@ def run_plain(script: str) -> subprocess.CompletedProcess:
 
 
 def run_traced(script: str, level: str, env: Dict[str, str]) -> subprocess.CompletedProcess:
-    return subprocess.run([GWTRACE, "run", "--name", f"corpus:{script}:{level}", "--level", level,
+    if level == "functions-shell":
+        env = dict(env, GWTRACE_ACCEL="0")
+    return subprocess.run([GWTRACE, "run", "--name", f"corpus:{script}:{level}", "--level", level.split("-")[0],
                            "--", "bash", script], cwd=CORPUS, env=env, capture_output=True, timeout=60,
                           stdin=subprocess.DEVNULL)
 
@@ -171,7 +174,7 @@ def test_corpus_script_is_unchanged_and_traced(script: str, level: str, tracing)
     if plain.returncode:
         assert root.attributes["process.exit.code"] == plain.returncode
     expected = expected_tree(script)
-    if level == "functions":
+    if level.startswith("functions"):
         assert render_run(spans, root, script) == expected
     elif level == "scripts":
         # The scripts level adds a span for each function a script calls

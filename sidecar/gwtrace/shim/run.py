@@ -31,6 +31,8 @@ AUTO_LIB = "gwtrace-auto.sh"
 #: gwtrace-auto.sh loads the others from its own directory when needed.
 AUTO_LIBS = (AUTO_LIB, "gwtrace-auto-fn.sh", "gwtrace-auto-frames.sh", "gwtrace-auto-cmd.sh", "gwtrace-auto-util.sh",
              "gwtrace-auto-extra.sh", "gwtrace-auto-benv.sh", "gwtrace-auto-top.sh")
+#: Shipped when built (``make accel``): the functions level's accelerator.
+AUTO_OPTIONAL = ("gwtrace-accel.so",)
 
 def auto_lib_path(work_dir: Optional[str]) -> Optional[str]:
     """gwtrace-auto.sh as a file bash can source. Inside a zipapp it is copied
@@ -40,7 +42,7 @@ def auto_lib_path(work_dir: Optional[str]) -> Optional[str]:
     if not os.path.isfile(os.path.join(bashlib.HERE, AUTO_LIB)) and not work_dir:
         return None
     try:
-        return bashlib.real_path(AUTO_LIBS, work_dir)
+        return bashlib.real_path(AUTO_LIBS + tuple(n for n in AUTO_OPTIONAL if bashlib.has(n)), work_dir)
     except (OSError, ValueError):
         return None
 
