@@ -220,6 +220,7 @@ if (( _gwtrace_alevel == 3 )); then
 else
   if [[ ${GWTRACE_ACCEL-} != 0 && -f $_gwtrace_adir/gwtrace-accel.so ]] \
       && (( BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] <= 2 || BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 2 )); then
+    # shellcheck disable=SC2016  # the trap's text, expanded when it runs
     builtin enable -f "$_gwtrace_adir/gwtrace-accel.so" _gwtrace_adbgc && _gwtrace_adbg_fn='_gwtrace_adbgc "$_"'   # note 11
   fi
   _gwtrace_audbg=$_gwtrace_adbg_fn _gwtrace_axg=0 _gwtrace_amode=''
@@ -326,3 +327,12 @@ return 0
 #    depth of 0 here would have made gwtrace-auto.sh's own last commands look
 #    like a call, read gwtrace-auto-frames.sh and gwtrace-auto-util.sh for it
 #    (~8 M instructions; round 13).
+#
+# 11. The accelerator (bash/accel/gwtrace-accel.c, built by `make accel`): a
+#    loadable builtin that runs the common cases of notes 2, 6, 8 and 9 in C
+#    and calls _gwtrace_auto_dbg for anything else, before changing anything.
+#    Its text is a single builtin call, so the `case` and its two patterns
+#    are not needed then. Loaded on bash 4.2 to 5.2 (the versions whose
+#    structures it declares) unless GWTRACE_ACCEL=0; where bash cannot load
+#    it (another architecture, a noexec mount) `enable -f` fails silently
+#    (fd 2 is closed here) and the text stays the `case`.
