@@ -64,10 +64,13 @@ while :; do                # once: `break` ends the set-up early (note 1)
     IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
     _gwtrace_lu=${_gwtrace_lu//-/}
   fi
+  _gwtrace_l0=$0
+  (( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 502 )) || [[ -n ${BASH_EXECUTION_STRING+x} ]] \
+    || { builtin source "$_gwtrace_adir/gwtrace-auto-argv.sh" && _gwtrace_auto_argv; }   # $0 is bash's before 5.2
   if [[ -n ${BASH_EXECUTION_STRING+x} ]]; then
     _gwtrace_lname="${BASH##*/} -c" _gwtrace_abd=0     # $0 is the first argument after CMD: never a name
-  elif [[ -f $0 ]]; then
-    _gwtrace_lpath=$0 _gwtrace_abd=1
+  elif [[ -n $_gwtrace_l0 && $_gwtrace_l0 != "$BASH" && -f $_gwtrace_l0 ]]; then   # `/bin/bash <x`: $0 is bash
+    _gwtrace_lpath=$_gwtrace_l0 _gwtrace_lname=${_gwtrace_l0##*/} _gwtrace_abd=1
     [[ $_gwtrace_lpath == /* ]] || _gwtrace_lpath=$PWD/${_gwtrace_lpath#./}
   else
     _gwtrace_lname+=" -s" _gwtrace_abd=0
@@ -99,7 +102,7 @@ while :; do                # once: `break` ends the set-up early (note 1)
   fi
   break
 done
-builtin unset _gwtrace_ltp _gwtrace_lu _gwtrace_lname _gwtrace_lpath _gwtrace_lremote
+builtin unset _gwtrace_ltp _gwtrace_lu _gwtrace_lname _gwtrace_lpath _gwtrace_lremote _gwtrace_l0
 
 # The script's `trap` (note 4): gwtrace-auto-extra.sh's _gwtrace_auto_trap_cmd.
 trap() {

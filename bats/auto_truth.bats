@@ -116,6 +116,36 @@ EOS
   assert_output $'bash -c\nno\nok\tprocess.exit.code=3\tgwtrace.status.tested=true\nyes\n0\n0\nbash -s\n0'
 }
 
+@test "a script span is named after the script however bash was started, also with \$0 still bash's (bash < 5.2)" {
+  # Bash before 5.2 (every EL7-EL9 worker node) reads BASH_ENV before it sets
+  # $0 to the script: gwtrace-auto-argv.sh reads the operand from the shell's
+  # command line instead. Its parser is checked here on real command lines.
+  local argv="$GW_ROOT/bash/gwtrace-auto-argv.sh"
+  # shellcheck disable=SC2016  # expanded by the child shells
+  printf '%s\n' "source '$argv'" '_gwtrace_auto_argv' 'echo "l0=$_gwtrace_l0"' >"$SCRIPT"
+  local -a starts=("bash $SCRIPT" "bash -e $SCRIPT" "bash -eo pipefail $SCRIPT a b" "bash -o pipefail +x -- $SCRIPT"
+                   "bash --norc --rcfile /dev/null $SCRIPT x" "bash -O extglob $SCRIPT")
+  local start
+  for start in "${starts[@]}"; do
+    run $start
+    assert_output "l0=$SCRIPT"
+  done
+  run bash -s x <"$SCRIPT"
+  assert_output "l0="
+  printf '#!/bin/bash -e\nsource %q\n_gwtrace_auto_argv\necho "l0=$_gwtrace_l0"\n' "$argv" >"$BATS_TEST_TMPDIR/shebang.sh"
+  chmod +x "$BATS_TEST_TMPDIR/shebang.sh"
+  run "$BATS_TEST_TMPDIR/shebang.sh" arg
+  assert_output "l0=$BATS_TEST_TMPDIR/shebang.sh"
+  # end to end on this bash, and bash reading its script from stdin by its full path
+  printf '%s\n' 'echo ran' >"$SCRIPT"
+  auto_run functions
+  assert_output ran
+  run env BASH_ENV="$GW_ROOT/bash/gwtrace-auto.sh" GWTRACE_AUTO_LEVEL=functions "$BASH" <"$SCRIPT"
+  assert_output ran
+  run awk -F'\t' '$2 == "B" { print $11, $14 }' "$LOG"
+  assert_output "${SCRIPT##*/} code.file.path=$SCRIPT"$'\n'"bash -s "
+}
+
 # A bats file whose tests fail in a helper, after `run` (its `set +eET` ...
 # `set "-$flags"`), and directly: bats' own DEBUG trap builds the stack
 # frames it prints, so its output shows whether that trap saw exactly what

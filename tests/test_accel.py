@@ -171,4 +171,6 @@ OLD_BASHES = [b for b in os.environ.get("GWTRACE_TEST_BASHES", "").split() if b]
 @pytest.mark.parametrize("bash", OLD_BASHES)
 def test_other_bash_versions_record_the_same(tmp_path: Path, bash: str) -> None:
     assert loaded(tmp_path, bash=bash)
-    compare(tmp_path, WORKLOAD, bash)
+    events = compare(tmp_path, WORKLOAD, bash)
+    # and the script span is the script's, although $0 is still bash's when BASH_ENV runs (< 5.2)
+    assert events[0].split("\t")[10] == "s.sh" and events[0].endswith(f"code.file.path={tmp_path}/s.sh")

@@ -30,7 +30,7 @@ T = TypeVar("T")
 AUTO_LIB = "gwtrace-auto.sh"
 #: gwtrace-auto.sh loads the others from its own directory when needed.
 AUTO_LIBS = (AUTO_LIB, "gwtrace-auto-fn.sh", "gwtrace-auto-frames.sh", "gwtrace-auto-cmd.sh", "gwtrace-auto-util.sh",
-             "gwtrace-auto-extra.sh", "gwtrace-auto-benv.sh", "gwtrace-auto-top.sh")
+             "gwtrace-auto-extra.sh", "gwtrace-auto-benv.sh", "gwtrace-auto-top.sh", "gwtrace-auto-argv.sh")
 #: Shipped when built (``make accel``): the functions level's accelerator.
 AUTO_OPTIONAL = ("gwtrace-accel.so",)
 
