@@ -132,6 +132,7 @@ EOS
   done
   run bash -s x <"$SCRIPT"
   assert_output "l0="
+  # shellcheck disable=SC2016  # expanded by the child shell
   printf '#!/bin/bash -e\nsource %q\n_gwtrace_auto_argv\necho "l0=$_gwtrace_l0"\n' "$argv" >"$BATS_TEST_TMPDIR/shebang.sh"
   chmod +x "$BATS_TEST_TMPDIR/shebang.sh"
   run "$BATS_TEST_TMPDIR/shebang.sh" arg
