@@ -10,9 +10,10 @@
  * Contract: this builtin is an accelerator, never a second implementation. It handles exactly
  * the cases of bash/gwtrace-auto-fn.sh's fast paths (_gwtrace_auto_dbg, _subenter, _enter,
  * _leave) and writes the same event lines and the same shell variables. For anything else it
- * changes nothing and calls the shell function `_gwtrace_auto_dbg` with its own arguments, so
- * the shell code stays the one home of every rule. `$?` and PIPESTATUS are untouched when it
- * does: a builtin's status is set after it returns. Tests run with and without it.
+ * changes nothing and calls the shell function `_gwtrace_auto_dbg` (with `$_`, as the trap does), so
+ * the shell code stays the one home of every rule. It hands the script's `$?` and PIPESTATUS[0]
+ * over in _gwtrace_arc and _gwtrace_aps, as the other trap texts do. Tests run with and
+ * without it.
  *
  * ABI: bash exports its symbols to loadable builtins. We declare the few we use here rather than
  * build against bash's headers: these structures and functions are unchanged from bash 4.2 to
@@ -410,6 +411,7 @@ static int gwtrace_adbgc_builtin(WORD_LIST *list) {
   int rc = 0;
   SHELL_VAR *fn;
   WORD_LIST *args;
+  const char *last;
   extern int last_command_exit_value;
   if (layout52 < 0) {
     SHELL_VAR *vi = find_variable("BASH_VERSINFO");
@@ -418,10 +420,13 @@ static int gwtrace_adbgc_builtin(WORD_LIST *list) {
   }
   rc = last_command_exit_value;
   if (decide(rc) == DONE) return 0;
+  /* The shell code, with the script's $? and PIPESTATUS[0] handed over as the `case` text's
+   * callers do (a second argument: they are in _gwtrace_arc and _gwtrace_aps already). */
   fn = find_function("_gwtrace_auto_dbg");
-  if (!fn) return 0;
-  args = make_word_list(make_word("_gwtrace_auto_dbg"), 0);
-  if (list) args->next = make_word_list(make_word(list->word->word), 0);
+  if (!fn || !iset("_gwtrace_arc", rc) || !sset("_gwtrace_aps", aref("PIPESTATUS", 0))) return 0;
+  last = list ? list->word->word : "";
+  args = make_word_list(make_word("_gwtrace_auto_dbg"),
+                        make_word_list(make_word(last), make_word_list(make_word(last), 0)));
   execute_shell_function(fn, args);
   dispose_words(args);
   return 0;
