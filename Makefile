@@ -41,11 +41,12 @@ $(TOOLS)/.debian:
 # loadable builtin (docs/shim.md, "The accelerator"). Optional: without a C
 # compiler the shell code does the same work, slower.
 ACCEL := bash/gwtrace-accel.so
+ACCEL_CFLAGS := -O2 -Wall -Wextra -shared -fPIC
 accel: $(ACCEL)
 
 $(ACCEL): bash/accel/gwtrace-accel.c
 	@if command -v $(CC) >/dev/null 2>&1; then \
-	  echo "$(CC) -O2 -shared -fPIC -o $@ $<"; $(CC) -O2 -Wall -Wextra -shared -fPIC -o $@ $<; \
+	  echo "$(CC) $(ACCEL_CFLAGS) -o $@ $<"; $(CC) $(ACCEL_CFLAGS) -o $@ $<; \
 	else echo "no C compiler ($(CC)): gwtrace's functions level runs without its accelerator"; fi
 
 $(STAMP): setup.cfg pyproject.toml

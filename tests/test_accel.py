@@ -132,6 +132,15 @@ def test_a_deep_and_wide_call_tree_is_the_same(tmp_path: Path) -> None:
 
 
 @needs_so
+def test_many_frames_ending_at_once_all_end(tmp_path: Path) -> None:
+    """120 nested calls return together: one slow path writes 120 end lines (more than one buffer)."""
+    script = "\n".join(f"f{i}() {{ f{i + 1}; }}" for i in range(120)) + "\nf120() { echo deep; }\nf0; echo back\n"
+    events = compare(tmp_path, script)
+    kinds = [line.split("\t")[1] for line in events]
+    assert kinds.count("B") == kinds.count("E") == 122
+
+
+@needs_so
 def test_a_library_that_cannot_be_loaded_changes_nothing(tmp_path: Path) -> None:
     """A glidein on another architecture, or a truncated copy: bash refuses it silently and the
     shell code does the work."""

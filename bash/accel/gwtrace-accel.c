@@ -240,8 +240,9 @@ static int subshell_first(const char *cmd, long depth, long ad, int *same_key) {
 }
 
 static int enter(long depth, long ad) {
-  const char *w, *tp, *aexp, *acur, *pfx, *site_src;
-  char sid[32], tpbuf[80], ts[40], line[2048], site[1200];
+  const char *w, *tp, *aexp, *acur, *pfx, *site_src, *ln;
+  char sid[32], tpbuf[80], ts[40], line[2048], *site;
+  size_t site_len;
   SHELL_VAR *fnv, *tpv;
   long an, actr;
   int ok = 1, len;
@@ -274,13 +275,13 @@ static int enter(long depth, long ad) {
                  sval("_gwtrace_afl") ? sval("_gwtrace_afl") : "",
                  sval("_gwtrace_ats") && *sval("_gwtrace_ats") ? sval("_gwtrace_ats") : "-", w);
   if (len < 0 || (size_t)len >= sizeof line) return SHELL;
-  emit(line, (size_t)len);
   site_src = aref("BASH_SOURCE", 1);
-  {
-    void *la = array_of("BASH_LINENO");
-    const char *ln = la ? array_reference(la, 0) : 0;
-    snprintf(site, sizeof site, "%s %s %s", ln ? ln : "", w, site_src);
-  }
+  ln = aref("BASH_LINENO", 0);
+  site_len = strlen(ln) + strlen(w) + strlen(site_src) + 3;
+  site = malloc(site_len);
+  if (!site) return SHELL;
+  snprintf(site, site_len, "%s %s %s", ln, w, site_src);
+  emit(line, (size_t)len);
   snprintf(tpbuf, sizeof tpbuf, "00-%s-%s-%s", sval("_gwtrace_atr"), sid, sval("_gwtrace_afl"));
   aset("_gwtrace_apar", an, acur);
   aset("_gwtrace_asp", an, sid);
@@ -297,6 +298,7 @@ static int enter(long depth, long ad) {
     if (key) assoc_insert(fnv->value, key, "1");
   }
   aset("_gwtrace_asite", an, site);
+  free(site);
   aset("_gwtrace_aotp", an, aexp);
   aset("_gwtrace_aotpset", an, tpv && tpv->value && !(tpv->attributes & att_invisible) ? "1" : "");
   iset("_gwtrace_an", an + 1);
@@ -323,8 +325,9 @@ static int enter(long depth, long ad) {
 }
 
 static int leave(long depth, int rc, int ps) {
-  char ts[40], buf[4096];
+  char ts[40], buf[4096], line[512];
   size_t used = 0;
+  int ended = 0;
   const char *tp, *aexp, *atr;
   SHELL_VAR *tpv;
   long an, di, k, pid = (long)getpid();
@@ -354,8 +357,13 @@ static int leave(long depth, int rc, int ps) {
       const char *sp = aref("_gwtrace_asp", di);
       if (*sp) {
         size_t nl = strlen(nopen), sl = strlen(sp);
-        int n = snprintf(buf + used, sizeof buf - used, "gw1\tE\t%s\t%ld\t%s\t%s\t0\n", ts, pid, atr, sp);
-        if (n > 0 && (size_t)n < sizeof buf - used) used += (size_t)n;
+        int n = snprintf(line, sizeof line, "gw1\tE\t%s\t%ld\t%s\t%s\t0\n", ts, pid, atr, sp);
+        if (n > 0 && (size_t)n < sizeof line) {
+          if (used + (size_t)n > sizeof buf) { emit(buf, used); used = 0; }   /* many frames at once */
+          memcpy(buf + used, line, (size_t)n);
+          used += (size_t)n;
+        }
+        ended = 1;
         if (nl > sl && nopen[nl - sl - 1] == ',' && !strcmp(nopen + nl - sl, sp)) nopen[nl - sl - 1] = 0;
         free(keep_exp);
         keep_exp = strdup(aref("_gwtrace_aotp", di));
@@ -365,13 +373,15 @@ static int leave(long depth, int rc, int ps) {
       }
       an = di;
     }
-    if (used) emit(buf, used);
     iset("_gwtrace_an", an);
     sset("_gwtrace_ast", "0");
-    if (keep_exp) sset("_gwtrace_aexp", keep_exp);
-    if (keep_cur) sset("_gwtrace_acur", keep_cur);
-    bind_variable("GWTRACE_AUTO_OPEN", nopen, 0);
-    if (keep_exp) bind_variable("TRACEPARENT", keep_exp, 0);
+    if (used) emit(buf, used);
+    if (ended) { /* a span ended: the context goes back to its parent's, as the shell assigns it */
+      if (keep_exp) sset("_gwtrace_aexp", keep_exp);
+      if (keep_cur) sset("_gwtrace_acur", keep_cur);
+      bind_variable("GWTRACE_AUTO_OPEN", nopen, 0);
+      if (keep_exp) bind_variable("TRACEPARENT", keep_exp, 0);
+    }
     free(nopen);
     free(keep_cur);
     free(keep_exp);
