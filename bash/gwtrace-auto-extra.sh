@@ -170,7 +170,7 @@ _gwtrace_auto_sigs() {
 # The script sets a DEBUG trap of its own at the scripts level: ours goes
 # (bash has one DEBUG trap; the script's then behaves exactly as untraced).
 _gwtrace_auto_top_off() {
-  [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end 0
+  [[ -z $_gwtrace_atsp ]] || "${_gwtrace_atend[@]}" 0
   builtin trap - DEBUG
   _gwtrace_atop=''
 }

@@ -218,11 +218,8 @@ if (( _gwtrace_alevel == 3 )); then
   builtin source "$_gwtrace_adir/gwtrace-auto-cmd.sh"
   _gwtrace_audbg=$_gwtrace_adbg_cmd
 else
-  if [[ ${GWTRACE_ACCEL-} != 0 && -f $_gwtrace_adir/gwtrace-accel.so ]] \
-      && (( BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] <= 2 || BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 2 )); then
-    # shellcheck disable=SC2016  # the trap's text, expanded when it runs
-    builtin enable -f "$_gwtrace_adir/gwtrace-accel.so" _gwtrace_adbgc && _gwtrace_adbg_fn='_gwtrace_adbgc "$_"'   # note 11
-  fi
+  # shellcheck disable=SC2016  # the trap's text, expanded when it runs
+  [[ -z $_gwtrace_aso ]] || ! builtin enable -f "$_gwtrace_aso" _gwtrace_adbgc || _gwtrace_adbg_fn='_gwtrace_adbgc "$_"'   # note 11
   _gwtrace_audbg=$_gwtrace_adbg_fn _gwtrace_axg=0 _gwtrace_amode=''
   [[ $- != *x* ]] || { _gwtrace_auto_cold; _gwtrace_audbg=$_gwtrace_adbg_fnx _gwtrace_axg=1 _gwtrace_amode=x; }
 fi

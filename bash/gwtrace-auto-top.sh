@@ -21,7 +21,7 @@ declare -gA _gwtrace_atw=(['[[']='=' ['((']='=' [case]='=' [for]='=' [return]='=
 # not seen yet is looked up; a function called from the top level gets a
 # span. $1 is the script's $_, given back.
 _gwtrace_auto_top() {
-  { _gwtrace_arc=$? _gwtrace_aps=${PIPESTATUS[0]}    # still the script's: a case leaves them alone
+  { _gwtrace_arc=${2-$?} _gwtrace_aps=${3-${PIPESTATUS[0]}}   # still the script's: a case leaves them alone (the accelerator hands them over)
     [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop ]] && (( ! _gwtrace_abusy )) || return 0
     _gwtrace_aw=${BASH_COMMAND%% *}
     [[ -n $_gwtrace_aw ]] || return 0

@@ -11,7 +11,7 @@
 [[ -z ${_gwtrace_auto_loaded-} ]] || return 0
 _gwtrace_auto_loaded=1 _gwtrace_adir=${BASH_SOURCE[0]%/*} _gwtrace_alevel=0 _gwtrace_amain=$BASHPID
 _gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_atop='' _gwtrace_adbg='' _gwtrace_atsp='' _gwtrace_aw='' _gwtrace_aprem=0 _gwtrace_a44=0
-_gwtrace_apfx='' _gwtrace_actr=1999999 _gwtrace_arngpid='' _gwtrace_arng=0 _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
+_gwtrace_atend=(_gwtrace_auto_top_end) _gwtrace_aso='' _gwtrace_apfx='' _gwtrace_actr=1999999 _gwtrace_arngpid='' _gwtrace_arng=0 _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
 # The EXIT trap: record the status, end the spans (around a handler of the
 # script's own: gwtrace-auto-extra.sh).
 # shellcheck disable=SC2016
@@ -27,12 +27,12 @@ _gwtrace_auto_exit_post() {
   if (( _gwtrace_alevel >= 2 )); then
     _gwtrace_auto_exit_frames "$_gwtrace_aexit"
   elif [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_asp0 && -z $_gwtrace_aroot ]]; then
-    [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end "$_gwtrace_aexit"
+    [[ -z $_gwtrace_atsp ]] || "${_gwtrace_atend[@]}" "$_gwtrace_aexit"
     [[ -n ${EPOCHREALTIME-} ]] || { _gwtrace_auto_extra; _gwtrace_auto_now; }
     builtin printf '%s\n' "gw1	E	${EPOCHREALTIME:-$_gwtrace_at}	$BASHPID	$_gwtrace_atr	$_gwtrace_asp0	$_gwtrace_aexit" >>"$_gwtrace_alog" || :
     _gwtrace_asp0=''
   fi
-  [[ -z $_gwtrace_atsp || $BASHPID != "$_gwtrace_amain" ]] || _gwtrace_auto_top_end "$_gwtrace_aexit"
+  [[ -z $_gwtrace_atsp || $BASHPID != "$_gwtrace_amain" ]] || "${_gwtrace_atend[@]}" "$_gwtrace_aexit"
   [[ -z $_gwtrace_aadopt || $BASHPID != "$_gwtrace_amain" ]] || _gwtrace_auto_adopt_end "$_gwtrace_aexit"
   _gwtrace_aexit=''
 }
@@ -84,6 +84,9 @@ while :; do                # once: `break` ends the set-up early (note 1)
     _gwtrace_apfx=${_gwtrace_lu:17:10} _gwtrace_actr=1000000 _gwtrace_arngpid=$BASHPID _gwtrace_arng=$(( 16#${_gwtrace_lu:17:15} ))
   fi
   (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && _gwtrace_a44=1
+  # the accelerator, on the bash versions whose structures it knows (note 6)
+  [[ ${GWTRACE_ACCEL-} == 0 || ! -f $_gwtrace_adir/gwtrace-accel.so ]] || (( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 402 || BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] > 502 )) \
+    || _gwtrace_aso=$_gwtrace_adir/gwtrace-accel.so
   if [[ ${GWTRACE_AUTO_ROOT-} == "$PPID:$_gwtrace_abase" && -n $_gwtrace_abase ]]; then
     _gwtrace_auto_extra; _gwtrace_auto_root_start   # `gwtrace run` ran this script
   else
@@ -93,9 +96,14 @@ while :; do                # once: `break` ends the set-up early (note 1)
   [[ $_gwtrace_asp0 != "$_gwtrace_abase" ]] || _gwtrace_aprem=1   # a child of the script span is remote when the script span is
   builtin trap -- "$_gwtrace_aexit0" EXIT
   if (( _gwtrace_alevel == 1 && _gwtrace_abd == 1 )) && [[ $- != *T* ]]; then
-    # functions called from the script's top level
-    # shellcheck source=gwtrace-auto-top.sh
-    builtin source "$_gwtrace_adir/gwtrace-auto-top.sh" || :
+    # functions called from the script's top level: in C where the accelerator loads (note 6)
+    if [[ -n $_gwtrace_aso ]] && builtin enable -f "$_gwtrace_aso" _gwtrace_atopc; then
+      # shellcheck disable=SC2016  # the trap's text
+      declare -gA _gwtrace_atw=() && _gwtrace_atl='' _gwtrace_atn='' _gwtrace_atotp='' _gwtrace_atotpset='' _gwtrace_atop='{ _gwtrace_atopc "$_"; } 2>&-' _gwtrace_atend=(_gwtrace_atopc --end) && _gwtrace_adbg=$_gwtrace_atop
+    else
+      # shellcheck source=gwtrace-auto-top.sh
+      builtin source "$_gwtrace_adir/gwtrace-auto-top.sh" || :
+    fi
   elif (( _gwtrace_alevel >= 2 )); then
     # shellcheck source=gwtrace-auto-fn.sh
     builtin source "$_gwtrace_adir/gwtrace-auto-fn.sh" || _gwtrace_alevel=1

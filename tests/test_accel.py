@@ -22,6 +22,8 @@ from conftest import REPO, clean_env
 
 AUTO = REPO / "bash" / "gwtrace-auto.sh"
 SO = REPO / "bash" / "gwtrace-accel.so"
+#: Other bash builds to check against (GWTRACE_TEST_BASHES, space-separated paths).
+OLD_BASHES = [b for b in os.environ.get("GWTRACE_TEST_BASHES", "").split() if b]
 needs_so = pytest.mark.skipif(not SO.is_file(), reason="bash/gwtrace-accel.so is not built (`make accel`: no C compiler?)")
 
 #: Function calls at every depth, statuses the caller tests and does not, command substitutions
@@ -87,29 +89,31 @@ def normalized(log: Path) -> List[str]:
     return out
 
 
-def compare(tmp_path: Path, script: str, bash: str = "bash") -> List[str]:
+def compare(tmp_path: Path, script: str, bash: str = "bash", level: str = "functions") -> List[str]:
     results = {}
     for accel in ("1", "0"):
-        work = tmp_path / f"accel{accel}"
+        work = tmp_path / f"{level}-accel{accel}"
         work.mkdir()
-        proc = run(script, work, accel, bash)
+        proc = run(script, work, accel, bash, level)
         results[accel] = (proc.returncode, proc.stdout, proc.stderr, normalized(work / "events.log"))
     assert results["1"] == results["0"]
     return results["1"][3]
 
 
-def loaded(tmp_path: Path, accel: str = "1", bash: str = "bash") -> bool:
-    """Whether a traced script's bash has the builtin."""
-    work = tmp_path / f"probe{accel}"
+def loaded(tmp_path: Path, accel: str = "1", bash: str = "bash", level: str = "functions") -> bool:
+    """Whether a traced script's bash has the level's builtin."""
+    work = tmp_path / f"probe-{level}{accel}"
     work.mkdir()
-    proc = run("enable | grep -c _gwtrace_adbgc || :\n", work, accel, bash)
+    builtin = "_gwtrace_adbgc" if level == "functions" else "_gwtrace_atopc"
+    proc = run(f"enable | grep -c {builtin} || :\n", work, accel, bash, level)
     return proc.stdout.strip() == "1"
 
 
 @needs_so
-def test_the_functions_level_loads_it_and_the_switch_turns_it_off(tmp_path: Path) -> None:
-    assert loaded(tmp_path)
-    assert not loaded(tmp_path, accel="0")
+@pytest.mark.parametrize("level", ["functions", "scripts"])
+def test_each_level_loads_it_and_the_switch_turns_it_off(tmp_path: Path, level: str) -> None:
+    assert loaded(tmp_path, level=level)
+    assert not loaded(tmp_path, accel="0", level=level)
 
 
 @needs_so
@@ -129,6 +133,55 @@ def test_a_deep_and_wide_call_tree_is_the_same(tmp_path: Path) -> None:
     script += "\nf5() { echo \"$#\"; return 0; }\nfor n in 1 2; do f0 $n; done\n"
     events = compare(tmp_path, script)
     assert sum(1 for line in events if line.split("\t")[1] == "B") == 1 + 2 * (2 ** 6 - 1)
+
+
+#: The scripts level's top-level function spans: statuses tested and not, children that read
+#: TRACEPARENT (it must be the span's, then the script's again), a readonly TRACEPARENT, a sourced
+#: file's top level, a pipeline and a subshell at the top level, the script's own DEBUG trap (ours
+#: goes), and an exit inside a top-level call.
+TOP_WORKLOAD = r"""
+f() { echo "f $1"; bash -c 'echo "child ${TRACEPARENT:36:16}"' | tr -d '0-9a-f' ; }
+fails() { return 3; }
+f 1
+x=1
+if ! fails; then echo tested; fi
+fails || echo or
+fails
+echo after
+f 2 | cat
+( f 3 )
+printf 'f in-source\n' > "$WORK/top-lib.sh"
+source "$WORK/top-lib.sh"
+f 4
+readonly TRACEPARENT
+f 5
+quit() { exit 4; }
+quit
+"""
+
+#: The script sets a DEBUG trap of its own while a top-level span is pending: ours goes.
+TOP_OWN_TRAP = r"""
+f() { echo "f $1"; }
+f 1
+trap 'echo own' DEBUG
+f 2
+trap - DEBUG
+f 3
+"""
+
+
+@needs_so
+@pytest.mark.parametrize("bash", ["bash"] + OLD_BASHES)
+def test_the_scripts_level_is_recorded_the_same_with_and_without_it(tmp_path: Path, bash: str) -> None:
+    assert loaded(tmp_path, bash=bash, level="scripts")
+    events = compare(tmp_path, TOP_WORKLOAD, bash, level="scripts")
+    begun = [line.split("\t")[10] for line in events if line.split("\t")[1] == "B"]
+    assert begun.count("f") >= 4 and begun.count("fails") == 3 and "quit" in begun
+    ends = [line.split("\t")[6:] for line in events if line.split("\t")[1] == "E"]
+    assert ["ok", "process.exit.code=3", "gwtrace.status.tested=true"] in ends and ["3"] in ends and ["4"] in ends
+    (tmp_path / "own").mkdir()
+    events = compare(tmp_path / "own", TOP_OWN_TRAP, bash, level="scripts")
+    assert [line.split("\t")[10] for line in events if line.split("\t")[1] == "B"] == ["s.sh", "f"]
 
 
 @needs_so
@@ -171,7 +224,6 @@ def test_it_needs_nothing_newer_than_el7s_glibc() -> None:
     assert versions and max(versions) <= (2, 17), sorted(versions)
 
 
-OLD_BASHES = [b for b in os.environ.get("GWTRACE_TEST_BASHES", "").split() if b]
 
 
 @needs_so

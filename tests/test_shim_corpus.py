@@ -24,8 +24,8 @@ from otlp_receiver import OtlpReceiver, ReceivedSpan
 
 CORPUS = Path(__file__).resolve().parent / "corpus"
 SCRIPTS = sorted(p.name for p in CORPUS.glob("*.sh"))
-#: functions-shell: the functions level with its accelerator off (GWTRACE_ACCEL=0, tests/test_accel.py)
-LEVELS = ("scripts", "functions", "functions-shell", "commands")
+#: LEVEL-shell: the level with the accelerator off (GWTRACE_ACCEL=0, tests/test_accel.py)
+LEVELS = ("scripts", "scripts-shell", "functions", "functions-shell", "commands")
 STATUS = {0: "UNSET", 1: "OK", 2: "ERROR"}
 
 
@@ -132,7 +132,7 @@ def run_plain(script: str) -> subprocess.CompletedProcess:
 
 
 def run_traced(script: str, level: str, env: Dict[str, str]) -> subprocess.CompletedProcess:
-    if level == "functions-shell":
+    if level.endswith("-shell"):
         env = dict(env, GWTRACE_ACCEL="0")
     return subprocess.run([GWTRACE, "run", "--name", f"corpus:{script}:{level}", "--level", level.split("-")[0],
                            "--", "bash", script], cwd=CORPUS, env=env, capture_output=True, timeout=60,
@@ -176,7 +176,7 @@ def test_corpus_script_is_unchanged_and_traced(script: str, level: str, tracing)
     expected = expected_tree(script)
     if level.startswith("functions"):
         assert render_run(spans, root, script) == expected
-    elif level == "scripts":
+    elif level.startswith("scripts"):
         # The scripts level adds a span for each function a script calls
         # from its own top level (gwtrace-auto-top.sh): the script tree is
         # the same, and each such span is a function of the expected tree,
