@@ -41,12 +41,13 @@ $(TOOLS)/.debian:
 # loadable builtin (docs/shim.md, "The accelerator"). Optional: without a C
 # compiler the shell code does the same work, slower.
 ACCEL := bash/gwtrace-accel.so
-ACCEL_CFLAGS := -O2 -Wall -Wextra -shared -fPIC
+ACCEL_SRC := $(wildcard bash/accel/*.c)
+ACCEL_CFLAGS := -O2 -Wall -Wextra -shared -fPIC -fvisibility=hidden
 accel: $(ACCEL)
 
-$(ACCEL): bash/accel/gwtrace-accel.c
+$(ACCEL): $(ACCEL_SRC) $(wildcard bash/accel/*.h)
 	@if command -v $(CC) >/dev/null 2>&1; then \
-	  echo "$(CC) $(ACCEL_CFLAGS) -o $@ $<"; $(CC) $(ACCEL_CFLAGS) -o $@ $<; \
+	  echo "$(CC) $(ACCEL_CFLAGS) -o $@ $(ACCEL_SRC)"; $(CC) $(ACCEL_CFLAGS) -o $@ $(ACCEL_SRC); \
 	else echo "no C compiler ($(CC)): gwtrace's functions level runs without its accelerator"; fi
 
 $(STAMP): setup.cfg pyproject.toml

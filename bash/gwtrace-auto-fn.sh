@@ -325,11 +325,12 @@ return 0
 #    like a call, read gwtrace-auto-frames.sh and gwtrace-auto-util.sh for it
 #    (~8 M instructions; round 13).
 #
-# 11. The accelerator (bash/accel/gwtrace-accel.c, built by `make accel`): a
+# 11. The accelerator (bash/accel/functions.c, built by `make accel`): a
 #    loadable builtin that runs the common cases of notes 2, 6, 8 and 9 in C
 #    and calls _gwtrace_auto_dbg for anything else, before changing anything.
 #    Its text is a single builtin call, so the `case` and its two patterns
-#    are not needed then. Loaded on bash 4.2 to 5.2 (the versions whose
-#    structures it declares) unless GWTRACE_ACCEL=0; where bash cannot load
-#    it (another architecture, a noexec mount) `enable -f` fails silently
-#    (fd 2 is closed here) and the text stays the `case`.
+#    are not needed then. gwtrace-auto.sh decides whether to load it
+#    (_gwtrace_aso: bash 4.2 to 5.2, the versions whose structures it
+#    declares, unless GWTRACE_ACCEL=0); where bash cannot load it (another
+#    architecture, a noexec mount) `enable -f` fails silently (fd 2 is
+#    closed here) and the text stays the `case`.

@@ -1,0 +1,317 @@
+/* functions.c: the functions level's DEBUG-trap slow paths, as a bash loadable builtin.
+ *
+ * Why: at the `functions` level bash runs our DEBUG trap before every simple command. The trap's
+ * text decides in a `case` whether anything changed (depth, subshell); when it did, a shell
+ * function does the bookkeeping: a span begins when a function is entered and ends when it
+ * returns. In bash that bookkeeping costs ~40 000 instructions a command with expansions and
+ * ~65 us for a function call in a freshly forked subshell (docs/shim.md, rounds 12-14). Here the
+ * common cases cost a few microseconds.
+ *
+ * Contract: this builtin is an accelerator, never a second implementation. It handles exactly
+ * the cases of bash/gwtrace-auto-fn.sh's fast paths (_gwtrace_auto_dbg, _subenter, _enter,
+ * _leave) and writes the same event lines and the same shell variables. For anything else it
+ * changes nothing and calls the shell function `_gwtrace_auto_dbg` (with `$_`, as the trap does), so
+ * the shell code stays the one home of every rule. It hands the script's `$?` and PIPESTATUS[0]
+ * over in _gwtrace_arc and _gwtrace_aps, as the other trap texts do. Tests run with and
+ * without it.
+ *
+ * The accelerator is this file, scripts.c (the scripts level) and shellvars.c, built into one
+ * bash/gwtrace-accel.so (`make accel`); bash_abi.h says what of bash they use. Loaded by
+ * gwtrace-auto-fn.sh after gwtrace-auto.sh's version check (GWTRACE_ACCEL=0 turns it off).
+ *
+ * Licence note: a loadable builtin runs inside bash (GPL-3.0-or-later); the files of bash/accel/
+ * are offered under the same terms.
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shellvars.h"
+
+static int starts_special(const char *cmd) {
+  /* the `case` patterns' complement: [sbc.][ehuo ]* may be source, ., set, shopt, builtin, command */
+  return cmd[0] && strchr("sbc.", cmd[0]) && cmd[1] && strchr("ehuo ", cmd[1]);
+}
+
+static int needs_shell_word(const char *cmd) {
+  static const char *const words[] = {"set", "shopt", "builtin", "command", "source", ".", 0};
+  size_t n = strcspn(cmd, " ");
+  int i;
+  for (i = 0; words[i]; i++)
+    if (strlen(words[i]) == n && strncmp(cmd, words[i], n) == 0) return 1;
+  return 0;
+}
+
+/* _gwtrace_auto_seed's common case: this process's span ids from the kernel's uuid. */
+static int seed(long pid) {
+  char u[64], hex[13];
+  int fd, ok = 1;
+  ssize_t n;
+  unsigned long long r;
+  const char *rp = gw_sval("_gwtrace_arngpid");
+  if (rp && *rp && atol(rp) == pid) return 1;
+  fd = open("/proc/sys/kernel/random/uuid", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return 0;
+  n = read(fd, u, sizeof u - 1);
+  close(fd);
+  if (n < 36) return 0;
+  memcpy(hex, u + 24, 12);
+  hex[12] = 0;
+  if (strspn(hex, "0123456789abcdef") != 12) return 0;
+  r = strtoull(hex, 0, 16) ^ ((unsigned long long)pid << 48);
+  {
+    char pfx[11], num[32];
+    memcpy(pfx, hex, 10);
+    pfx[10] = 0;
+    snprintf(num, sizeof num, "%lld", (long long)r);
+    ok = gw_sset("_gwtrace_apfx", pfx) && gw_sset("_gwtrace_actr", "1000000") && gw_iset("_gwtrace_arngpid", pid) &&
+         gw_sset("_gwtrace_arng", num);
+  }
+  return ok;
+}
+
+/* _gwtrace_auto_subenter for a function: this subshell gets our EXIT trap (note 6) and ids. */
+static int subshell_function(long pid) {
+  SHELL_VAR *open_ = find_variable("GWTRACE_AUTO_OPEN");
+  const char *atr = gw_sval("_gwtrace_atr"), *exit1 = gw_sval("_gwtrace_aexit1");
+  char buf[96];
+  WORD_LIST *w;
+  if (!open_ || !atr || !exit1 || (open_->attributes & (att_readonly | att_invisible)) ||
+      !(open_->attributes & att_exported) || (open_->attributes & (att_array | att_assoc)))
+    return SHELL;
+  if (!seed(pid)) return SHELL; /* _gwtrace_auto_seed's slow path: all of it in the shell */
+  gw_iset("_gwtrace_asl", subshell_level);
+  gw_iset("_gwtrace_asub", pid);
+  w = make_word_list(make_word("--"), make_word_list(make_word(exit1), make_word_list(make_word("EXIT"), 0)));
+  trap_builtin(w);
+  dispose_words(w);
+  snprintf(buf, sizeof buf, "%ld:%s", pid, atr);
+  bind_variable("GWTRACE_AUTO_OPEN", buf, 0);
+  gw_iset("_gwtrace_aown", pid);
+  return DONE;
+}
+
+/* _gwtrace_auto_subenter: a new subshell's first command. Only the subshell level changes,
+ * unless the command calls a function. */
+static int subshell_first(const char *cmd, long depth, long ad, int *same_key) {
+  char word[256];
+  size_t n = strcspn(cmd, " ");
+  SHELL_VAR *fnv = gw_plain("_gwtrace_afn", att_assoc);
+  *same_key = 0;
+  if (!fnv) return SHELL;
+  if (n == 0) return gw_iset("_gwtrace_asl", subshell_level) ? DONE : SHELL;
+  if (n >= sizeof word) return SHELL;
+  memcpy(word, cmd, n);
+  word[n] = 0;
+  if (!assoc_reference(fnv->value, word) && (strchr(word, '/') || strchr(word, '=') || !find_function(word))) {
+    if (depth == ad && !starts_special(cmd)) *same_key = 1;
+    return gw_iset("_gwtrace_asl", subshell_level) ? DONE : SHELL;
+  }
+  return subshell_function((long)getpid());
+}
+
+static int enter(long depth, long ad) {
+  const char *w, *tp, *aexp, *acur, *pfx, *site_src, *ln;
+  char sid[32], tpbuf[80], ts[40], line[2048], *site;
+  size_t site_len;
+  SHELL_VAR *fnv, *tpv;
+  long an, actr;
+  int ok = 1, len;
+  void *fa = gw_array_of("FUNCNAME");
+  w = fa ? array_reference(fa, 0) : 0;
+  if (!w) w = "";
+  if (!strcmp(w, "source") || !strcmp(w, "trap") || !strcmp(w, "exit") ||
+      !strncmp(w, "_gwtrace_", 9) || !strncmp(w, "trace_", 6) || strpbrk(w, "\\\t\n\r"))
+    return SHELL;
+  an = gw_ival("_gwtrace_an", &ok);
+  actr = gw_ival("_gwtrace_actr", &ok);
+  if (!ok || an < 1 || depth != ad + 1 || atol(gw_aref("_gwtrace_adep", an - 1)) >= depth || actr + 1 >= 2000000)
+    return SHELL;
+  tpv = find_variable("TRACEPARENT");
+  tp = tpv && tpv->value && !(tpv->attributes & att_invisible) ? tpv->value : "";
+  aexp = gw_sval("_gwtrace_aexp");
+  pfx = gw_sval("_gwtrace_apfx");
+  if (!aexp || !pfx || strcmp(tp, aexp) || getpid() != gw_ival("_gwtrace_aown", &ok) || !ok)
+    return SHELL;
+  if (tpv && (tpv->attributes & att_readonly)) return SHELL;
+  fnv = gw_plain("_gwtrace_afn", att_assoc);
+  if (!fnv) return SHELL;
+  actr += 1;
+  snprintf(sid, sizeof sid, "%s%06ld", pfx, actr % 1000000);
+  acur = gw_sval("_gwtrace_acur");
+  if (!acur) acur = "";
+  gw_now(ts, sizeof ts);
+  len = snprintf(line, sizeof line, "gw1\tB\t%s\t%ld\t%s\t%s\t%s\t0\t%s\t%s\t%s\n", ts, (long)getpid(),
+                 gw_sval("_gwtrace_atr") ? gw_sval("_gwtrace_atr") : "", sid, *acur ? acur : "-",
+                 gw_sval("_gwtrace_afl") ? gw_sval("_gwtrace_afl") : "",
+                 gw_sval("_gwtrace_ats") && *gw_sval("_gwtrace_ats") ? gw_sval("_gwtrace_ats") : "-", w);
+  if (len < 0 || (size_t)len >= sizeof line) return SHELL;
+  site_src = gw_aref("BASH_SOURCE", 1);
+  ln = gw_aref("BASH_LINENO", 0);
+  site_len = strlen(ln) + strlen(w) + strlen(site_src) + 3;
+  site = malloc(site_len);
+  if (!site) return SHELL;
+  snprintf(site, site_len, "%s %s %s", ln, w, site_src);
+  gw_emit(line, (size_t)len);
+  snprintf(tpbuf, sizeof tpbuf, "00-%s-%s-%s", gw_sval("_gwtrace_atr"), sid, gw_sval("_gwtrace_afl"));
+  gw_aset("_gwtrace_apar", an, acur);
+  gw_aset("_gwtrace_asp", an, sid);
+  {
+    char d[32];
+    snprintf(d, sizeof d, "%ld", depth);
+    gw_aset("_gwtrace_adep", an, d);
+    snprintf(d, sizeof d, "%ld", (long)getpid());
+    gw_aset("_gwtrace_apid", an, d);
+  }
+  gw_aset("_gwtrace_aname", an, w);
+  {
+    char *key = strdup(w);
+    if (key) assoc_insert(fnv->value, key, "1");
+  }
+  gw_aset("_gwtrace_asite", an, site);
+  free(site);
+  gw_aset("_gwtrace_aotp", an, aexp);
+  gw_aset("_gwtrace_aotpset", an, tpv && tpv->value && !(tpv->attributes & att_invisible) ? "1" : "");
+  gw_iset("_gwtrace_an", an + 1);
+  gw_iset("_gwtrace_ad", depth);
+  gw_sset("_gwtrace_acur", sid);
+  {
+    char ctr[32];
+    snprintf(ctr, sizeof ctr, "%ld", actr);
+    gw_sset("_gwtrace_actr", ctr);
+  }
+  gw_sset("_gwtrace_aexp", tpbuf);
+  {
+    const char *open_ = find_variable("GWTRACE_AUTO_OPEN") ? find_variable("GWTRACE_AUTO_OPEN")->value : 0;
+    size_t m = (open_ ? strlen(open_) : 0) + strlen(sid) + 2;
+    char *nv = malloc(m);
+    if (nv) {
+      snprintf(nv, m, "%s,%s", open_ ? open_ : "", sid);
+      bind_variable("GWTRACE_AUTO_OPEN", nv, 0);
+      free(nv);
+    }
+  }
+  bind_variable("TRACEPARENT", tpbuf, 0);
+  return DONE;
+}
+
+static int leave(long depth, int rc, int ps) {
+  char ts[40], buf[4096], line[512];
+  size_t used = 0;
+  int ended = 0;
+  const char *tp, *aexp, *atr;
+  SHELL_VAR *tpv;
+  long an, di, k, pid = (long)getpid();
+  int ok = 1;
+  tpv = find_variable("TRACEPARENT");
+  tp = tpv && tpv->value && !(tpv->attributes & att_invisible) ? tpv->value : "";
+  aexp = gw_sval("_gwtrace_aexp");
+  atr = gw_sval("_gwtrace_atr");
+  an = gw_ival("_gwtrace_an", &ok);
+  if (!ok || !aexp || !atr || strcmp(tp, aexp) || pid != gw_ival("_gwtrace_aown", &ok) || !ok) return SHELL;
+  if (rc || ps) return SHELL; /* a status to judge: _gwtrace_auto_leave_status */
+  if (tpv && (tpv->attributes & att_readonly)) return SHELL;
+  /* check every frame this return ends before changing anything */
+  for (k = an - 1; k > 0 && atol(gw_aref("_gwtrace_adep", k)) > depth; k--) {
+    const char *sp = gw_aref("_gwtrace_asp", k);
+    if (*sp && (!*gw_aref("_gwtrace_aotpset", k) || atol(gw_aref("_gwtrace_apid", k)) != pid)) return SHELL;
+  }
+  if (atol(gw_aref("_gwtrace_adep", k)) < depth) return SHELL; /* _gwtrace_auto_sync */
+  gw_now(ts, sizeof ts);
+  {
+    const char *open_ = find_variable("GWTRACE_AUTO_OPEN") ? find_variable("GWTRACE_AUTO_OPEN")->value : "";
+    char *nopen = strdup(open_ ? open_ : "");
+    const char *cur = gw_sval("_gwtrace_acur"), *exp = aexp;
+    char *keep_cur = strdup(cur ? cur : ""), *keep_exp = strdup(exp);
+    if (!nopen || !keep_cur || !keep_exp) { free(nopen); free(keep_cur); free(keep_exp); return SHELL; }
+    for (di = an - 1; di > 0 && atol(gw_aref("_gwtrace_adep", di)) > depth; di--) {
+      const char *sp = gw_aref("_gwtrace_asp", di);
+      if (*sp) {
+        size_t nl = strlen(nopen), sl = strlen(sp);
+        int n = snprintf(line, sizeof line, "gw1\tE\t%s\t%ld\t%s\t%s\t0\n", ts, pid, atr, sp);
+        if (n > 0 && (size_t)n < sizeof line) {
+          if (used + (size_t)n > sizeof buf) { gw_emit(buf, used); used = 0; }   /* many frames at once */
+          memcpy(buf + used, line, (size_t)n);
+          used += (size_t)n;
+        }
+        ended = 1;
+        if (nl > sl && nopen[nl - sl - 1] == ',' && !strcmp(nopen + nl - sl, sp)) nopen[nl - sl - 1] = 0;
+        free(keep_exp);
+        keep_exp = strdup(gw_aref("_gwtrace_aotp", di));
+        free(keep_cur);
+        keep_cur = strdup(gw_aref("_gwtrace_apar", di));
+        if (!keep_exp || !keep_cur) break;
+      }
+      an = di;
+    }
+    gw_iset("_gwtrace_an", an);
+    gw_sset("_gwtrace_ast", "0");
+    if (used) gw_emit(buf, used);
+    if (ended) { /* a span ended: the context goes back to its parent's, as the shell assigns it */
+      if (keep_exp) gw_sset("_gwtrace_aexp", keep_exp);
+      if (keep_cur) gw_sset("_gwtrace_acur", keep_cur);
+      bind_variable("GWTRACE_AUTO_OPEN", nopen, 0);
+      if (keep_exp) bind_variable("TRACEPARENT", keep_exp, 0);
+    }
+    free(nopen);
+    free(keep_cur);
+    free(keep_exp);
+  }
+  gw_iset("_gwtrace_ad", depth);
+  return DONE;
+}
+
+static int decide(int rc) {
+  const char *cmd = the_printed_command_except_trap ? the_printed_command_except_trap : "";
+  const char *mode;
+  void *src = gw_array_of("BASH_SOURCE");
+  long depth, ad, asl;
+  int ok = 1, same_key = 0, ps;
+
+  if (gw_ival("_gwtrace_abusy", &ok) != 0 || !ok) return ok ? DONE : SHELL;
+  if (!src) return SHELL;
+  depth = gw_array_count(src);
+  ad = gw_ival("_gwtrace_ad", &ok);
+  asl = gw_ival("_gwtrace_asl", &ok);
+  if (!ok) return SHELL;
+  if (depth == ad && subshell_level == asl && cmd[0] && !starts_special(cmd)) return DONE;
+
+  mode = gw_sval("_gwtrace_amode");
+  if (echo_command_at_execute || !mode || *mode || needs_shell_word(cmd)) return SHELL;
+  ps = atoi(gw_aref("PIPESTATUS", 0));
+  if (subshell_level != asl) {
+    if (subshell_first(cmd, depth, ad, &same_key) == SHELL) return SHELL;
+    if (same_key) return DONE;
+  }
+  if (depth > ad) return enter(depth, ad);
+  if (depth < ad) return leave(depth, rc, ps);
+  return DONE;
+}
+
+static int gwtrace_adbgc_builtin(WORD_LIST *list) {
+  int rc = 0;
+  SHELL_VAR *fn;
+  WORD_LIST *args;
+  const char *last;
+  if (gw_layout52 < 0) gw_layout52 = gw_bash52();
+  rc = last_command_exit_value;
+  if (decide(rc) == DONE) return 0;
+  /* The shell code, with the script's $? and PIPESTATUS[0] handed over as the `case` text's
+   * callers do (a second argument: they are in _gwtrace_arc and _gwtrace_aps already). */
+  fn = find_function("_gwtrace_auto_dbg");
+  if (!fn || !gw_iset("_gwtrace_arc", rc) || !gw_sset("_gwtrace_aps", gw_aref("PIPESTATUS", 0))) return 0;
+  last = list ? list->word->word : "";
+  args = make_word_list(make_word("_gwtrace_auto_dbg"),
+                        make_word_list(make_word(last), make_word_list(make_word(last), 0)));
+  execute_shell_function(fn, args);
+  dispose_words(args);
+  return 0;
+}
+
+static char *gwtrace_adbgc_doc[] = {"gwtrace's DEBUG trap for the functions level (internal).", 0};
+
+__attribute__((visibility("default"))) struct builtin _gwtrace_adbgc_struct = {
+    "_gwtrace_adbgc", gwtrace_adbgc_builtin, BUILTIN_ENABLED, gwtrace_adbgc_doc, "_gwtrace_adbgc [word]", 0,
+};

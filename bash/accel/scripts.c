@@ -1,0 +1,176 @@
+/* scripts.c: the scripts level's spans for the functions a script calls from its top level.
+ *
+ * gwtrace-auto-top.sh's common cases (its notes 1-3): the DEBUG trap runs without functrace, for
+ * the script's top-level commands only. A command word is classified once (_gwtrace_atw: "=" not
+ * a function, 1 a function to trace); a call begins a span that the next top-level command ends
+ * with status 0, or the exit with its status (`_gwtrace_atopc --end STATUS`). A non-zero status to
+ * judge, or ids to draw from the kernel, go to the shell code: gwtrace-auto-top.sh, read then.
+ *
+ * Licence: GPL-3.0-or-later, as bash (functions.c says why).
+ */
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "shellvars.h"
+
+static int top_classify(const char *w, SHELL_VAR *cache) {
+  const char *known = assoc_reference(cache->value, (char *)w);
+  char *key;
+  int traced;
+  if (known) return known[0] == '1';
+  traced = !strchr(w, '=') && find_function(w) && strncmp(w, "_gwtrace_", 9) && strncmp(w, "trace_", 6) &&
+           strncmp(w, "gwtrace_", 8) && strcmp(w, "trap") && strcmp(w, "exit") && !strpbrk(w, "\\\t\n\r");
+  key = strdup(w);
+  if (key) assoc_insert(cache->value, key, traced ? "1" : "=");
+  return traced;
+}
+
+static int tp_readonly(void) {
+  SHELL_VAR *tpv = find_variable("TRACEPARENT");
+  return tpv && (tpv->attributes & att_readonly);
+}
+
+/* _gwtrace_auto_top_end with a known status: the end line, GWTRACE_AUTO_OPEN, TRACEPARENT back. */
+static void top_end(const char *status) {
+  const char *sp = gw_sval("_gwtrace_atsp"), *atr = gw_sval("_gwtrace_atr");
+  SHELL_VAR *open_ = find_variable("GWTRACE_AUTO_OPEN");
+  char ts[40], line[512];
+  int n;
+  if (!sp || !*sp || !atr) return;
+  gw_now(ts, sizeof ts);
+  n = snprintf(line, sizeof line, "gw1\tE\t%s\t%ld\t%s\t%s\t%s\n", ts, (long)getpid(), atr, sp, status);
+  if (n > 0 && (size_t)n < sizeof line) gw_emit(line, (size_t)n);
+  if (open_ && open_->value && !(open_->attributes & (att_readonly | att_array | att_assoc))) {
+    size_t nl = strlen(open_->value), sl = strlen(sp);
+    if (nl > sl && open_->value[nl - sl - 1] == ',' && !strcmp(open_->value + nl - sl, sp)) {
+      char *nv = strdup(open_->value);
+      if (nv) {
+        nv[nl - sl - 1] = 0;
+        bind_variable("GWTRACE_AUTO_OPEN", nv, 0);
+        free(nv);
+      }
+    }
+  }
+  gw_sset("_gwtrace_atsp", "");
+  if (tp_readonly()) return;
+  if (*(gw_sval("_gwtrace_atotpset") ? gw_sval("_gwtrace_atotpset") : "")) {
+    SHELL_VAR *v = bind_variable("TRACEPARENT", (char *)(gw_sval("_gwtrace_atotp") ? gw_sval("_gwtrace_atotp") : ""), 0);
+    if (v && !(v->attributes & att_exported)) { v->attributes |= att_exported; array_needs_making = 1; }
+  } else {
+    unbind_variable("TRACEPARENT");
+  }
+}
+
+/* _gwtrace_auto_top_begin's common case: an id from the process's prefix and counter. */
+static int top_begin(const char *w) {
+  const char *pfx = gw_sval("_gwtrace_apfx"), *atr = gw_sval("_gwtrace_atr"), *afl = gw_sval("_gwtrace_afl"),
+             *ats = gw_sval("_gwtrace_ats"), *amain = gw_sval("_gwtrace_amain"), *open_;
+  SHELL_VAR *tpv = find_variable("TRACEPARENT"), *ov = find_variable("GWTRACE_AUTO_OPEN");
+  char sid[32], ts[40], lbuf[32], tpbuf[80], line[2048];
+  long actr;
+  int ok = 1, n, set;
+  actr = gw_ival("_gwtrace_actr", &ok);
+  if (!ok || !pfx || !*pfx || !atr || !afl || !amain || actr + 1 >= 2000000) return SHELL;
+  gw_now(ts, sizeof ts);
+  snprintf(sid, sizeof sid, "%s%06ld", pfx, (actr + 1) % 1000000);
+  n = snprintf(line, sizeof line, "gw1\tB\t%s\t%ld\t%s\t%s\t%s\t%s\t%s\t%s\t%s\tgwtrace.kind=function\n", ts,
+               (long)getpid(), atr, sid, gw_sval("_gwtrace_asp0") ? gw_sval("_gwtrace_asp0") : "",
+               gw_sval("_gwtrace_aprem") ? gw_sval("_gwtrace_aprem") : "0", afl, ats && *ats ? ats : "-", w);
+  if (n < 0 || (size_t)n >= sizeof line) return SHELL;
+  set = tpv && tpv->value && !(tpv->attributes & att_invisible);
+  snprintf(lbuf, sizeof lbuf, "%d", line_number);
+  gw_iset("_gwtrace_actr", actr + 1);
+  gw_sset("_gwtrace_atsp", sid);
+  gw_sset("_gwtrace_atl", lbuf);
+  gw_sset("_gwtrace_atn", w);
+  gw_sset("_gwtrace_atotp", set ? tpv->value : "");
+  gw_sset("_gwtrace_atotpset", set ? "1" : "");
+  gw_emit(line, (size_t)n);
+  open_ = ov && ov->value ? ov->value : "";
+  if (ov && !(ov->attributes & (att_readonly | att_array | att_assoc)) && !strncmp(open_, amain, strlen(amain)) &&
+      open_[strlen(amain)] == ':') {
+    size_t m = strlen(open_) + strlen(sid) + 2;
+    char *nv = malloc(m);
+    if (nv) {
+      snprintf(nv, m, "%s,%s", open_, sid);
+      bind_variable("GWTRACE_AUTO_OPEN", nv, 0);
+      free(nv);
+    }
+  }
+  if (!tp_readonly()) {
+    SHELL_VAR *v;
+    snprintf(tpbuf, sizeof tpbuf, "00-%s-%s-%s", atr, sid, afl);
+    v = bind_variable("TRACEPARENT", tpbuf, 0);
+    if (v && !(v->attributes & att_exported)) { v->attributes |= att_exported; array_needs_making = 1; }
+  }
+  return DONE;
+}
+
+/* The shell code, read gw_now: gwtrace-auto-top.sh's _gwtrace_auto_top with the script's $? and
+ * PIPESTATUS[0] handed over as arguments (it reads them itself when the trap calls it). */
+static int top_shell(const char *last, int rc, const char *ps) {
+  SHELL_VAR *fn = find_function("_gwtrace_auto_top");
+  char rcs[16], path[4096];
+  WORD_LIST *args;
+  if (!fn) {
+    const char *dir = gw_sval("_gwtrace_adir");
+    if (!dir || (size_t)snprintf(path, sizeof path, "%s/gwtrace-auto-top.sh", dir) >= sizeof path) return 0;
+    source_file(path, 0);
+    fn = find_function("_gwtrace_auto_top");
+    if (!fn) return 0;
+  }
+  snprintf(rcs, sizeof rcs, "%d", rc);
+  args = make_word_list(make_word("_gwtrace_auto_top"),
+                        make_word_list(make_word(last), make_word_list(make_word(rcs), make_word_list(make_word(ps), 0))));
+  execute_shell_function(fn, args);
+  dispose_words(args);
+  return 0;
+}
+
+static int gwtrace_atopc_builtin(WORD_LIST *list) {
+  int rc = last_command_exit_value, ok = 1;
+  const char *cmd = the_printed_command_except_trap ? the_printed_command_except_trap : "";
+  const char *atsp = gw_sval("_gwtrace_atsp"), *atop = gw_sval("_gwtrace_atop"), *amain = gw_sval("_gwtrace_amain");
+  const char *last = list ? list->word->word : "";
+  SHELL_VAR *cache = gw_plain("_gwtrace_atw", att_assoc);
+  char w[256], ps[24];   /* a copy: reading gwtrace-auto-top.sh replaces PIPESTATUS's elements */
+  size_t n = strcspn(cmd, " ");
+  void *src;
+
+  if (list && !strcmp(list->word->word, "--end")) {          /* the exit, or the script's own DEBUG trap */
+    top_end(list->next ? list->next->word->word : "0");
+    return 0;
+  }
+  snprintf(ps, sizeof ps, "%s", gw_aref("PIPESTATUS", 0));
+  if (!cache || n >= sizeof w) return top_shell(last, rc, ps);
+  memcpy(w, cmd, n);
+  w[n] = 0;
+  if ((!atsp || !*atsp)) {                                    /* the `case` text's fast path */
+    const char *known = assoc_reference(cache->value, w);
+    if (known ? strchr(known, '=') != 0 : strchr(w, '=') != 0) return 0;
+  }
+  if (!amain || atol(amain) != (long)getpid() || !atop || !*atop || gw_ival("_gwtrace_abusy", &ok) != 0 || !ok) return 0;
+  if (!*w) return 0;
+  {
+    int traced = top_classify(w, cache);
+    src = gw_array_of("BASH_SOURCE");
+    if (!src) return top_shell(last, rc, ps);
+    if (gw_layout52 < 0) gw_layout52 = gw_bash52();
+    if (gw_array_count(src) != 1) return 0;
+    if (atsp && *atsp) {
+      if (rc || atoi(ps)) return top_shell(last, rc, ps);   /* a status to judge */
+      top_end("0");
+    }
+    if (traced && top_begin(w) == SHELL) return top_shell(last, rc, ps);
+  }
+  return 0;
+}
+
+static char *gwtrace_atopc_doc[] = {"gwtrace's DEBUG trap for the scripts level (internal).", 0};
+
+__attribute__((visibility("default"))) struct builtin _gwtrace_atopc_struct = {
+    "_gwtrace_atopc", gwtrace_atopc_builtin, BUILTIN_ENABLED, gwtrace_atopc_doc, "_gwtrace_atopc [word | --end status]", 0,
+};

@@ -1,0 +1,32 @@
+/* shellvars.h: gwtrace's state in shell variables, and the event log (shellvars.c). *
+ * Licence: GPL-3.0-or-later, as bash (functions.c says why).
+ */
+#ifndef GWTRACE_SHELLVARS_H
+#define GWTRACE_SHELLVARS_H
+
+#include <stddef.h>
+
+#include "bash_abi.h"
+
+#define GW_HIDDEN __attribute__((visibility("hidden")))
+
+extern int gw_layout52 GW_HIDDEN; /* 1: bash >= 5.2's ARRAY header; 0: 4.2-5.1's; -1: not known yet */
+
+/* A variable of ours with the attributes WANT (0, att_array or att_assoc), or 0. */
+SHELL_VAR *gw_plain(const char *name, int want) GW_HIDDEN;
+const char *gw_sval(const char *name) GW_HIDDEN;            /* a scalar's value, or 0 */
+long gw_ival(const char *name, int *ok) GW_HIDDEN;          /* a decimal scalar; *ok = 0 if not one */
+int gw_sset(const char *name, const char *value) GW_HIDDEN; /* a private scalar, replaced in place */
+int gw_iset(const char *name, long n) GW_HIDDEN;
+void *gw_array_of(const char *name) GW_HIDDEN;              /* an indexed array's ARRAY, or 0 */
+int gw_bash52(void) GW_HIDDEN;                              /* BASH_VERSINFO >= 5.2 */
+long gw_array_count(void *a) GW_HIDDEN;                     /* ${#a[@]} */
+const char *gw_aref(const char *name, long i) GW_HIDDEN;    /* ${name[i]}, "" when unset */
+int gw_aset(const char *name, long i, const char *value) GW_HIDDEN;
+void gw_now(char *buf, size_t n) GW_HIDDEN;                 /* EPOCHREALTIME's format */
+void gw_emit(const char *line, size_t len) GW_HIDDEN;       /* one append to the event log */
+
+/* What a case handler returns: done here, or leave it all to the shell code. */
+enum { DONE = 0, SHELL = 1 };
+
+#endif
