@@ -84,7 +84,7 @@ while :; do                # once: `break` ends the set-up early (note 1)
     _gwtrace_apfx=${_gwtrace_lu:17:10} _gwtrace_actr=1000000 _gwtrace_arngpid=$BASHPID _gwtrace_arng=$(( 16#${_gwtrace_lu:17:15} ))
   fi
   (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && _gwtrace_a44=1
-  # the accelerator, on the bash versions whose structures it knows (note 6)
+  # the accelerator, on the bash versions whose structures it knows (note 7)
   [[ ${GWTRACE_ACCEL-} == 0 || ! -f $_gwtrace_adir/gwtrace-accel.so ]] || (( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 402 || BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] > 502 )) \
     || _gwtrace_aso=$_gwtrace_adir/gwtrace-accel.so
   if [[ ${GWTRACE_AUTO_ROOT-} == "$PPID:$_gwtrace_abase" && -n $_gwtrace_abase ]]; then
@@ -96,7 +96,7 @@ while :; do                # once: `break` ends the set-up early (note 1)
   [[ $_gwtrace_asp0 != "$_gwtrace_abase" ]] || _gwtrace_aprem=1   # a child of the script span is remote when the script span is
   builtin trap -- "$_gwtrace_aexit0" EXIT
   if (( _gwtrace_alevel == 1 && _gwtrace_abd == 1 )) && [[ $- != *T* ]]; then
-    # functions called from the script's top level: in C where the accelerator loads (note 6)
+    # functions called from the script's top level: in C where the accelerator loads (note 7)
     if [[ -n $_gwtrace_aso ]] && builtin enable -f "$_gwtrace_aso" _gwtrace_atopc; then
       # shellcheck disable=SC2016  # the trap's text
       declare -gA _gwtrace_atw=() && _gwtrace_atl='' _gwtrace_atn='' _gwtrace_atotp='' _gwtrace_atotpset='' _gwtrace_atop='{ _gwtrace_atopc "$_"; } 2>&-' _gwtrace_atend=(_gwtrace_atopc --end) && _gwtrace_adbg=$_gwtrace_atop
@@ -176,3 +176,13 @@ if [[ -z ${GWTRACE_AUTO_BASH_ENV-} ]]; then return 0; fi   # $? 0 (note 6)
 #    `bash -c` the script's first command comes next, and the DEBUG trap's
 #    slow path takes them for the status a function returned (a non-zero one
 #    reads gwtrace-auto-util.sh to find out whether it was tested).
+#
+# 7. The accelerator (bash/gwtrace-accel.so, docs/shim.md): the DEBUG traps'
+#    common slow paths as loadable builtins, loaded with `enable -f` only on
+#    the bash versions whose structures bash/accel/bash_abi.h declares (4.2
+#    to 5.2) and unless GWTRACE_ACCEL=0; _gwtrace_aso names it for
+#    gwtrace-auto-fn.sh too. At the scripts level _gwtrace_atopc does what
+#    gwtrace-auto-top.sh does in its common cases, so that file is read only
+#    when a status has to be judged; _gwtrace_atend says who ends a pending
+#    top-level span (at exit, or when the script sets its own DEBUG trap).
+#    Its text is guarded with fd 2 closed, as the shell's, for `bash -x`.
