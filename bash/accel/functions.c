@@ -166,7 +166,7 @@ static int enter(long depth, long ad) {
     gw_aset("_gwtrace_apid", an, d);
   }
   gw_aset("_gwtrace_aname", an, w);
-  {
+  if (!assoc_reference(fnv->value, (char *)w)) { /* only a new key: bash 4.2 keeps the key it is given */
     char *key = strdup(w);
     if (key) assoc_insert(fnv->value, key, "1");
   }
