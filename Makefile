@@ -37,9 +37,9 @@ $(TOOLS)/.debian:
 	      chromium chromium-driver shellcheck strace busybox dash >/dev/null; }
 	touch $@
 
-# bash/gwtrace-accel.so: the functions level's DEBUG-trap slow paths as a bash
-# loadable builtin (docs/shim.md, "The accelerator"). Optional: without a C
-# compiler the shell code does the same work, slower.
+# bash/gwtrace-accel.so: the DEBUG traps' common slow paths (functions and
+# scripts levels) as bash loadable builtins (docs/shim.md, "The accelerator").
+# Optional: without a C compiler the shell code does the same work, slower.
 ACCEL := bash/gwtrace-accel.so
 ACCEL_SRC := $(wildcard bash/accel/*.c)
 ACCEL_CFLAGS := -O2 -Wall -Wextra -shared -fPIC -fvisibility=hidden
@@ -48,7 +48,7 @@ accel: $(ACCEL)
 $(ACCEL): $(ACCEL_SRC) $(wildcard bash/accel/*.h)
 	@if command -v $(CC) >/dev/null 2>&1; then \
 	  echo "$(CC) $(ACCEL_CFLAGS) -o $@ $(ACCEL_SRC)"; $(CC) $(ACCEL_CFLAGS) -o $@ $(ACCEL_SRC); \
-	else echo "no C compiler ($(CC)): gwtrace's functions level runs without its accelerator"; fi
+	else echo "no C compiler ($(CC)): gwtrace's auto layer runs without its accelerator"; fi
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)

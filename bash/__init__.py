@@ -23,33 +23,30 @@ def read(name: str) -> bytes:
     return data
 
 
-def has(name: str) -> bool:
-    """Whether the package holds NAME (an optional file such as the accelerator)."""
-    try:
-        read(name)
-    except (OSError, ValueError):
-        return False
-    return True
-
-
-def real_path(names: Sequence[str], directory: Optional[str] = None) -> str:
+def real_path(names: Sequence[str], directory: Optional[str] = None, optional: Sequence[str] = ()) -> str:
     """The path of ``names[0]`` as a file bash can source, the others beside it.
 
     Installed or in a checkout: the file itself. In a zipapp: the copy next to
     the archive if one with the same bytes is there (a glidein ships gwtrace.sh
     beside the .pyz), else copies written once into DIRECTORY, or into a
     private per-user cache keyed by the content (``~/.cache/gwtrace/<sha>``).
+    OPTIONAL names (the accelerator) are copied too when the package holds them.
     """
     first = os.path.join(HERE, names[0])
     if os.path.isfile(first):
         return first
     blobs = {name: read(name) for name in names}
+    for name in optional:
+        try:
+            blobs[name] = read(name)
+        except (OSError, ValueError):
+            pass
     archive = os.path.dirname(os.path.dirname(HERE))                 # .../x.pyz/gwtrace/bashlib
     beside = os.path.join(os.path.dirname(archive), names[0])          # next to the .pyz
-    if len(names) == 1 and _same(beside, blobs[names[0]]):
+    if len(blobs) == 1 and _same(beside, blobs[names[0]]):
         return beside
     if directory is None:
-        digest = hashlib.sha256(b"".join(blobs[n] for n in names)).hexdigest()[:16]
+        digest = hashlib.sha256(b"".join(blobs.values())).hexdigest()[:16]
         cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
         directory = os.path.join(cache, "gwtrace", digest)
     os.makedirs(directory, mode=0o700, exist_ok=True)

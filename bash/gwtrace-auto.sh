@@ -64,8 +64,8 @@ while :; do                # once: `break` ends the set-up early (note 1)
     IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
     _gwtrace_lu=${_gwtrace_lu//-/}
   fi
-  _gwtrace_l0=$0
-  (( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] >= 502 )) || [[ -n ${BASH_EXECUTION_STRING+x} ]] \
+  _gwtrace_l0=$0 _gwtrace_lv=$(( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] ))   # 502 for bash 5.2
+  (( _gwtrace_lv >= 502 )) || [[ -n ${BASH_EXECUTION_STRING+x} ]] \
     || { builtin source "$_gwtrace_adir/gwtrace-auto-argv.sh" && _gwtrace_auto_argv; }   # $0 is bash's before 5.2
   if [[ -n ${BASH_EXECUTION_STRING+x} ]]; then
     _gwtrace_lname="${BASH##*/} -c" _gwtrace_abd=0     # $0 is the first argument after CMD: never a name
@@ -83,9 +83,9 @@ while :; do                # once: `break` ends the set-up early (note 1)
   if [[ ${#_gwtrace_lu} -eq 32 && $_gwtrace_lu != *[!0-9a-f]* ]]; then
     _gwtrace_apfx=${_gwtrace_lu:17:10} _gwtrace_actr=1000000 _gwtrace_arngpid=$BASHPID _gwtrace_arng=$(( 16#${_gwtrace_lu:17:15} ))
   fi
-  (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && _gwtrace_a44=1
+  (( _gwtrace_lv >= 404 )) && _gwtrace_a44=1
   # the accelerator, on the bash versions whose structures it knows (note 7)
-  [[ ${GWTRACE_ACCEL-} == 0 || ! -f $_gwtrace_adir/gwtrace-accel.so ]] || (( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 402 || BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] > 502 )) \
+  [[ ${GWTRACE_ACCEL-} == 0 || ! -f $_gwtrace_adir/gwtrace-accel.so ]] || (( _gwtrace_lv < 402 || _gwtrace_lv > 502 )) \
     || _gwtrace_aso=$_gwtrace_adir/gwtrace-accel.so
   if [[ ${GWTRACE_AUTO_ROOT-} == "$PPID:$_gwtrace_abase" && -n $_gwtrace_abase ]]; then
     _gwtrace_auto_extra; _gwtrace_auto_root_start   # `gwtrace run` ran this script
@@ -110,7 +110,7 @@ while :; do                # once: `break` ends the set-up early (note 1)
   fi
   break
 done
-builtin unset _gwtrace_ltp _gwtrace_lu _gwtrace_lname _gwtrace_lpath _gwtrace_lremote _gwtrace_l0
+builtin unset _gwtrace_ltp _gwtrace_lu _gwtrace_lname _gwtrace_lpath _gwtrace_lremote _gwtrace_l0 _gwtrace_lv
 
 # The script's `trap` (note 4): gwtrace-auto-extra.sh's _gwtrace_auto_trap_cmd.
 trap() {

@@ -113,12 +113,12 @@ static int subshell_first(const char *cmd, long depth, long ad, int *same_key) {
 }
 
 static int enter(long depth, long ad) {
-  const char *w, *tp, *aexp, *acur, *pfx, *site_src, *ln;
+  const char *w, *tp, *aexp, *acur, *pfx, *site_src, *ln, *atr, *afl, *ats;
   char sid[32], tpbuf[80], ts[40], line[2048], *site;
   size_t site_len;
-  SHELL_VAR *fnv, *tpv;
+  SHELL_VAR *fnv;
   long an, actr;
-  int ok = 1, len;
+  int ok = 1, len, tp_set, tp_ro;
   void *fa = gw_array_of("FUNCNAME");
   w = fa ? array_reference(fa, 0) : 0;
   if (!w) w = "";
@@ -129,24 +129,24 @@ static int enter(long depth, long ad) {
   actr = gw_ival("_gwtrace_actr", &ok);
   if (!ok || an < 1 || depth != ad + 1 || atol(gw_aref("_gwtrace_adep", an - 1)) >= depth || actr + 1 >= 2000000)
     return SHELL;
-  tpv = find_variable("TRACEPARENT");
-  tp = tpv && tpv->value && !(tpv->attributes & att_invisible) ? tpv->value : "";
+  tp = gw_traceparent(&tp_set, &tp_ro);
   aexp = gw_sval("_gwtrace_aexp");
   pfx = gw_sval("_gwtrace_apfx");
-  if (!aexp || !pfx || strcmp(tp, aexp) || getpid() != gw_ival("_gwtrace_aown", &ok) || !ok)
+  atr = gw_sval("_gwtrace_atr");
+  afl = gw_sval("_gwtrace_afl");
+  ats = gw_sval("_gwtrace_ats");
+  if (!aexp || !pfx || !atr || !afl || strcmp(tp, aexp) || getpid() != gw_ival("_gwtrace_aown", &ok) || !ok)
     return SHELL;
-  if (tpv && (tpv->attributes & att_readonly)) return SHELL;
+  if (tp_ro) return SHELL;
   fnv = gw_plain("_gwtrace_afn", att_assoc);
   if (!fnv) return SHELL;
   actr += 1;
-  snprintf(sid, sizeof sid, "%s%06ld", pfx, actr % 1000000);
+  gw_span_id(sid, sizeof sid, pfx, actr);
   acur = gw_sval("_gwtrace_acur");
   if (!acur) acur = "";
   gw_now(ts, sizeof ts);
-  len = snprintf(line, sizeof line, "gw1\tB\t%s\t%ld\t%s\t%s\t%s\t0\t%s\t%s\t%s\n", ts, (long)getpid(),
-                 gw_sval("_gwtrace_atr") ? gw_sval("_gwtrace_atr") : "", sid, *acur ? acur : "-",
-                 gw_sval("_gwtrace_afl") ? gw_sval("_gwtrace_afl") : "",
-                 gw_sval("_gwtrace_ats") && *gw_sval("_gwtrace_ats") ? gw_sval("_gwtrace_ats") : "-", w);
+  len = snprintf(line, sizeof line, "gw1\tB\t%s\t%ld\t%s\t%s\t%s\t0\t%s\t%s\t%s\n", ts, (long)getpid(), atr, sid,
+                 *acur ? acur : "-", afl, ats && *ats ? ats : "-", w);
   if (len < 0 || (size_t)len >= sizeof line) return SHELL;
   site_src = gw_aref("BASH_SOURCE", 1);
   ln = gw_aref("BASH_LINENO", 0);
@@ -155,7 +155,7 @@ static int enter(long depth, long ad) {
   if (!site) return SHELL;
   snprintf(site, site_len, "%s %s %s", ln, w, site_src);
   gw_emit(line, (size_t)len);
-  snprintf(tpbuf, sizeof tpbuf, "00-%s-%s-%s", gw_sval("_gwtrace_atr"), sid, gw_sval("_gwtrace_afl"));
+  snprintf(tpbuf, sizeof tpbuf, "00-%s-%s-%s", atr, sid, afl);
   gw_aset("_gwtrace_apar", an, acur);
   gw_aset("_gwtrace_asp", an, sid);
   {
@@ -173,7 +173,7 @@ static int enter(long depth, long ad) {
   gw_aset("_gwtrace_asite", an, site);
   free(site);
   gw_aset("_gwtrace_aotp", an, aexp);
-  gw_aset("_gwtrace_aotpset", an, tpv && tpv->value && !(tpv->attributes & att_invisible) ? "1" : "");
+  gw_aset("_gwtrace_aotpset", an, tp_set ? "1" : "");
   gw_iset("_gwtrace_an", an + 1);
   gw_iset("_gwtrace_ad", depth);
   gw_sset("_gwtrace_acur", sid);
@@ -183,16 +183,7 @@ static int enter(long depth, long ad) {
     gw_sset("_gwtrace_actr", ctr);
   }
   gw_sset("_gwtrace_aexp", tpbuf);
-  {
-    const char *open_ = find_variable("GWTRACE_AUTO_OPEN") ? find_variable("GWTRACE_AUTO_OPEN")->value : 0;
-    size_t m = (open_ ? strlen(open_) : 0) + strlen(sid) + 2;
-    char *nv = malloc(m);
-    if (nv) {
-      snprintf(nv, m, "%s,%s", open_ ? open_ : "", sid);
-      bind_variable("GWTRACE_AUTO_OPEN", nv, 0);
-      free(nv);
-    }
-  }
+  gw_open_add(sid);
   bind_variable("TRACEPARENT", tpbuf, 0);
   return DONE;
 }
@@ -202,17 +193,15 @@ static int leave(long depth, int rc, int ps) {
   size_t used = 0;
   int ended = 0;
   const char *tp, *aexp, *atr;
-  SHELL_VAR *tpv;
   long an, di, k, pid = (long)getpid();
-  int ok = 1;
-  tpv = find_variable("TRACEPARENT");
-  tp = tpv && tpv->value && !(tpv->attributes & att_invisible) ? tpv->value : "";
+  int ok = 1, tp_ro;
+  tp = gw_traceparent(0, &tp_ro);
   aexp = gw_sval("_gwtrace_aexp");
   atr = gw_sval("_gwtrace_atr");
   an = gw_ival("_gwtrace_an", &ok);
   if (!ok || !aexp || !atr || strcmp(tp, aexp) || pid != gw_ival("_gwtrace_aown", &ok) || !ok) return SHELL;
   if (rc || ps) return SHELL; /* a status to judge: _gwtrace_auto_leave_status */
-  if (tpv && (tpv->attributes & att_readonly)) return SHELL;
+  if (tp_ro) return SHELL;
   /* check every frame this return ends before changing anything */
   for (k = an - 1; k > 0 && atol(gw_aref("_gwtrace_adep", k)) > depth; k--) {
     const char *sp = gw_aref("_gwtrace_asp", k);
@@ -229,7 +218,6 @@ static int leave(long depth, int rc, int ps) {
     for (di = an - 1; di > 0 && atol(gw_aref("_gwtrace_adep", di)) > depth; di--) {
       const char *sp = gw_aref("_gwtrace_asp", di);
       if (*sp) {
-        size_t nl = strlen(nopen), sl = strlen(sp);
         int n = snprintf(line, sizeof line, "gw1\tE\t%s\t%ld\t%s\t%s\t0\n", ts, pid, atr, sp);
         if (n > 0 && (size_t)n < sizeof line) {
           if (used + (size_t)n > sizeof buf) { gw_emit(buf, used); used = 0; }   /* many frames at once */
@@ -237,7 +225,7 @@ static int leave(long depth, int rc, int ps) {
           used += (size_t)n;
         }
         ended = 1;
-        if (nl > sl && nopen[nl - sl - 1] == ',' && !strcmp(nopen + nl - sl, sp)) nopen[nl - sl - 1] = 0;
+        gw_strip_sid(nopen, sp);
         free(keep_exp);
         keep_exp = strdup(gw_aref("_gwtrace_aotp", di));
         free(keep_cur);
@@ -291,7 +279,7 @@ static int decide(int rc) {
 }
 
 static int gwtrace_adbgc_builtin(WORD_LIST *list) {
-  int rc = 0;
+  int rc;
   SHELL_VAR *fn;
   WORD_LIST *args;
   const char *last;

@@ -28,88 +28,69 @@ static int top_classify(const char *w, SHELL_VAR *cache) {
   return traced;
 }
 
-static int tp_readonly(void) {
-  SHELL_VAR *tpv = find_variable("TRACEPARENT");
-  return tpv && (tpv->attributes & att_readonly);
-}
-
 /* _gwtrace_auto_top_end with a known status: the end line, GWTRACE_AUTO_OPEN, TRACEPARENT back. */
 static void top_end(const char *status) {
-  const char *sp = gw_sval("_gwtrace_atsp"), *atr = gw_sval("_gwtrace_atr");
+  const char *sp = gw_sval("_gwtrace_atsp"), *atr = gw_sval("_gwtrace_atr"), *otp, *otpset;
   SHELL_VAR *open_ = find_variable("GWTRACE_AUTO_OPEN");
   char ts[40], line[512];
-  int n;
+  int n, tp_ro;
   if (!sp || !*sp || !atr) return;
   gw_now(ts, sizeof ts);
   n = snprintf(line, sizeof line, "gw1\tE\t%s\t%ld\t%s\t%s\t%s\n", ts, (long)getpid(), atr, sp, status);
   if (n > 0 && (size_t)n < sizeof line) gw_emit(line, (size_t)n);
   if (open_ && open_->value && !(open_->attributes & (att_readonly | att_array | att_assoc))) {
-    size_t nl = strlen(open_->value), sl = strlen(sp);
-    if (nl > sl && open_->value[nl - sl - 1] == ',' && !strcmp(open_->value + nl - sl, sp)) {
-      char *nv = strdup(open_->value);
-      if (nv) {
-        nv[nl - sl - 1] = 0;
-        bind_variable("GWTRACE_AUTO_OPEN", nv, 0);
-        free(nv);
-      }
-    }
+    char *nv = strdup(open_->value);
+    if (nv && gw_strip_sid(nv, sp)) bind_variable("GWTRACE_AUTO_OPEN", nv, 0);
+    free(nv);
   }
   gw_sset("_gwtrace_atsp", "");
-  if (tp_readonly()) return;
-  if (*(gw_sval("_gwtrace_atotpset") ? gw_sval("_gwtrace_atotpset") : "")) {
-    SHELL_VAR *v = bind_variable("TRACEPARENT", (char *)(gw_sval("_gwtrace_atotp") ? gw_sval("_gwtrace_atotp") : ""), 0);
-    if (v && !(v->attributes & att_exported)) { v->attributes |= att_exported; array_needs_making = 1; }
-  } else {
+  gw_traceparent(0, &tp_ro);
+  if (tp_ro) return;
+  otp = gw_sval("_gwtrace_atotp");
+  otpset = gw_sval("_gwtrace_atotpset");
+  if (otpset && *otpset)
+    gw_export("TRACEPARENT", otp ? otp : "");
+  else
     unbind_variable("TRACEPARENT");
-  }
 }
 
 /* _gwtrace_auto_top_begin's common case: an id from the process's prefix and counter. */
 static int top_begin(const char *w) {
   const char *pfx = gw_sval("_gwtrace_apfx"), *atr = gw_sval("_gwtrace_atr"), *afl = gw_sval("_gwtrace_afl"),
-             *ats = gw_sval("_gwtrace_ats"), *amain = gw_sval("_gwtrace_amain"), *open_;
-  SHELL_VAR *tpv = find_variable("TRACEPARENT"), *ov = find_variable("GWTRACE_AUTO_OPEN");
+             *ats = gw_sval("_gwtrace_ats"), *amain = gw_sval("_gwtrace_amain"), *open_, *tp;
+  SHELL_VAR *ov = find_variable("GWTRACE_AUTO_OPEN");
   char sid[32], ts[40], lbuf[32], tpbuf[80], line[2048];
   long actr;
-  int ok = 1, n, set;
+  int ok = 1, n, tp_set, tp_ro;
   actr = gw_ival("_gwtrace_actr", &ok);
   if (!ok || !pfx || !*pfx || !atr || !afl || !amain || actr + 1 >= 2000000) return SHELL;
   gw_now(ts, sizeof ts);
-  snprintf(sid, sizeof sid, "%s%06ld", pfx, (actr + 1) % 1000000);
+  gw_span_id(sid, sizeof sid, pfx, actr + 1);
   n = snprintf(line, sizeof line, "gw1\tB\t%s\t%ld\t%s\t%s\t%s\t%s\t%s\t%s\t%s\tgwtrace.kind=function\n", ts,
                (long)getpid(), atr, sid, gw_sval("_gwtrace_asp0") ? gw_sval("_gwtrace_asp0") : "",
                gw_sval("_gwtrace_aprem") ? gw_sval("_gwtrace_aprem") : "0", afl, ats && *ats ? ats : "-", w);
   if (n < 0 || (size_t)n >= sizeof line) return SHELL;
-  set = tpv && tpv->value && !(tpv->attributes & att_invisible);
+  tp = gw_traceparent(&tp_set, &tp_ro);
   snprintf(lbuf, sizeof lbuf, "%d", line_number);
   gw_iset("_gwtrace_actr", actr + 1);
   gw_sset("_gwtrace_atsp", sid);
   gw_sset("_gwtrace_atl", lbuf);
   gw_sset("_gwtrace_atn", w);
-  gw_sset("_gwtrace_atotp", set ? tpv->value : "");
-  gw_sset("_gwtrace_atotpset", set ? "1" : "");
+  gw_sset("_gwtrace_atotp", tp);
+  gw_sset("_gwtrace_atotpset", tp_set ? "1" : "");
   gw_emit(line, (size_t)n);
   open_ = ov && ov->value ? ov->value : "";
   if (ov && !(ov->attributes & (att_readonly | att_array | att_assoc)) && !strncmp(open_, amain, strlen(amain)) &&
-      open_[strlen(amain)] == ':') {
-    size_t m = strlen(open_) + strlen(sid) + 2;
-    char *nv = malloc(m);
-    if (nv) {
-      snprintf(nv, m, "%s,%s", open_, sid);
-      bind_variable("GWTRACE_AUTO_OPEN", nv, 0);
-      free(nv);
-    }
-  }
-  if (!tp_readonly()) {
-    SHELL_VAR *v;
+      open_[strlen(amain)] == ':')
+    gw_open_add(sid);
+  if (!tp_ro) {
     snprintf(tpbuf, sizeof tpbuf, "00-%s-%s-%s", atr, sid, afl);
-    v = bind_variable("TRACEPARENT", tpbuf, 0);
-    if (v && !(v->attributes & att_exported)) { v->attributes |= att_exported; array_needs_making = 1; }
+    gw_export("TRACEPARENT", tpbuf);
   }
   return DONE;
 }
 
-/* The shell code, read gw_now: gwtrace-auto-top.sh's _gwtrace_auto_top with the script's $? and
+/* The shell code, read now: gwtrace-auto-top.sh's _gwtrace_auto_top with the script's $? and
  * PIPESTATUS[0] handed over as arguments (it reads them itself when the trap calls it). */
 static int top_shell(const char *last, int rc, const char *ps) {
   SHELL_VAR *fn = find_function("_gwtrace_auto_top");

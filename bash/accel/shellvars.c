@@ -86,6 +86,45 @@ int gw_aset(const char *name, long i, const char *value) {
   return a && array_insert(a, i, (char *)value) >= 0;
 }
 
+/* ---- the trace context ---------------------------------------------------------------------- */
+const char *gw_traceparent(int *set, int *readonly) {
+  SHELL_VAR *v = find_variable("TRACEPARENT");
+  int visible = v && v->value && !(v->attributes & att_invisible);
+  if (set) *set = visible;
+  if (readonly) *readonly = v && (v->attributes & att_readonly);
+  return visible ? v->value : "";
+}
+
+void gw_export(const char *name, const char *value) {
+  SHELL_VAR *v = bind_variable(name, (char *)value, 0);
+  if (v && !(v->attributes & att_exported)) {
+    v->attributes |= att_exported;
+    array_needs_making = 1;
+  }
+}
+
+void gw_span_id(char *buf, size_t n, const char *pfx, long ctr) {
+  snprintf(buf, n, "%s%06ld", pfx, ctr % 1000000);
+}
+
+void gw_open_add(const char *sid) {
+  SHELL_VAR *v = find_variable("GWTRACE_AUTO_OPEN");
+  const char *old = v && v->value ? v->value : "";
+  size_t m = strlen(old) + strlen(sid) + 2;
+  char *nv = malloc(m);
+  if (!nv) return;
+  snprintf(nv, m, "%s,%s", old, sid);
+  bind_variable("GWTRACE_AUTO_OPEN", nv, 0);
+  free(nv);
+}
+
+int gw_strip_sid(char *open_list, const char *sid) {
+  size_t nl = strlen(open_list), sl = strlen(sid);
+  if (nl <= sl || open_list[nl - sl - 1] != ',' || strcmp(open_list + nl - sl, sid)) return 0;
+  open_list[nl - sl - 1] = 0;
+  return 1;
+}
+
 /* ---- the event log -------------------------------------------------------------------------- */
 void gw_now(char *buf, size_t n) {
   struct timeval tv;

@@ -26,6 +26,13 @@ int gw_aset(const char *name, long i, const char *value) GW_HIDDEN;
 void gw_now(char *buf, size_t n) GW_HIDDEN;                 /* EPOCHREALTIME's format */
 void gw_emit(const char *line, size_t len) GW_HIDDEN;       /* one append to the event log */
 
+/* The trace context, as both levels keep it (gwtrace-auto-fn.sh notes 8-9, gwtrace-auto-top.sh). */
+const char *gw_traceparent(int *set, int *readonly) GW_HIDDEN;  /* ${TRACEPARENT-}, and whether set/readonly */
+void gw_export(const char *name, const char *value) GW_HIDDEN;  /* `export NAME=VALUE` */
+void gw_span_id(char *buf, size_t n, const char *pfx, long ctr) GW_HIDDEN; /* $_gwtrace_apfx${ctr:1} */
+void gw_open_add(const char *sid) GW_HIDDEN;                    /* GWTRACE_AUTO_OPEN+=,SID */
+int gw_strip_sid(char *open_list, const char *sid) GW_HIDDEN;   /* ${list%,"SID"}, in place; 1 if it was there */
+
 /* What a case handler returns: done here, or leave it all to the shell code. */
 enum { DONE = 0, SHELL = 1 };
 

@@ -31,7 +31,7 @@ AUTO_LIB = "gwtrace-auto.sh"
 #: gwtrace-auto.sh loads the others from its own directory when needed.
 AUTO_LIBS = (AUTO_LIB, "gwtrace-auto-fn.sh", "gwtrace-auto-frames.sh", "gwtrace-auto-cmd.sh", "gwtrace-auto-util.sh",
              "gwtrace-auto-extra.sh", "gwtrace-auto-benv.sh", "gwtrace-auto-top.sh", "gwtrace-auto-argv.sh")
-#: Shipped when built (``make accel``): the functions level's accelerator.
+#: Shipped when built (``make accel``): the auto layer's accelerator.
 AUTO_OPTIONAL = ("gwtrace-accel.so",)
 
 def auto_lib_path(work_dir: Optional[str]) -> Optional[str]:
@@ -42,7 +42,7 @@ def auto_lib_path(work_dir: Optional[str]) -> Optional[str]:
     if not os.path.isfile(os.path.join(bashlib.HERE, AUTO_LIB)) and not work_dir:
         return None
     try:
-        return bashlib.real_path(AUTO_LIBS + tuple(n for n in AUTO_OPTIONAL if bashlib.has(n)), work_dir)
+        return bashlib.real_path(AUTO_LIBS, work_dir, optional=AUTO_OPTIONAL)
     except (OSError, ValueError):
         return None
 
