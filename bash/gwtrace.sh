@@ -670,6 +670,34 @@ _gwtrace_read_context() {
   return 0
 }
 
+# _gwtrace_put_begin TS TRACE SPAN PARENT NAME [KEY=VALUE...] and
+# _gwtrace_put_end TS TRACE SPAN STATUS [KEY=VALUE...]: the B and E lines of
+# a span whose ids and times the caller knows, outside the span stack. For
+# gwtrace's own glidein hooks (shim/gwtrace_setup.sh): they learn of a
+# glidein step after it ran and give it the ids `gwtrace ingest
+# --factory-logs` derives for the same step (docs/deploy.md). TS is
+# "seconds.microseconds" or integer microseconds, PARENT a span id or '-'.
+# Names, values and statuses are escaped, fitted and redacted as trace_begin's.
+_gwtrace_put_begin() {
+  local _gwtrace_line
+  (( $# >= 5 )) && ! _gwtrace_off || return 0
+  _gwtrace_line="gw1${_gwtrace_tab}B${_gwtrace_tab}$1${_gwtrace_tab}${BASHPID}${_gwtrace_tab}$2${_gwtrace_tab}$3${_gwtrace_tab}${4:--}${_gwtrace_tab}0${_gwtrace_tab}01${_gwtrace_tab}-"
+  _gwtrace_esc "$5"; _gwtrace_line+=$_gwtrace_tab$_gwtrace_r
+  (( $# < 6 )) || _gwtrace_attrs "${@:6}"
+  _gwtrace_emit
+  return 0
+}
+
+_gwtrace_put_end() {
+  local _gwtrace_line
+  (( $# >= 4 )) && ! _gwtrace_off || return 0
+  _gwtrace_status_of "$4"
+  _gwtrace_line="gw1${_gwtrace_tab}E${_gwtrace_tab}$1${_gwtrace_tab}${BASHPID}${_gwtrace_tab}$2${_gwtrace_tab}$3${_gwtrace_tab}$_gwtrace_r"
+  (( $# < 5 )) || _gwtrace_attrs "${@:5}"
+  _gwtrace_emit
+  return 0
+}
+
 _gwtrace_init() {
   local _gwtrace_upt='' _gwtrace_now='' _gwtrace_nocase=0
   if [[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0-9]* ]]; then
@@ -700,7 +728,8 @@ _gwtrace_init() {
       _gwtrace_attrs _gwtrace_begin _gwtrace_emit _gwtrace_end _gwtrace_esc _gwtrace_export_attrs \
       _gwtrace_init _gwtrace_is_hex _gwtrace_is_shell_code _gwtrace_logpath _gwtrace_newpfx _gwtrace_now \
       _gwtrace_off _gwtrace_rand64 _gwtrace_read_context _gwtrace_readonly_context _gwtrace_rekey _gwtrace_reseed \
-      _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_fit _gwtrace_redacts _gwtrace_skip _gwtrace_status_of _gwtrace_trace_id || :
+      _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_fit _gwtrace_redacts _gwtrace_skip _gwtrace_status_of _gwtrace_trace_id \
+      _gwtrace_put_begin _gwtrace_put_end || :
   fi
   return 0
 }

@@ -2,36 +2,50 @@
 #
 # gwtrace_setup.sh - glidein custom script: trace this glidein with gwtrace.
 #
-# Put it in the glidein's file list (an "exec" file, early: the scripts after
-# it are traced) with gwtrace-sidecar.pyz, gwtrace.sh and gwtrace-job-wrapper
-# next to it. Called as every custom script is: gwtrace_setup.sh glidein_config ID
+# Put it in the factory's global file list (an "exec" file, docs/deploy.md)
+# with gwtrace-sidecar.pyz, gwtrace.sh and gwtrace-job-wrapper before it.
+# Called as every custom script is: gwtrace_setup.sh glidein_config ID
 #
-# It starts the sidecar (the .pyz, any python3 >= 3.9 on the node) with the
-# glidein's identity from glidein_config, opens the "glidein" span (a child of
-# GLIDEIN_TRACEPARENT if the factory passed one) and publishes, in
-# glidein_config, for the scripts that follow:
-#   GWTRACE_DIR GWTRACE_SOCKET GWTRACE_SIDECAR_PID GWTRACE_BOOT_US GWTRACE_LIB
-#   GWTRACE_PYTHON GWTRACE_PYZ GWTRACE_GLIDEIN_TRACEPARENT TRACEPARENT
-# and, for the user jobs (condor_vars: job environment), GWTRACE_DIR,
-# GWTRACE_SOCKET, GWTRACE_BOOT_US and GWTRACE_GLIDEIN_TRACEPARENT. The job
-# wrapper is chained into GLIDEIN_WRAPPER_EXEC (one span per user job), and a
-# clean-up script in .gwms.d/exec/cleanup ends the glidein span and stops the
-# sidecar (flushing) when the glidein exits.
+# What it does, without any change to glidein_startup.sh:
+# - starts the sidecar (the .pyz, any python3 >= 3.9 on the node, after
+#   checking the archive) with the glidein's identity from glidein_config;
+# - opens the root span, "glidein", at the glidein's own start (the start of
+#   glidein_startup.sh's process), with the ids `gwtrace ingest
+#   --factory-logs` derives for the same glidein;
+# - records every script that ran before it from GlideinWMS's own per-script
+#   results (otr_outlist.list: 1 s resolution);
+# - puts a step hook in front of the glidein's error_augment.sh, which
+#   glidein_startup.sh runs before (-init) and after (-process) every script,
+#   HTCondor's condor_startup.sh included: each later script becomes a span
+#   with microsecond times, its exit status and, on failure, GlideinWMS's own
+#   message (<detail>);
+# - installs two clean-up scripts (.gwms.d/exec/cleanup, run by
+#   glidein_exit, also after SIGTERM) that record the clean-up, end the root
+#   with the glidein's exit status and final CPUs, memory and GPUs, and stop
+#   the sidecar, which ships what it could not deliver home in the .err;
+# - publishes, in glidein_config, GWTRACE_DIR GWTRACE_SOCKET GWTRACE_BOOT_US
+#   GWTRACE_LIB GWTRACE_PYTHON GWTRACE_PYZ GWTRACE_GLIDEIN_TRACEPARENT (the
+#   HTCondor span, the user jobs' parent) and TRACEPARENT, the first five and
+#   the context also for user jobs (condor_vars), and chains the job wrapper
+#   into GLIDEIN_WRAPPER_EXEC (one span per user job).
 #
 # Exporter: GWTRACE_OTLP_ENDPOINT or GWTRACE_OTLP_TRACES_ENDPOINT (and
 # GWTRACE_OTLP_HEADERS, GWTRACE_OTLP_TOKEN_FILE, GWTRACE_SERVICE_NAME) from
-# glidein_config. Without one
-# the node sends nothing (GWTRACE_EXPORT=ship-home). Either way, what was not
-# delivered when the glidein ends rides home in its .err for `gwtrace ingest`
-# (docs/deploy.md). GWTRACE_DISABLE=1 turns tracing off.
+# glidein_config. Without one the node sends nothing (GWTRACE_EXPORT=ship-home).
+# GWTRACE_DISABLE=1 turns tracing off.
 #
 # Tracing trouble never fails a glidein: it reports OK, with the metrics
 # GWTrace=off and GWTraceReason=<why>.
+#
+# The step hook's functions below run only from steps.sh, which this script
+# writes: shellcheck cannot see them called.
+# shellcheck disable=SC2317
 
 glidein_config=$1
 gwtrace_id=${2:-main}
 gwtrace_me=gwtrace_setup.sh
 gwtrace_here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+gwtrace_started=${EPOCHREALTIME:-}
 
 # The glidein's config functions (the custom script contract).
 add_config_line_source=$(grep -m1 '^ADD_CONFIG_LINE_SOURCE ' "$glidein_config" 2>/dev/null | cut -d ' ' -f 2-)
@@ -54,7 +68,7 @@ tracing_off() {
 # find_python: a python3 >= 3.9 (the .pyz needs it), into gwtrace_python.
 find_python() {
   local py
-  for py in "$(gconfig_get GWTRACE_PYTHON "$glidein_config")" python3 python gwms-python; do
+  for py in "$(gconfig_get GWTRACE_PYTHON "$glidein_config")" /usr/bin/python3 python3 python gwms-python; do
     if [[ -z $py ]] || ! command -v "$py" >/dev/null 2>&1; then continue; fi
     if "$py" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 9) else 1)' >/dev/null 2>&1; then
       gwtrace_python=$(command -v "$py")
@@ -70,10 +84,10 @@ state_dir() {
   work=$(gconfig_get GLIDEIN_WORK_DIR "$glidein_config")
   work=${work:-$PWD}
   gwtrace_dir=$(dirname "$work")/gwtrace
-  mkdir -p "$gwtrace_dir" && chmod 0700 "$gwtrace_dir"
+  mkdir -p "$gwtrace_dir" && chmod 0700 "$gwtrace_dir" && [[ -w $gwtrace_dir ]]
 }
 
-# Exporter settings from glidein_config; without an endpoint, the embedded store.
+# Exporter settings from glidein_config; without an endpoint, ship-home only.
 # The token file is passed by its path (absolute, or relative to the glidein's
 # work directory): the sidecar reads it, so the token is never in glidein_config,
 # an environment or a command line.
@@ -109,15 +123,35 @@ running_sidecar() {
 
 # The sidecar keeps the glidein's stderr (fd 3 here; the .err the factory
 # collects) to ship there what it could not deliver when it is stopped or
-# SIGTERMed; its own start-up errors go to start.err for the metric.
+# SIGTERMed; its own start-up errors go to start.err for the metric. It is
+# started from the verified archive (check_pyz), with no site packages.
 start_sidecar() {
   local out
-  if ! out=$("$gwtrace_python" "$gwtrace_pyz" sidecar start --dir "$gwtrace_dir/sidecar" \
+  if ! out=$("$gwtrace_python" -I -S "$gwtrace_pyz" sidecar start --dir "$gwtrace_dir/sidecar" \
              --glidein-config "$glidein_config" --ship-to /dev/fd/3 3>&2 2>"$gwtrace_dir/start.err"); then
     tracing_off "sidecar did not start: $(head -c 200 "$gwtrace_dir/start.err" | tr '\n<>&' '    ')"
   fi
   [[ $out == export\ GWTRACE_DIR=* ]] || tracing_off "unexpected output from sidecar start"
   eval "$out"
+}
+
+# check_pyz: the archive opens, every member's CRC holds, and it is gwtrace
+# (a damaged download must report GWTrace=off, not "on" and then lose the
+# spans). One python run, no import of the archive's code.
+check_pyz() {
+  "$gwtrace_python" -I -S -c '
+import sys, zipfile
+try:
+    with zipfile.ZipFile(sys.argv[1]) as z:
+        bad = z.testzip()
+        names = set(z.namelist())
+except Exception as err:
+    sys.exit("not a readable archive: %s" % (str(err).splitlines() or ["?"])[0][:120])
+if bad:
+    sys.exit("damaged member " + bad[:120])
+if "__main__.py" not in names or "gwtrace/sidecar/control.py" not in names:
+    sys.exit("not a gwtrace archive")
+' "$gwtrace_pyz" 2>&1
 }
 
 # publish NAME VALUE [job]: in glidein_config, and in the user jobs' environment.
@@ -140,56 +174,333 @@ chain_job_wrapper() {
   gconfig_add GLIDEIN_WRAPPER_EXEC "\"$wrapper\" $current"
 }
 
-# shellcheck disable=SC2153  # GWTRACE_DIR comes from `sidecar start`
-# A clean-up script (run by glidein_startup.sh when the glidein exits):
-# end the glidein span, then stop the sidecar (ours, not one we reused),
-# which flushes everything.
-install_cleanup() {
-  local dir=${GWMS_DIR:-$(dirname "$(gconfig_get GLIDEIN_WORK_DIR "$glidein_config")")/.gwms.d}/exec/cleanup
-  local hook=$dir/gwtrace_cleanup.sh
-  [[ -d $dir && -w $dir ]] || return 1
-  {
-    echo '#!/bin/bash'
-    echo '# Written by gwtrace_setup.sh: end the glidein span, stop the gwtrace sidecar (it flushes).'
-    printf 'log=%q\npython=%q\npyz=%q\ndir=%q\ntrace=%q\nspan=%q\n' "${GWTRACE_SOCKET#file://}" \
-      "$gwtrace_python" "$gwtrace_pyz" "$GWTRACE_DIR" "${gwtrace_glidein_tp:3:32}" "${gwtrace_glidein_tp:36:16}"
-    cat <<'EOF'
-t=$'\t'
-ts=${EPOCHREALTIME:-$(( $(date +%s) * 1000000 ))}
-printf '%s\n' "gw1${t}E${t}${ts}${t}$$${t}${trace}${t}${span}${t}0" >>"$log" 2>/dev/null
-# What could not be delivered rides home in the glidein's stderr (the .err).
-# A live sidecar delivers with its own settings; with none left (it was
-# killed), the drain ships everything home rather than guess an exporter.
-[[ -z $pyz ]] || GWTRACE_EXPORT=ship-home "$python" "$pyz" sidecar stop --dir "$dir" --ship-to stderr >/dev/null || :
-EOF
-  } >"$hook" && chmod 0755 "$hook"
+# derive_id KEY: the first 16 hex digits of sha256(KEY) into gwtrace_r: the
+# span-id derivation `gwtrace ingest --factory-logs` uses
+# (gwtrace.factory.to_trace.span_id), so the live spans and the backfill of
+# the same glidein are one trace with one span per step.
+derive_id() {
+  local sum
+  sum=$(printf '%s' "$1" | sha256sum) || return 1
+  gwtrace_r=${sum:0:16}
+  [[ $gwtrace_r == *[!0]* ]] || gwtrace_r=0000000000000001
 }
 
-# glidein_traceparent: the glidein's context as the factory's backfill derives it
-# (`gwtrace ingest --factory-logs`, docs/accounting.md): trace id
-# sha256("gwtrace-glidein-v1\0<factory>\0<schedd>\0<cluster>.<proc>")[:32], parent
-# the backfilled root span, sha256("<trace id>/glidein")[:16]. So the spans this
-# glidein sends live and those made later from its .out/.err share one trace.
-glidein_traceparent() {
-  local factory schedd cluster proc trace_id span_id
+# derive_trace FORMAT ARGS...: the first 32 hex digits of sha256 of printf
+# FORMAT ARGS (the format holds the NUL separators) into gwtrace_r.
+derive_trace() {
+  local sum
+  # shellcheck disable=SC2059  # the format is ours
+  sum=$(printf "$@" | sha256sum) || return 1
+  gwtrace_r=${sum:0:32}
+}
+
+# glidein_context: the glidein's trace id and root span (gwtrace_trace,
+# gwtrace_root, gwtrace_parent). The trace id hashes "gwtrace-glidein-v1",
+# the factory, the schedd, cluster.proc and the glidein's GLIDEIN_UUID (so a
+# resubmitted cluster.proc is another trace), NUL-separated; the root is
+# sha256("<trace>/glidein")[:16]. A factory that traces its submissions passes
+# GLIDEIN_TRACEPARENT: the root is then its child, in its trace. Under a
+# tracing wrapper (a TRACEPARENT in the environment) the root is its child.
+glidein_context() {
+  local factory schedd cluster proc uuid given
+  given=$(gconfig_get GLIDEIN_TRACEPARENT "$glidein_config")
+  given=${given:-${TRACEPARENT-}}
+  if [[ $given =~ ^[[:space:]]*00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}[[:space:]]*$ ]]; then
+    gwtrace_trace=${BASH_REMATCH[1]} gwtrace_parent=${BASH_REMATCH[2]}
+    derive_id "$gwtrace_trace/glidein/$gwtrace_started/$$" && gwtrace_root=$gwtrace_r
+    return
+  fi
   factory=$(gconfig_get GLIDEIN_Factory "$glidein_config")
   schedd=$(gconfig_get CONDORG_SCHEDD "$glidein_config")
   cluster=$(gconfig_get CONDORG_CLUSTER "$glidein_config")
   proc=$(gconfig_get CONDORG_SUBCLUSTER "$glidein_config")
-  [[ -n $cluster && -n $proc ]] && command -v sha256sum >/dev/null || return 1
-  trace_id=$(printf 'gwtrace-glidein-v1\0%s\0%s\0%s.%s' "$factory" "$schedd" "$cluster" "$proc" | sha256sum)
-  span_id=$(printf '%s/glidein' "${trace_id:0:32}" | sha256sum)
-  span_id=${span_id:0:16}
-  [[ $span_id != 0000000000000000 ]] || span_id=0000000000000001
-  printf '00-%s-%s-01\n' "${trace_id:0:32}" "$span_id"
+  uuid=$(gconfig_get GLIDEIN_UUID "$glidein_config")
+  gwtrace_parent=-
+  if [[ -n $cluster && -n $proc && -n $uuid ]]; then
+    derive_trace 'gwtrace-glidein-v1\0%s\0%s\0%s.%s\0%s' "$factory" "$schedd" "$cluster" "$proc" "$uuid"
+  elif [[ -n $cluster && -n $proc ]]; then
+    derive_trace 'gwtrace-glidein-v1\0%s\0%s\0%s.%s' "$factory" "$schedd" "$cluster" "$proc"
+  else
+    derive_trace 'gwtrace-glidein-random/%s/%s/%s' "$gwtrace_started" "$$" "$RANDOM$RANDOM"
+  fi || return 1
+  gwtrace_trace=$gwtrace_r
+  derive_id "$gwtrace_trace/glidein" && gwtrace_root=$gwtrace_r
+}
+
+# glidein_start: the glidein's own start, "seconds.micros", into gwtrace_r:
+# the start of glidein_startup.sh's process (GLIDEIN_STARTUP_PID; its start
+# tick in /proc/PID/stat after the boot time), else the first script's start.
+glidein_start() {
+  local pid stat ticks btime='' key value hz
+  gwtrace_r=''
+  pid=$(gconfig_get GLIDEIN_STARTUP_PID "$glidein_config")
+  if [[ $pid == +([0-9]) && -r /proc/$pid/stat ]] && read -r stat <"/proc/$pid/stat"; then
+    stat=${stat##*) }
+    read -r -a stat <<<"$stat"
+    ticks=${stat[19]-}
+    while read -r key value; do
+      [[ $key == btime ]] && { btime=$value; break; }
+    done </proc/stat
+    hz=$(getconf CLK_TCK 2>/dev/null) || hz=100
+    if [[ $ticks == +([0-9]) && $btime == +([0-9]) && $hz == +([0-9]) && $hz -gt 0 ]]; then
+      printf -v gwtrace_r '%d.%06d' $(( btime + ticks / hz )) $(( (ticks % hz) * 1000000 / hz ))
+    fi
+  fi
+}
+
+# The earlier steps: every OSGTestResult glidein_startup.sh has appended to
+# otr_outlist.list before this script (their order is their index), as spans
+# at 1 s resolution (GlideinWMS's tStart/tEnd). One `date` for all the times.
+record_earlier_steps() {
+  local list=$1 line id='' status='' detail='' in_detail=0 i n
+  local -a ids=() starts=() ends=() states=() details=() epochs=()
+  [[ -r $list ]] || return 0
+  while IFS= read -r line; do
+    if [[ $line =~ \<OSGTestResult\ id=\"([^\"]*)\" ]]; then
+      ids+=("${BASH_REMATCH[1]}") starts+=('') ends+=('') states+=('') details+=('')
+    fi
+    n=$(( ${#ids[@]} - 1 ))
+    (( n >= 0 )) || continue
+    if (( in_detail )); then
+      [[ $line == *'</detail>'* ]] && { in_detail=0; line=${line%%</detail>*}; }
+      details[n]+=" $line"
+      continue
+    fi
+    case $line in
+      *'<tStart>'*) line=${line#*<tStart>}; starts[n]=${line%%<*} ;;
+      *'<tEnd>'*) line=${line#*<tEnd>}; ends[n]=${line%%<*} ;;
+      *'<status>'*) line=${line#*<status>}; states[n]=${line%%<*} ;;
+      *'<detail>'*)
+        line=${line#*<detail>}
+        if [[ $line == *'</detail>'* ]]; then details[n]=${line%%</detail>*}; else details[n]=$line in_detail=1; fi ;;
+    esac
+  done <"$list"
+  (( ${#ids[@]} )) || return 0
+  mapfile -t epochs < <(for i in "${!ids[@]}"; do printf '%s\n%s\n' "${starts[i]:-@0}" "${ends[i]:-@0}"; done |
+                        date -f - +%s 2>/dev/null)
+  (( ${#epochs[@]} == 2 * ${#ids[@]} )) || return 0   # a time date could not read: none rather than wrong ones
+  for i in "${!ids[@]}"; do
+    derive_id "$gwtrace_trace/script/$i/${ids[i]}" || return 0
+    status=0
+    if [[ ${states[i]} != OK ]]; then
+      status=error
+      detail=$(squeeze "${details[i]}")
+      [[ -z $detail ]] || status=$detail
+    fi
+    _gwtrace_put_begin "${epochs[2*i]}.000000" "$gwtrace_trace" "$gwtrace_r" "$gwtrace_root" "${ids[i]}" \
+      "glidein.script=${ids[i]}" gwtrace.resolution=1s
+    _gwtrace_put_end "${epochs[2*i+1]}.000000" "$gwtrace_trace" "$gwtrace_r" "$status"
+  done
+}
+
+# squeeze TEXT: white space folded, XML's five entities decoded, at most 1000 characters.
+squeeze() {
+  local text=$1
+  text=${text//[$'\t\n\r']/ }
+  while [[ $text == *'  '* ]]; do text=${text//  / }; done
+  text=${text# } text=${text% }
+  text=${text//&lt;/<} text=${text//&gt;/>} text=${text//&quot;/\"} text=${text//&apos;/\'} text=${text//&amp;/&}
+  printf '%s' "${text:0:1000}"
+}
+
+# ---- The step hook: copied (declare -f) into the state directory's steps.sh,
+# which the glidein's error_augment.sh sources first. It runs in
+# error_augment.sh's process, never in a glidein script, and must not change
+# what error_augment.sh does: no exit, no output, no shell option, locals
+# only, errors to /dev/null. Its settings are the _gwtrace_gl_* variables.
+
+# The hook's settings, here empty; steps.sh sets them (write_hook_file).
+_gwtrace_gl_log='' _gwtrace_gl_boot='' _gwtrace_gl_dir='' _gwtrace_gl_libfile='' _gwtrace_gl_trace=''
+_gwtrace_gl_root='' _gwtrace_gl_condor='' _gwtrace_gl_python='' _gwtrace_gl_pyz='' _gwtrace_gl_sidecar=''
+
+# _gwtrace_gl_hook ARGS...: error_augment.sh's own arguments.
+_gwtrace_gl_hook() {
+  local now=${EPOCHREALTIME-}
+  case ${1-} in
+    -init)
+      # shellcheck disable=SC2154  # _gwtrace_clock: gwtrace.sh's clock for bash < 5
+      if [[ -z $now ]]; then _gwtrace_gl_lib && _gwtrace_now && now=$_gwtrace_clock; fi
+      printf '%s\n' "$now" >"$_gwtrace_gl_dir/step.$PPID" ;;
+    -process)
+      _gwtrace_gl_lib || return 0
+      [[ -n $now ]] || { _gwtrace_now; now=$_gwtrace_clock; }
+      _gwtrace_gl_step "$now" "${@:2}" ;;
+  esac
+  return 0
+}
+
+# _gwtrace_gl_lib: gwtrace.sh, writing to the glidein's event log.
+_gwtrace_gl_lib() {
+  [[ -n ${_gwtrace_loaded-} ]] && return 0
+  GWTRACE_SOCKET=file://$_gwtrace_gl_log GWTRACE_BOOT_US=$_gwtrace_gl_boot
+  # shellcheck source=/dev/null
+  [[ -r $_gwtrace_gl_libfile ]] && source "$_gwtrace_gl_libfile"
+}
+
+# _gwtrace_gl_step NOW RET ID PWD CMD START END: the step that just ended
+# (-process's arguments), as a span with the derived id of its place in
+# otr_outlist.list; condor_startup.sh also gets HTCondor's own span.
+_gwtrace_gl_step() {
+  local now=$1 ret=$2 id=$3 start='' list=otr_outlist.list index span status=0 detail='' xml=''
+  read -r start <"$_gwtrace_gl_dir/step.$PPID" || start=${6:-0}.000000
+  [[ -f $list ]] || list=${0%/*}/../otr_outlist.list
+  index=$(grep -c '<OSGTestResult ' "$list" 2>/dev/null) || index=0
+  span=$(printf '%s' "$_gwtrace_gl_trace/script/$index/$id" | sha256sum) || return 0
+  span=${span:0:16}
+  if [[ $ret != 0 ]]; then
+    status=$ret
+    [[ -r otrb_output.xml ]] && read -r -d '' xml <otrb_output.xml
+    if [[ $xml == *'<detail>'*'</detail>'* ]]; then
+      detail=${xml#*<detail>} detail=${detail%%</detail>*}
+      detail=${detail//[$'\t\n\r']/ }
+      while [[ $detail == *'  '* ]]; do detail=${detail//  / }; done
+      detail=${detail# } detail=${detail% }
+      detail=${detail//&lt;/<} detail=${detail//&gt;/>} detail=${detail//&quot;/\"} detail=${detail//&amp;/&}
+      [[ -z $detail ]] || status=${detail:0:1000}
+    fi
+  fi
+  _gwtrace_put_begin "$start" "$_gwtrace_gl_trace" "$span" "$_gwtrace_gl_root" "$id" "glidein.script=$id"
+  [[ $id != *condor_startup.sh ]] || _gwtrace_gl_condor "$start" "$now" "$span"
+  _gwtrace_put_end "$now" "$_gwtrace_gl_trace" "$span" "$status" "process.exit.code=$ret"
+  printf '%s\t%s\t%s\n' "$id" "$ret" "${detail:0:1000}" >"$_gwtrace_gl_dir/last"
+}
+
+# _gwtrace_gl_condor START END PARENT: HTCondor's own life inside
+# condor_startup.sh, from its "=== Condor starting/ended ... (EPOCH)" lines
+# in the glidein's stdout when that is a file (the .out), else the step's
+# times. The user jobs' spans are its children (GWTRACE_GLIDEIN_TRACEPARENT).
+_gwtrace_gl_condor() {
+  local begin=$1 end=$2 out=/proc/$PPID/fd/1 line
+  if [[ -f $out ]]; then
+    while IFS= read -r line; do
+      [[ $line =~ ^===\ Condor\ starting.*\(([0-9]+)\)\ ===$ ]] && begin=${BASH_REMATCH[1]}.000000
+      [[ $line =~ ^===\ Condor\ ended.*\(([0-9]+)\) ]] && end=${BASH_REMATCH[1]}.000000
+    done < <(grep -a '^=== Condor \(starting\|ended\)' "$out" 2>/dev/null)
+  fi
+  _gwtrace_put_begin "$begin" "$_gwtrace_gl_trace" "$_gwtrace_gl_condor" "$3" condor
+  _gwtrace_put_end "$end" "$_gwtrace_gl_trace" "$_gwtrace_gl_condor" ok
+}
+
+# _gwtrace_gl_cleanup PHASE GLIDEIN_CONFIG: the clean-up scripts' work.
+# "begin" (sorted first) notes the time; "end" (sorted last) records the
+# clean-up span, ends the root with the glidein's status and final
+# resources, and stops the sidecar (it ships what is left into the .err).
+_gwtrace_gl_cleanup() {
+  local now=${EPOCHREALTIME-} start='' span
+  _gwtrace_gl_lib || return 0
+  [[ -n $now ]] || { _gwtrace_now; now=$_gwtrace_clock; }
+  if [[ $1 == begin ]]; then
+    printf '%s\n' "$now" >"$_gwtrace_gl_dir/cleanup"
+    return 0
+  fi
+  read -r start <"$_gwtrace_gl_dir/cleanup" || start=$now
+  span=$(printf '%s' "$_gwtrace_gl_trace/cleanup" | sha256sum) && span=${span:0:16}
+  _gwtrace_put_begin "$start" "$_gwtrace_gl_trace" "$span" "$_gwtrace_gl_root" cleanup
+  _gwtrace_put_end "$now" "$_gwtrace_gl_trace" "$span" ok
+  _gwtrace_gl_end_root "$now" "${2-}"
+  [[ -z $_gwtrace_gl_pyz ]] ||
+    GWTRACE_EXPORT=ship-home "$_gwtrace_gl_python" -I -S "$_gwtrace_gl_pyz" sidecar stop --dir "$_gwtrace_gl_sidecar" \
+      --ship-to stderr >/dev/null </dev/null || :
+}
+
+# _gwtrace_gl_end_root NOW GLIDEIN_CONFIG: the root's end. ERROR when the
+# glidein was signalled (glidein_startup.sh's on_die line in the .err) or
+# its last step failed (a validation script, or HTCondor); attributes: the
+# exit code, the failing script, CPUs, memory and GPUs as GlideinWMS set them.
+_gwtrace_gl_end_root() {
+  local id='' ret=0 detail='' status=ok key value cpus='' memory='' gpus='' signal='' line code
+  local -a attrs=()
+  IFS=$'\t' read -r id ret detail <"$_gwtrace_gl_dir/last" || :
+  if [[ -f /proc/$PPID/fd/2 ]]; then
+    line=$(grep -a -m1 '^Received kill signal' "/proc/$PPID/fd/2" 2>/dev/null) || line=''
+    [[ $line =~ forwarding\ ([A-Z0-9]+)\ signal ]] && signal=${BASH_REMATCH[1]}
+  fi
+  if [[ -r ${2-} ]]; then
+    while read -r key value; do
+      case $key in
+        GLIDEIN_CPUS) cpus=$value ;;
+        MEMORY|GLIDEIN_MaxMemMBs) memory=$value ;;
+        GLIDEIN_GPUS) gpus=$value ;;
+      esac
+    done <"$2"
+  fi
+  code=$ret
+  [[ $id == *condor_startup.sh || $ret == 0 ]] || code=1
+  if [[ -n $signal ]]; then
+    status="killed by $signal while running ${id:-its first steps}"
+  elif [[ $ret != 0 ]]; then
+    status="${id:-a step} failed (exit $ret)${detail:+: $detail}"
+    attrs+=("glidein.failed_script=$id")
+  fi
+  attrs+=("glidein.exit_code=$code")
+  [[ -z $signal ]] || attrs+=("glidein.signal=$signal")
+  [[ -z $cpus ]] || attrs+=("glidein.cpus=$cpus")
+  [[ -z $memory ]] || attrs+=("glidein.memory_mb=$memory")
+  [[ -z $gpus ]] || attrs+=("glidein.gpus=$gpus")
+  _gwtrace_put_end "$1" "$_gwtrace_gl_trace" "$_gwtrace_gl_root" "$status" "${attrs[@]}"
+}
+# ---- end of the step hook
+
+# write_hook_file: steps.sh in the state directory: the settings and the
+# hook's functions, as this script has them.
+write_hook_file() {
+  local condor
+  derive_id "$gwtrace_trace/condor" && condor=$gwtrace_r
+  gwtrace_condor_tp=00-$gwtrace_trace-$condor-01
+  {
+    echo '# Written by gwtrace_setup.sh: the glidein step hook (docs/deploy.md).'
+    printf '_gwtrace_gl_%s=%q\n' log "${GWTRACE_SOCKET#file://}" boot "${GWTRACE_BOOT_US-}" dir "$gwtrace_dir" \
+      libfile "$gwtrace_here/gwtrace.sh" trace "$gwtrace_trace" root "$gwtrace_root" condor "$condor" \
+      python "$gwtrace_python" pyz "$gwtrace_pyz" sidecar "$GWTRACE_DIR"
+    declare -f _gwtrace_gl_hook _gwtrace_gl_lib _gwtrace_gl_step _gwtrace_gl_condor _gwtrace_gl_cleanup \
+      _gwtrace_gl_end_root
+  } >"$gwtrace_dir/steps.sh.tmp" && mv -f "$gwtrace_dir/steps.sh.tmp" "$gwtrace_dir/steps.sh"
+}
+
+# hook_error_augment: error_augment.sh first sources steps.sh with its own
+# arguments, then does what it always did (its code follows, unchanged). The
+# file is replaced atomically, and only if the new one could be written whole.
+hook_error_augment() {
+  local target first
+  target=$(dirname "$error_gen")/error_augment.sh
+  [[ -f $target && -w ${target%/*} ]] || return 1
+  grep -q '^# gwtrace step hook' "$target" && return 0
+  IFS= read -r first <"$target" || return 1
+  {
+    echo '#!/bin/bash'
+    echo '# gwtrace step hook (gwtrace_setup.sh): record this step, then run error_augment.sh as it was.'
+    printf '[[ -r %q ]] && source %q "$@" >/dev/null 2>&1 && _gwtrace_gl_hook "$@" >/dev/null 2>&1\n' \
+      "$gwtrace_dir/steps.sh" "$gwtrace_dir/steps.sh"
+    if [[ $first == '#!'* ]]; then tail -n +2 "$target"; else cat "$target"; fi
+  } >"$target.gwtrace" && chmod --reference="$target" "$target.gwtrace" && mv -f "$target.gwtrace" "$target"
+}
+
+# install_cleanup: two clean-up scripts glidein_exit runs in name order,
+# around the others: gwtrace-0-begin first, zz-gwtrace-end last.
+install_cleanup() {
+  local dir=${GWMS_DIR:-$(dirname "$(gconfig_get GLIDEIN_WORK_DIR "$glidein_config")")/.gwms.d}/exec/cleanup
+  local phase name
+  [[ -d $dir && -w $dir ]] || return 1
+  for phase in begin end; do
+    name=$dir/0-gwtrace-begin.sh
+    [[ $phase == end ]] && name=$dir/zz-gwtrace-end.sh
+    {
+      echo '#!/bin/bash'
+      echo "# Written by gwtrace_setup.sh: the glidein's clean-up ($phase) in its trace (docs/deploy.md)."
+      # stderr stays the glidein's (.err): the sidecar's stop ships what is left there.
+      # shellcheck disable=SC2016  # "$1" is the clean-up script's argument
+      printf 'source %q && _gwtrace_gl_cleanup %s "$1" >/dev/null\nexit 0\n' "$gwtrace_dir/steps.sh" "$phase"
+    } >"$name" && chmod 0755 "$name" || return 1
+  done
 }
 
 main() {
-  local disable
+  local disable start reason workspace
   disable=$(gconfig_get GWTRACE_DISABLE "$glidein_config")
   [[ $disable == [1Tt]* ]] && tracing_off "GWTRACE_DISABLE is set"
   [[ -r $gwtrace_here/gwtrace.sh ]] || tracing_off "gwtrace.sh not found"
   gwtrace_pyz='' gwtrace_python='' gwtrace_sidecar=started
+  state_dir || tracing_off "cannot create a private directory next to the glidein's work directory"
   if running_sidecar; then
     gwtrace_sidecar=reused    # e.g. the whole glidein runs under `gwtrace run`
   else
@@ -197,41 +508,42 @@ main() {
     gwtrace_pyz=${gwtrace_pyz:-$gwtrace_here/gwtrace-sidecar.pyz}
     [[ -r $gwtrace_pyz ]] || tracing_off "gwtrace-sidecar.pyz not found"
     find_python || tracing_off "no python3 >= 3.9"
-    state_dir || tracing_off "cannot create a private directory for the sidecar"
+    reason=$(check_pyz) || tracing_off "gwtrace-sidecar.pyz: ${reason:-cannot be read}"
     exporter_env
     start_sidecar
   fi
-
-  # The glidein span, child of the factory's context if it gave one, else of
-  # the context this script runs in, else of the glidein's own backfill root.
-  local parent
-  parent=$(gconfig_get GLIDEIN_TRACEPARENT "$glidein_config")
-  [[ -n $parent || -n ${TRACEPARENT-} ]] || parent=$(glidein_traceparent) || parent=
-  [[ -n $parent ]] && export TRACEPARENT=$parent
+  glidein_context || tracing_off "no sha256sum to derive the glidein's trace id"
   # shellcheck source=/dev/null
   source "$gwtrace_here/gwtrace.sh"
-  trace_begin glidein "glidein.script_id=$gwtrace_id"
-  gwtrace_glidein_tp=$TRACEPARENT
-  trace_begin "$gwtrace_me"
+  glidein_start
+  start=${gwtrace_r:-${gwtrace_started:-$(date +%s).000000}}
+  _gwtrace_put_begin "$start" "$gwtrace_trace" "$gwtrace_root" "$gwtrace_parent" glidein "glidein.script_id=$gwtrace_id"
+  workspace=$(gconfig_get GLIDEIN_WORKSPACE_ORIG "$glidein_config")
+  # Under a tracing wrapper every script is already a span (the auto layer).
+  if [[ $gwtrace_sidecar == started ]]; then
+    record_earlier_steps "${workspace:-$PWD}/otr_outlist.list"
+    # This script's own step: the hook ends it (it began before the hook was there).
+    [[ -z $gwtrace_started ]] || printf '%s\n' "$gwtrace_started" >"$gwtrace_dir/step.$PPID"
+  fi
+  write_hook_file
+  gwtrace_steps=off
+  [[ $gwtrace_sidecar == started ]] && hook_error_augment && gwtrace_steps=on
 
   publish GWTRACE_DIR "$GWTRACE_DIR" job
   publish GWTRACE_SOCKET "$GWTRACE_SOCKET" job
   publish GWTRACE_BOOT_US "$GWTRACE_BOOT_US" job
-  publish GWTRACE_GLIDEIN_TRACEPARENT "$gwtrace_glidein_tp" job
+  publish GWTRACE_GLIDEIN_TRACEPARENT "$gwtrace_condor_tp" job
   publish GWTRACE_SIDECAR_PID "$GWTRACE_SIDECAR_PID"
   publish GWTRACE_LIB "$gwtrace_here/gwtrace.sh" job
   [[ -z $gwtrace_python ]] || publish GWTRACE_PYTHON "$gwtrace_python" job
   [[ -z $gwtrace_pyz ]] || publish GWTRACE_PYZ "$gwtrace_pyz" job
-  publish TRACEPARENT "$gwtrace_glidein_tp"
+  publish TRACEPARENT "00-$gwtrace_trace-$gwtrace_root-01"
   chain_job_wrapper
-  if install_cleanup; then
-    trace_attr gwtrace.cleanup_hook=true
-  else
-    trace_attr gwtrace.cleanup_hook=false
-  fi
-  trace_end 0
+  gwtrace_cleanup=on
+  install_cleanup || gwtrace_cleanup=off
 
-  "$error_gen" -ok "$gwtrace_me" GWTrace on GWTraceDir "$GWTRACE_DIR" GWTraceSidecar "$gwtrace_sidecar"
+  "$error_gen" -ok "$gwtrace_me" GWTrace on GWTraceSteps "$gwtrace_steps" GWTraceCleanup "$gwtrace_cleanup" \
+    GWTraceSidecar "$gwtrace_sidecar" GWTraceId "$gwtrace_trace"
   exit 0
 }
 
