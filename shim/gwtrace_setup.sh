@@ -68,7 +68,7 @@ tracing_off() {
 # find_python: a python3 >= 3.9 (the .pyz needs it), into gwtrace_python.
 find_python() {
   local py
-  for py in "$(gconfig_get GWTRACE_PYTHON "$glidein_config")" /usr/bin/python3 python3 python gwms-python; do
+  for py in "$(gconfig_get GWTRACE_PYTHON "$glidein_config")" python3 python gwms-python; do
     if [[ -z $py ]] || ! command -v "$py" >/dev/null 2>&1; then continue; fi
     if "$py" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 9) else 1)' >/dev/null 2>&1; then
       gwtrace_python=$(command -v "$py")
@@ -123,11 +123,11 @@ running_sidecar() {
 
 # The sidecar keeps the glidein's stderr (fd 3 here; the .err the factory
 # collects) to ship there what it could not deliver when it is stopped or
-# SIGTERMed; its own start-up errors go to start.err for the metric. It is
-# started from the verified archive (check_pyz), with no site packages.
+# SIGTERMed; its own start-up errors go to start.err for the metric. The
+# archive was checked first (check_pyz); it runs isolated (-I -S) by itself.
 start_sidecar() {
   local out
-  if ! out=$("$gwtrace_python" -I -S "$gwtrace_pyz" sidecar start --dir "$gwtrace_dir/sidecar" \
+  if ! out=$("$gwtrace_python" "$gwtrace_pyz" sidecar start --dir "$gwtrace_dir/sidecar" \
              --glidein-config "$glidein_config" --ship-to /dev/fd/3 3>&2 2>"$gwtrace_dir/start.err"); then
     tracing_off "sidecar did not start: $(head -c 200 "$gwtrace_dir/start.err" | tr '\n<>&' '    ')"
   fi
@@ -135,9 +135,9 @@ start_sidecar() {
   eval "$out"
 }
 
-# check_pyz: the archive opens, every member's CRC holds, and it is gwtrace
-# (a damaged download must report GWTrace=off, not "on" and then lose the
-# spans). One python run, no import of the archive's code.
+# check_pyz: the archive opens, every member's CRC holds and it has a
+# __main__.py (a damaged download must report GWTrace=off, not "on" and then
+# lose the spans). One python run, no import of the archive's code.
 check_pyz() {
   "$gwtrace_python" -I -S -c '
 import sys, zipfile
@@ -149,8 +149,8 @@ except Exception as err:
     sys.exit("not a readable archive: %s" % (str(err).splitlines() or ["?"])[0][:120])
 if bad:
     sys.exit("damaged member " + bad[:120])
-if "__main__.py" not in names or "gwtrace/sidecar/control.py" not in names:
-    sys.exit("not a gwtrace archive")
+if "__main__.py" not in names:
+    sys.exit("not a Python application archive (no __main__.py)")
 ' "$gwtrace_pyz" 2>&1
 }
 
@@ -399,7 +399,7 @@ _gwtrace_gl_cleanup() {
   _gwtrace_put_end "$now" "$_gwtrace_gl_trace" "$span" ok
   _gwtrace_gl_end_root "$now" "${2-}"
   [[ -z $_gwtrace_gl_pyz ]] ||
-    GWTRACE_EXPORT=ship-home "$_gwtrace_gl_python" -I -S "$_gwtrace_gl_pyz" sidecar stop --dir "$_gwtrace_gl_sidecar" \
+    GWTRACE_EXPORT=ship-home "$_gwtrace_gl_python" "$_gwtrace_gl_pyz" sidecar stop --dir "$_gwtrace_gl_sidecar" \
       --ship-to stderr >/dev/null </dev/null || :
 }
 

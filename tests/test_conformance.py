@@ -252,31 +252,32 @@ def test_job_wrapper_without_bash_cuts_long_non_ascii_values_as_bash(tmp_path: P
     _wrapper_rows(shell, tmp_path, LONG_NON_ASCII)
 
 
-def _cleanup_hook() -> str:
-    """The event writer of the clean-up hook that gwtrace_setup.sh installs (its heredoc)."""
-    text = SETUP.read_text()
-    m = re.search(r"cat <<'EOF'\n(.*?)\nEOF\n", text, re.S)
-    assert m, "the clean-up heredoc moved: update this test"
-    return m.group(1)
-
-
-def test_setup_scripts_cleanup_hook_writes_the_reference_end_line(tmp_path: Path) -> None:
-    """Its one line, the glidein span's E, against the library's ``trace_end 0`` of the same span."""
+def test_the_glidein_hooks_spans_with_given_ids_are_reference_lines(tmp_path: Path) -> None:
+    """``_gwtrace_put_begin``/``_gwtrace_put_end`` (gwtrace_setup.sh's step and clean-up
+    hooks: spans whose ids and times are known) write the reference lines:
+    escaped name, redacted and fitted attributes, a message status."""
     log = tmp_path / "events.log"
-    trace, span = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7"
-    head = f"log={log}\npython=''\npyz=''\ndir={tmp_path}\ntrace={trace}\nspan={span}\n"
-    out = subprocess.run(["bash", "-c", head + _cleanup_hook()], env=clean_env(), capture_output=True, timeout=60)
+    trace, span, parent = "4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7", "a0b1c2d3e4f50617"
+    script = (f'source "{LIB}"; '
+              f'_gwtrace_put_begin 1700000000.000000 {trace} {span} {parent} $\'main/odd\\tname.sh\' '
+              f'glidein.script=main/x.sh api_token=abc "detail=$(printf "%.0sx" {{1..5000}})"; '
+              f'_gwtrace_put_end 1700000001.250000 {trace} {span} "HTCondor failed: no"$\'\\n\'"slots" '
+              f'process.exit.code=1; '
+              f'_gwtrace_put_begin 1700000002.000000 {trace} 1111111111111111 - glidein; '
+              f'_gwtrace_put_end 1700000003.000000 {trace} 1111111111111111 0')
+    out = subprocess.run(["bash", "-c", script], env=clean_env(GWTRACE_DIR=str(tmp_path)), capture_output=True,
+                         timeout=60)
     assert out.returncode == 0 and out.stderr == b"", out.stderr
-    env = clean_env(GWTRACE_DIR=str(tmp_path), TRACEPARENT=f"00-{trace}-{span}-01")
-    out = subprocess.run(["bash", "-c", f'source "{LIB}"; trace_begin glidein; trace_end 0'], env=env,
-                         capture_output=True, timeout=60)
-    assert out.returncode == 0 and out.stderr == b"", out.stderr
-    hook_end, _library_begin, library_end = _log_lines(log)
-    assert _fields(hook_end)[4:6] == [trace, span]
-    for line in (hook_end, library_end):
+    begin, end, root_begin, root_end = _log_lines(log)
+    assert _fields(begin)[4:10] == [trace, span, parent, "0", "01", "-"]
+    assert _fields(begin)[10] == escape("main/odd\tname.sh")
+    assert begin + b"\n" == _expected(begin, "main/odd\tname.sh",
+                                      [("glidein.script", "main/x.sh"), ("api_token", "abc"), ("detail", "x" * 5000)])
+    assert end + b"\n" == _expected(end, None, [("process.exit.code", "1")],
+                                    status="error:" + escape("HTCondor failed: no\nslots"))
+    assert _fields(root_begin)[6] == "-" and _fields(root_end)[6:] == ["0"]
+    for line in (begin, end, root_begin, root_end):
         parse_line(line)
-        assert line + b"\n" == _expected(line, None, [], status="0")
-    assert _fields(hook_end)[6:] == _fields(library_end)[6:] == ["0"]
 
 
 # --- TRACEPARENT -----------------------------------------------------------------------------

@@ -2,7 +2,7 @@
 glidein_startup.sh, with a factory web area built by GlideinWMS's own classes
 (../shared/tools/realglidein), gets gwtrace as docs/deploy.md says: the
 <files> and <attrs> of deploy/gwtrace-factory.xml (the file the docs show),
-four files in the main file list, the set-up script `exec` and `after_entry`. No
+four files in the main file list, the set-up script `exec` and last of them. No
 collector is reachable from the "worker node". Every span of the glidein must
 come home in its .err and reach the factory's collector through
 `gwtrace ingest` exactly once, also when the glidein is SIGTERMed; a user job
@@ -130,12 +130,13 @@ def test_an_offline_glidein_brings_every_span_home_once(tmp_path, pyz, collector
     assert "=== validation OK in" in err.read_text() and "gwtrace_setup.sh (0) ===" in err.read_text()
     expected = shipped_spans(err)
     got = ingest_once(run / "job.7.0.err", tmp_path / "factory")["spans"]
-    assert len(got) == expected >= 2
+    assert len(got) == expected
     assert len({(s.trace_id, s.span_id) for s in got}) == len(got)          # exactly once
-    names = {s.name for s in got}
-    assert {"glidein", "gwtrace_setup.sh"} <= names
+    assert_every_step_traced(run, got)
     glidein = next(s for s in got if s.name == "glidein")
     assert glidein.resource.get("glidein.site") == "TEST_SITE"
+    assert glidein.status_code == 1 and glidein.attributes["glidein.exit_code"] == 0      # OK
+    assert glidein.attributes.get("glidein.cpus") == 1                        # as glidein_cpus_setup.sh set it
     live_and_backfill_join(run, glidein, tmp_path / "joined")
 
     # The user job, through the glidein's own condor_job_wrapper.sh and the
@@ -158,6 +159,39 @@ def test_an_offline_glidein_brings_every_span_home_once(tmp_path, pyz, collector
     assert f"\t{glidein.trace_id}\t" in log and "\tanalysis\t" in log and "\tstage_out\t" in log
 
 
+def step_names(run: Path) -> List[str]:
+    """The span names GlideinWMS's own ids give the scripts the .err says it ran:
+    ``=== validation OK in <work>/<dir>/<script> (N) ===`` is ``main/<script>``
+    or ``entry/<script>``, and the last script is ``condor_startup.sh``."""
+    names = []
+    for line in (run / "job.7.0.err").read_text(errors="replace").splitlines():
+        if line.startswith(("=== validation OK in ", "=== Validation error in ")):
+            path = line.split(" in ", 1)[1].rsplit(" ", 2)[0] if "OK in" in line else line.split(" in ", 1)[1][:-4]
+            folder, script = Path(path).parent.name, Path(path).name
+            names.append(f"{'entry' if folder.startswith('entry_') else folder}/{script}")
+    return names
+
+
+def assert_every_step_traced(run: Path, spans) -> None:
+    """One trace, one root (the glidein), a span per script the glidein ran,
+    HTCondor and the clean-up, nothing left incomplete."""
+    assert len({s.trace_id for s in spans}) == 1
+    roots = [s for s in spans if not s.parent_id.strip("0")]
+    assert [r.name for r in roots] == ["glidein"], roots
+    names = [s.name for s in spans]
+    steps = step_names(run)
+    assert len(steps) >= 25 and "main/gwtrace_setup.sh" in steps, steps
+    missing = [name for name in steps if name not in names]
+    assert not missing, missing
+    assert {"condor_startup.sh", "condor", "cleanup"} <= set(names)
+    assert not [s for s in spans if s.attributes.get("gwtrace.incomplete")]
+    root = roots[0]
+    for span in spans:
+        assert root.start_ns <= span.start_ns <= span.end_ns <= root.end_ns, span
+    after = [s for s in spans if s.name in steps[steps.index("main/gwtrace_setup.sh") + 1:]]
+    assert after and all(s.start_ns % 1_000_000_000 for s in after)        # microseconds, not GlideinWMS's seconds
+
+
 def live_and_backfill_join(run: Path, glidein, home: Path) -> None:
     """The live glidein span is in the trace the factory's backfill gives the same glidein, under its root."""
     from gwtrace.factory.collect import collect
@@ -165,10 +199,10 @@ def live_and_backfill_join(run: Path, glidein, home: Path) -> None:
     from gwtrace.store import TraceStore
 
     rec = collect([str(run)]).records[0]
-    expected = glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc)
-    assert (rec.factory, rec.cluster, rec.proc) != (None, None, None)
+    expected = glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc, rec.glidein_uuid)
+    assert (rec.factory, rec.cluster, rec.proc) != (None, None, None) and rec.glidein_uuid
     assert glidein.trace_id == expected
-    assert glidein.parent_id == span_id(expected, "glidein")
+    assert glidein.span_id == span_id(expected, "glidein") and not glidein.parent_id.strip("0")
     env = clean_env(GWTRACE_HOME=str(home))
     for args in (["--factory-logs", str(run)], [str(run / "job.7.0.err")]):
         done = subprocess.run([GWTRACE, "ingest", *args], env=env, capture_output=True, text=True, timeout=120)
@@ -177,8 +211,10 @@ def live_and_backfill_join(run: Path, glidein, home: Path) -> None:
         assert store.trace_count() == 1
         spans = store.get_trace(expected)
         roots = [s for s in spans if s["name"] == "glidein"]
-        assert len(roots) == 2 and roots[0]["span_id"] == span_id(expected, "glidein")
+        assert len(roots) == 1 and roots[0]["span_id"] == span_id(expected, "glidein")
         assert [r["trace_id"] for r in store.glidein_records()] == [expected]
+        record = store.glidein_records()[0]
+        assert not record["incomplete"] and record["status"] == "OK", record
 
 
 def starter_job_environment(condor_config: Path) -> Dict[str, str]:
@@ -213,4 +249,37 @@ def test_a_sigtermed_glidein_still_brings_its_spans_home(tmp_path, pyz):
     assert "Received kill signal" in err.read_text()
     expected = shipped_spans(err)
     got = ingest_once(run, tmp_path / "factory")["spans"]
-    assert len(got) == expected and "glidein" in {s.name for s in got}
+    assert len(got) == expected
+    assert_every_step_traced(run, got)
+    root = next(s for s in got if s.name == "glidein")
+    assert root.status_code == 2 and "killed by SIGTERM" in root.status_message, root.status_message
+
+
+def test_a_glidein_whose_htcondor_fails_has_an_error_root(tmp_path, pyz):
+    """HTCondor fails (the stand-in master exits 1): the root is ERROR and names
+    the failure in GlideinWMS's own words. The clean-up runs before
+    GlideinWMS's failure sleep (150 s with -v fast): the spans are in the .err
+    then, and the test ends the sleeping glidein instead of waiting it out."""
+    area = web_area(tmp_path, pyz, "--condor", "fail")
+    run = tmp_path / "client_log"
+    try:
+        glidein = subprocess.Popen([str(HARNESS / "run-glidein"), str(area), str(run)], env=clean_env(),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=str(REPO),
+                                   start_new_session=True)
+        err = run / "job.7.0.err"
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and "gwtrace: sidecar stopped" not in (
+                err.read_text(errors="replace") if err.exists() else ""):
+            assert glidein.poll() is None, "the glidein ended before its clean-up shipped the spans"
+            time.sleep(1)
+        os.killpg(glidein.pid, signal.SIGKILL)
+        glidein.wait(timeout=60)
+    finally:
+        stop_serving(area)
+    got = ingest_once(run / "job.7.0.err", tmp_path / "factory")["spans"]
+    root = next(s for s in got if s.name == "glidein")
+    assert root.status_code == 2 and root.attributes["glidein.failed_script"] == "condor_startup.sh"
+    assert root.attributes["glidein.exit_code"] != 0
+    condor = next(s for s in got if s.name == "condor_startup.sh")
+    assert condor.status_code == 2 and condor.status_message
+    assert condor.status_message in root.status_message

@@ -163,19 +163,25 @@ def test_traces_the_glidein_its_scripts_and_its_jobs(glidein, receiver) -> None:
                          env=job_env, capture_output=True, text=True, timeout=30)
     assert job.returncode == 4
 
-    # The glidein ends: its clean-up scripts run, ours stops the sidecar.
-    hook = glidein["base"] / ".gwms.d" / "exec" / "cleanup" / "gwtrace_cleanup.sh"
-    assert subprocess.run([str(hook), str(config)], env=clean_env(), timeout=120).returncode == 0
+    # The glidein ends: its clean-up scripts run in name order, ours first and last.
+    cleanup = glidein["base"] / ".gwms.d" / "exec" / "cleanup"
+    assert sorted(p.name for p in cleanup.iterdir()) == ["0-gwtrace-begin.sh", "zz-gwtrace-end.sh"]
+    for hook in sorted(cleanup.iterdir()):
+        assert subprocess.run([str(hook), str(config)], env=clean_env(), timeout=120).returncode == 0
     assert not os.path.exists(sidecar_dir / "sidecar.pid")
 
     spans = {s.name: s for s in receiver.spans}
-    assert set(spans) >= {"glidein", "gwtrace_setup.sh", "validate_node.sh", "check_tmp", "user_job"}
+    assert set(spans) >= {"glidein", "validate_node.sh", "check_tmp", "user_job", "cleanup"}
     root = spans["glidein"]
     assert root.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736" and root.parent_id == "00f067aa0ba902b7"
     assert root.status_code == Status.STATUS_CODE_OK and not root.attributes.get("gwtrace.incomplete")
+    assert root.attributes["glidein.exit_code"] == 0
     assert root.resource["glidein.site"] == "Test_Site" and root.resource["service.instance.id"].startswith("1b0c3f7e")
-    for name in ("gwtrace_setup.sh", "validate_node.sh", "user_job"):
+    for name in ("validate_node.sh", "cleanup"):
         assert spans[name].parent_id == root.span_id, name
+    # User jobs are children of HTCondor's span (its id published before HTCondor starts).
+    condor = gconfig(config, "GWTRACE_GLIDEIN_TRACEPARENT").split("-")
+    assert condor[1] == root.trace_id and spans["user_job"].parent_id == condor[2] != root.span_id
     assert spans["check_tmp"].parent_id == spans["validate_node.sh"].span_id
     assert spans["user_job"].attributes["htcondor.job.id"] == "88.0"
     assert spans["user_job"].attributes["process.exit.code"] == 4
@@ -203,14 +209,35 @@ def test_tracing_trouble_never_fails_the_glidein(glidein, tmp_path: Path) -> Non
     assert out.returncode == 0 and result(glidein)["GWTraceReason"] == "GWTRACE_DISABLE is set"
 
 
-def test_a_sidecar_that_cannot_start_is_reported_not_fatal(glidein) -> None:
+def test_a_damaged_archive_is_reported_not_fatal(glidein) -> None:
+    """A corrupt .pyz says GWTrace=off with the reason; it is never "on" and then loses the spans."""
     broken = glidein["main"] / "gwtrace-sidecar.pyz"
+    good = broken.read_bytes()
     broken.write_bytes(b"not a zip file")
     out = run_setup(glidein, setup_env())
     assert out.returncode == 0
     res = result(glidein)
     assert res["status"] == "OK" and res["GWTrace"] == "off"
-    assert res["GWTraceReason"].startswith("sidecar did not start")
+    assert res["GWTraceReason"].startswith("gwtrace-sidecar.pyz: not a readable archive"), res
+    # A damaged member inside an archive that still opens: its CRC gives it away.
+    member = good.index(b"from gwtrace.cli import main")
+    broken.write_bytes(good[:member] + b"X" + good[member + 1:])
+    out = run_setup(glidein, setup_env())
+    assert out.returncode == 0
+    res = result(glidein)
+    assert res["GWTrace"] == "off" and res["GWTraceReason"].startswith("gwtrace-sidecar.pyz: "), res
+    assert gconfig(glidein["config"], "GWTRACE_DIR") == ""
+
+
+def test_a_sidecar_that_cannot_start_is_reported_not_fatal(glidein) -> None:
+    launcher = glidein["main"] / "launcher"
+    (launcher / "__main__.py").write_text("import sys\nsys.exit('gwtrace: cannot start here')\n")
+    zipapp.create_archive(launcher, glidein["main"] / "gwtrace-sidecar.pyz")
+    out = run_setup(glidein, setup_env())
+    assert out.returncode == 0
+    res = result(glidein)
+    assert res["status"] == "OK" and res["GWTrace"] == "off"
+    assert res["GWTraceReason"].startswith("sidecar did not start"), res
 
 
 def test_shellcheck_clean() -> None:

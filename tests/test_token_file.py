@@ -62,10 +62,11 @@ def _later_script_and_job(glidein: Dict[str, Path]) -> subprocess.CompletedProce
 
 
 def _stop(glidein: Dict[str, Path]) -> None:
-    hook = glidein["base"] / ".gwms.d" / "exec" / "cleanup" / "gwtrace_cleanup.sh"
+    cleanup = glidein["base"] / ".gwms.d" / "exec" / "cleanup"
     with open(glidein["base"] / "job.err", "a") as err:
-        assert subprocess.run([str(hook), str(glidein["config"])], env=clean_env(), stderr=err,
-                              timeout=120).returncode == 0
+        for hook in sorted(cleanup.iterdir()):          # glidein_exit runs them in name order
+            assert subprocess.run([str(hook), str(glidein["config"])], env=clean_env(), stderr=err,
+                                  timeout=120).returncode == 0
 
 
 def _everything_left(root: Path) -> List[bytes]:

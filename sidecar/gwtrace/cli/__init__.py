@@ -141,7 +141,7 @@ def describe(exc: BaseException) -> str:
 def _warn_endpoint() -> None:
     """A malformed OTLP endpoint: one line where the person starting the
     sidecar sees it (the sidecar's log says it too)."""
-    from gwtrace.export.reachability import endpoint_problem
+    from gwtrace.export.otlpenv import endpoint_problem
 
     problem = endpoint_problem()
     if problem:

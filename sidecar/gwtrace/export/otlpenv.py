@@ -185,3 +185,21 @@ def otlp_env(env: Optional[Mapping[str, str]] = None) -> OtlpEnv:
         client_certificate=_option(env, "CLIENT_CERTIFICATE")[0] or None,
         token_problem=token_problem,
     )
+
+
+def endpoint_problem(env: Optional[Dict[str, str]] = None) -> Optional[str]:
+    """Why the configured OTLP endpoint cannot work (one line), or None."""
+    from urllib.parse import urlsplit
+
+    settings = otlp_env(env)
+    if not settings.configured:
+        return None
+    name, value = settings.endpoint_variable, settings.endpoint_value
+    try:
+        url = urlsplit(settings.endpoint)
+        url.port                          # raises on a bad port
+    except ValueError as exc:
+        return f"{name}={value!r} is not a valid URL ({exc}): spans will wait in the outbox"
+    if url.scheme not in ("http", "https") or not url.hostname:
+        return f"{name}={value!r} is not an http(s)://host URL: spans will wait in the outbox"
+    return None

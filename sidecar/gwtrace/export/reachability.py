@@ -14,6 +14,8 @@ from typing import Dict, List, Optional
 
 import requests
 
+from gwtrace.export.otlpenv import endpoint_problem  # noqa: F401 - its home; kept importable here
+
 
 class EndpointUnreachable(Exception):
     """The collector could not be reached (refused, no route, bad URL).
@@ -87,21 +89,3 @@ def _innermost(exc: BaseException) -> str:
     return " ".join(text.split())[:200]
 
 
-def endpoint_problem(env: Optional[Dict[str, str]] = None) -> Optional[str]:
-    """Why the configured OTLP endpoint cannot work (one line), or None."""
-    from urllib.parse import urlsplit
-
-    from gwtrace.export.otlpenv import otlp_env
-
-    settings = otlp_env(env)
-    if not settings.configured:
-        return None
-    name, value = settings.endpoint_variable, settings.endpoint_value
-    try:
-        url = urlsplit(settings.endpoint)
-        url.port                          # raises on a bad port
-    except ValueError as exc:
-        return f"{name}={value!r} is not a valid URL ({exc}): spans will wait in the outbox"
-    if url.scheme not in ("http", "https") or not url.hostname:
-        return f"{name}={value!r} is not an http(s)://host URL: spans will wait in the outbox"
-    return None

@@ -20,7 +20,7 @@ import time
 from typing import Dict, List, Optional, TextIO
 
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
-from gwtrace.sidecar.eventlog import EVENT_LOG_NAME
+from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
 
 log = logging.getLogger("gwtrace.sidecar.control")
 
@@ -164,17 +164,31 @@ def _daemonize(directory: str, glidein_config: Optional[str], ready_fd: int,
 
 def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Optional[int] = None,
                    ship_to: "Optional[str | TextIO]" = None) -> int:
-    """Run a sidecar in this process until SIGTERM/SIGINT (``sidecar run``)."""
+    """Run a sidecar in this process until SIGTERM/SIGINT (``sidecar run``).
+
+    It says it is ready as soon as the directory is its own and the event log
+    exists: producers may append from then on, while the exporter (the
+    OpenTelemetry SDK, requests: most of a start's time) is still loading. A
+    glidein's set-up waits for that much only.
+    """
+    logging.basicConfig(level=logging.INFO, format="%(asctime)s gwtrace[%(process)d] %(levelname)s %(message)s")
+    spool = _open_spool(directory)
+    spool.acquire()
+    create_event_log(spool.dir)
+    early: List[int] = []          # a stop asked for while the exporter loads
+    signal.signal(signal.SIGTERM, lambda signum, frame: early.append(signum))
+    signal.signal(signal.SIGINT, lambda signum, frame: early.append(signum))
+    if ready_fd is not None:
+        os.write(ready_fd, f"ready {os.getpid()}\n".encode())
+        os.close(ready_fd)
     from gwtrace.export.otlp import make_delivery
     from gwtrace.export.resource import build_resource
     from gwtrace.sidecar.daemon import Sidecar
 
-    logging.basicConfig(level=logging.INFO, format="%(asctime)s gwtrace[%(process)d] %(levelname)s %(message)s")
     # Spans, events and their dicts are acyclic and short-lived: collecting
     # cycles every 700 allocations costs the sidecar ~15% of its throughput.
     gc.set_threshold(50_000, 20, 20)
     _lower_priority()
-    spool = _open_spool(directory)
     resource = build_resource(glidein_config or os.environ.get("GLIDEIN_CONFIG"))
     stop_timeout = _float_env("GWTRACE_STOP_TIMEOUT", 10.0)
     sidecar = Sidecar(spool, make_delivery(), resource, stop_timeout=stop_timeout,
@@ -187,10 +201,9 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     signal.signal(signal.SIGHUP, signal.SIG_IGN)   # the pilot's terminal going away is not a stop
+    if early:
+        sidecar.request_stop()
     log.info("sidecar on %s exporting to %s", spool.dir, sidecar.destination)
-    if ready_fd is not None:
-        os.write(ready_fd, f"ready {os.getpid()}\n".encode())
-        os.close(ready_fd)
     sidecar.run()
     return 0
 
@@ -215,7 +228,7 @@ def stop(directory: Optional[str], timeout: float, out: TextIO, ship_to: Optiona
         _drain_without_daemon(spool)
     if ship_to:
         _ship_leftovers(spool, ship_to)
-    from gwtrace.sidecar.daemon import format_counters
+    from gwtrace.sidecar.status import format_counters
 
     print(f"gwtrace: sidecar stopped: {format_counters(spool.read_status())}", file=out)
     _remove_if_done(spool, out)
@@ -232,10 +245,10 @@ def _ship_stream(ship_to: "Optional[str | TextIO]") -> Optional[TextIO]:
 
 def _ship_leftovers(spool: Spool, ship_to: str) -> None:
     """Write the outbox a stopped sidecar left behind, and count it."""
+    if not spool.batch_seqs():
+        return                 # the usual case: the daemon shipped or delivered it all
     from gwtrace.wire.blocks import ship_outbox
 
-    if not spool.batch_seqs():
-        return
     spool.acquire()
     try:
         stream = _ship_stream(ship_to)

@@ -107,7 +107,10 @@ class Spool:
     # -- ownership -----------------------------------------------------------
 
     def acquire(self) -> None:
-        """Take the directory's lock; it dies with the process (even SIGKILL)."""
+        """Take the directory's lock; it dies with the process (even SIGKILL).
+        Taking it again in the process that holds it changes nothing."""
+        if self._lock_fd is not None:
+            return
         fd = os.open(self.path(LOCK_NAME), os.O_RDWR | os.O_CREAT, 0o600)
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
