@@ -89,6 +89,7 @@ bench: install-test
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/serve
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/faults
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/shim
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/glidein-deployed
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/snapshot
 
 lint: $(TOOLS)/.debian

@@ -312,6 +312,7 @@ squeeze() {
 # The hook's settings, here empty; steps.sh sets them (write_hook_file).
 _gwtrace_gl_log='' _gwtrace_gl_boot='' _gwtrace_gl_dir='' _gwtrace_gl_libfile='' _gwtrace_gl_trace=''
 _gwtrace_gl_root='' _gwtrace_gl_condor='' _gwtrace_gl_python='' _gwtrace_gl_pyz='' _gwtrace_gl_sidecar=''
+_gwtrace_gl_out='' _gwtrace_gl_err=''
 
 # _gwtrace_gl_hook ARGS...: error_augment.sh's own arguments.
 _gwtrace_gl_hook() {
@@ -367,10 +368,11 @@ _gwtrace_gl_step() {
 
 # _gwtrace_gl_condor START END PARENT: HTCondor's own life inside
 # condor_startup.sh, from its "=== Condor starting/ended ... (EPOCH)" lines
-# in the glidein's stdout when that is a file (the .out), else the step's
-# times. The user jobs' spans are its children (GWTRACE_GLIDEIN_TRACEPARENT).
+# in the glidein's stdout (the copy glidein_startup.sh's logging keeps under
+# GLIDEIN_LOGDIR, else its stdout itself when that is a file), else the
+# step's times. The user jobs' spans are its children (GWTRACE_GLIDEIN_TRACEPARENT).
 _gwtrace_gl_condor() {
-  local begin=$1 end=$2 out=/proc/$PPID/fd/1 line
+  local begin=$1 end=$2 out=${_gwtrace_gl_out:-/proc/$PPID/fd/1} line
   if [[ -f $out ]]; then
     while IFS= read -r line; do
       [[ $line =~ ^===\ Condor\ starting.*\(([0-9]+)\)\ ===$ ]] && begin=${BASH_REMATCH[1]}.000000
@@ -408,11 +410,12 @@ _gwtrace_gl_cleanup() {
 # its last step failed (a validation script, or HTCondor); attributes: the
 # exit code, the failing script, CPUs, memory and GPUs as GlideinWMS set them.
 _gwtrace_gl_end_root() {
-  local id='' ret=0 detail='' status=ok key value cpus='' memory='' gpus='' signal='' line code
+  local id='' ret=0 detail='' status=ok key value cpus='' memory='' gpus='' signal='' line code err
   local -a attrs=()
   IFS=$'\t' read -r id ret detail <"$_gwtrace_gl_dir/last" || :
-  if [[ -f /proc/$PPID/fd/2 ]]; then
-    line=$(grep -a -m1 '^Received kill signal' "/proc/$PPID/fd/2" 2>/dev/null) || line=''
+  err=${_gwtrace_gl_err:-/proc/$PPID/fd/2}
+  if [[ -f $err ]]; then
+    line=$(grep -a -m1 '^Received kill signal' "$err" 2>/dev/null) || line=''
     [[ $line =~ forwarding\ ([A-Z0-9]+)\ signal ]] && signal=${BASH_REMATCH[1]}
   fi
   if [[ -r ${2-} ]]; then
@@ -441,17 +444,32 @@ _gwtrace_gl_end_root() {
 }
 # ---- end of the step hook
 
+# glidein_log NAME: the copy of the glidein's stdout (GLIDEIN_STDOUT_LOGFILE)
+# or stderr that glidein_startup.sh's logging keeps (its output goes through
+# `tee` into GLIDEIN_LOGDIR), into gwtrace_r; '' when it keeps none.
+glidein_log() {
+  local base dir file
+  base=$(gconfig_get GLIDEIN_LOG_RELATIVE_BASEPATH "$glidein_config")
+  dir=$(gconfig_get GLIDEIN_LOGDIR "$glidein_config")
+  file=$(gconfig_get "$1" "$glidein_config")
+  gwtrace_r=''
+  [[ -n $base && -n $dir && -n $file && -f $base/$dir/$file ]] && gwtrace_r=$base/$dir/$file
+  return 0
+}
+
 # write_hook_file: steps.sh in the state directory: the settings and the
 # hook's functions, as this script has them.
 write_hook_file() {
-  local condor
+  local condor out err
+  glidein_log GLIDEIN_STDOUT_LOGFILE; out=$gwtrace_r
+  glidein_log GLIDEIN_STDERR_LOGFILE; err=$gwtrace_r
   derive_id "$gwtrace_trace/condor" && condor=$gwtrace_r
   gwtrace_condor_tp=00-$gwtrace_trace-$condor-01
   {
     echo '# Written by gwtrace_setup.sh: the glidein step hook (docs/deploy.md).'
     printf '_gwtrace_gl_%s=%q\n' log "${GWTRACE_SOCKET#file://}" boot "${GWTRACE_BOOT_US-}" dir "$gwtrace_dir" \
       libfile "$gwtrace_here/gwtrace.sh" trace "$gwtrace_trace" root "$gwtrace_root" condor "$condor" \
-      python "$gwtrace_python" pyz "$gwtrace_pyz" sidecar "$GWTRACE_DIR"
+      python "$gwtrace_python" pyz "$gwtrace_pyz" sidecar "$GWTRACE_DIR" out "$out" err "$err"
     declare -f _gwtrace_gl_hook _gwtrace_gl_lib _gwtrace_gl_step _gwtrace_gl_condor _gwtrace_gl_cleanup \
       _gwtrace_gl_end_root
   } >"$gwtrace_dir/steps.sh.tmp" && mv -f "$gwtrace_dir/steps.sh.tmp" "$gwtrace_dir/steps.sh"

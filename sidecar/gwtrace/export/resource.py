@@ -11,6 +11,7 @@ cost time-outs.
 from __future__ import annotations
 
 import logging
+import os
 import socket
 from typing import Dict, Optional, Union
 
@@ -93,3 +94,42 @@ def build_resource(glidein_config: Optional[str] = None) -> Resource:
     if str(resource.attributes.get("service.name", "")).startswith("unknown_service"):
         resource = resource.merge(Resource({"service.name": DEFAULT_SERVICE}))
     return resource
+
+
+class GlideinIdentity:
+    """The glidein's identity as ``glidein_config`` has it *now*.
+
+    A glidein's set-up runs early (docs/deploy.md): the entry's constants
+    (``GLIDEIN_Site``, ``GLIDEIN_ResourceName``...) and the CPUs and memory
+    GlideinWMS works out are written to ``glidein_config`` after the sidecar
+    started. The sidecar asks ``changed()`` before it exports or ships: a new
+    resource when the file changed (size or mtime) and the identity with it,
+    else None. One ``stat`` a call.
+    """
+
+    def __init__(self, path: Optional[str]) -> None:
+        self.path = path
+        self._seen: Optional[tuple] = None
+        self._attrs: Optional[Dict[str, Union[str, int]]] = None
+        if path:
+            self.changed()
+
+    def changed(self) -> Optional[Resource]:
+        if not self.path:
+            return None
+        try:
+            st = os.stat(self.path)
+        except OSError:
+            return None
+        seen = (st.st_size, st.st_mtime_ns)
+        if seen == self._seen:
+            return None
+        self._seen = seen
+        try:
+            attrs = glidein_attributes(read_glidein_config(self.path))
+        except OSError:
+            return None
+        if attrs == self._attrs:
+            return None
+        first, self._attrs = self._attrs is None, attrs
+        return None if first else build_resource(self.path)

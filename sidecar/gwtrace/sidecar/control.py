@@ -182,17 +182,18 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
         os.write(ready_fd, f"ready {os.getpid()}\n".encode())
         os.close(ready_fd)
     from gwtrace.export.otlp import make_delivery
-    from gwtrace.export.resource import build_resource
+    from gwtrace.export.resource import GlideinIdentity, build_resource
     from gwtrace.sidecar.daemon import Sidecar
 
     # Spans, events and their dicts are acyclic and short-lived: collecting
     # cycles every 700 allocations costs the sidecar ~15% of its throughput.
     gc.set_threshold(50_000, 20, 20)
     _lower_priority()
-    resource = build_resource(glidein_config or os.environ.get("GLIDEIN_CONFIG"))
+    config = glidein_config or os.environ.get("GLIDEIN_CONFIG")
+    resource = build_resource(config)
     stop_timeout = _float_env("GWTRACE_STOP_TIMEOUT", 10.0)
     sidecar = Sidecar(spool, make_delivery(), resource, stop_timeout=stop_timeout,
-                      ship_to=_ship_stream(ship_to))
+                      ship_to=_ship_stream(ship_to), identity=GlideinIdentity(config))
     sidecar.open()
 
     def on_signal(signum: int, frame: object) -> None:

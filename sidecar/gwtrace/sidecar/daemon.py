@@ -28,6 +28,7 @@ from typing import Dict, List, Optional, TextIO
 from opentelemetry.sdk.resources import Resource
 
 from gwtrace.export.otlp import Delivery, hashed_resource
+from gwtrace.export.resource import GlideinIdentity
 from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
 from gwtrace.sidecar.delivering import DeliveryHalf
 from gwtrace.sidecar.eventlog import EventLogReader, create_event_log
@@ -65,10 +66,12 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
     delivering.py and status.py)."""
 
     def __init__(self, spool: Spool, delivery: Delivery, resource: Resource,
-                 stop_timeout: float = 10.0, ship_to: Optional[TextIO] = None) -> None:
+                 stop_timeout: float = 10.0, ship_to: Optional[TextIO] = None,
+                 identity: Optional[GlideinIdentity] = None) -> None:
         self.spool = spool
         self.delivery = delivery
         self.resource = hashed_resource(resource)    # hashed once, not per exported span
+        self.identity = identity                      # glidein_config, read again when it changes
         self.destination = delivery.destination
         self.stop_timeout = stop_timeout
         self.ship_to = ship_to
@@ -178,6 +181,7 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
             if self.snapshots is not None:
                 self._snapshot()
             self._maybe_status()
+            self.refresh_identity()
             if n:
                 poll = POLL_MIN_S
             else:
@@ -187,7 +191,16 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
                 poll = min(POLL_MAX_S, poll * 2)
         self.shutdown()
 
+    def refresh_identity(self) -> None:
+        """The resource again, if the glidein's identity changed since (the
+        entry's constants, CPUs and memory arrive after an early set-up)."""
+        resource = self.identity.changed() if self.identity is not None else None
+        if resource is not None:
+            self.resource = hashed_resource(resource)
+            self.spool.save_resource(dict(self.resource.attributes))
+
     def shutdown(self) -> None:
+        self.refresh_identity()
         if self.snapshots is not None:
             self.snapshots.close()       # the real spans follow: no snapshot after this
         while self.step(force_flush=True):
