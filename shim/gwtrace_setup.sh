@@ -493,6 +493,60 @@ hook_error_augment() {
   } >"$target.gwtrace" && chmod --reference="$target" "$target.gwtrace" && mv -f "$target.gwtrace" "$target"
 }
 
+# scripts_level: with GWTRACE_SCRIPTS_LEVEL (scripts, functions or commands)
+# and a glidein_startup.sh that reads GLIDEIN_SCRIPTS_BASH_ENV (the change in
+# deploy/glidein_startup-scripts-bash-env.patch), each later script runs with
+# BASH_ENV on script_env.sh: the auto layer traces inside it (docs/shim.md),
+# under the script's step span. Into gwtrace_scripts: the level, or "steps"
+# (one span per script).
+scripts_level() {
+  local level startup auto
+  level=$(gconfig_get GWTRACE_SCRIPTS_LEVEL "$glidein_config")
+  gwtrace_scripts=steps
+  [[ -n $level && $level != steps ]] || return 0
+  if [[ $level != @(scripts|functions|commands) ]]; then
+    echo "$gwtrace_me: GWTRACE_SCRIPTS_LEVEL=$level is not scripts, functions or commands: one span per script" >&2
+    return 0
+  fi
+  startup=$(readlink "/proc/$PPID/fd/255" 2>/dev/null) || startup=''
+  if [[ ! -r $startup ]] || ! grep -q GLIDEIN_SCRIPTS_BASH_ENV "$startup"; then
+    echo "$gwtrace_me: this glidein_startup.sh does not read GLIDEIN_SCRIPTS_BASH_ENV: one span per script" >&2
+    return 0
+  fi
+  auto=$("$gwtrace_python" "$gwtrace_pyz" lib --auto --dir "$gwtrace_dir/auto" 2>/dev/null) && [[ -r $auto ]] || return 0
+  write_script_env "$level" "$auto" || return 0
+  gconfig_add GLIDEIN_SCRIPTS_BASH_ENV "$gwtrace_dir/script_env.sh"
+  gwtrace_scripts=$level
+}
+
+# write_script_env LEVEL AUTO: script_env.sh, which bash sources before each
+# script glidein_startup.sh runs (and, inherited, before every bash below
+# it). In the script itself (its parent is glidein_startup.sh) it points
+# TRACEPARENT at the script's step span (the id the step hook will give it:
+# its place in otr_outlist.list and GlideinWMS's id, "ID/name" from the
+# script's arguments); the auto layer does the rest.
+write_script_env() {
+  local pid
+  pid=$(gconfig_get GLIDEIN_STARTUP_PID "$glidein_config")
+  {
+    echo '# Written by gwtrace_setup.sh: BASH_ENV of the glidein scripts (GLIDEIN_SCRIPTS_BASH_ENV).'
+    printf '_gwtrace_se_pid=%q _gwtrace_se_trace=%q _gwtrace_se_auto=%q\n' "$pid" "$gwtrace_trace" "$2"
+    printf 'export GWTRACE_SOCKET=%q GWTRACE_BOOT_US=%q\n' "$GWTRACE_SOCKET" "${GWTRACE_BOOT_US-}"
+    cat <<EOF
+if [[ \$PPID == "\$_gwtrace_se_pid" && -z \${GWTRACE_AUTO_LEVEL-} ]]; then
+  export GWTRACE_AUTO_LEVEL=$1
+  _gwtrace_se_id=\$(grep -c '<OSGTestResult ' otr_outlist.list 2>/dev/null)/\${2:+\$2/}\${0##*/}
+  _gwtrace_se_id=\$(printf '%s' "\$_gwtrace_se_trace/script/\$_gwtrace_se_id" | sha256sum) &&
+    export TRACEPARENT=00-\$_gwtrace_se_trace-\${_gwtrace_se_id:0:16}-01
+  unset _gwtrace_se_id
+fi
+unset _gwtrace_se_pid _gwtrace_se_trace
+[[ -n \${GWTRACE_AUTO_LEVEL-} && -r \$_gwtrace_se_auto ]] && source "\$_gwtrace_se_auto"
+unset _gwtrace_se_auto
+EOF
+  } >"$gwtrace_dir/script_env.sh"
+}
+
 # install_cleanup: two clean-up scripts glidein_exit runs in name order,
 # around the others: gwtrace-0-begin first, zz-gwtrace-end last.
 install_cleanup() {
@@ -557,10 +611,12 @@ main() {
   [[ -z $gwtrace_pyz ]] || publish GWTRACE_PYZ "$gwtrace_pyz" job
   publish TRACEPARENT "00-$gwtrace_trace-$gwtrace_root-01"
   chain_job_wrapper
+  scripts_level
   gwtrace_cleanup=on
   install_cleanup || gwtrace_cleanup=off
 
-  "$error_gen" -ok "$gwtrace_me" GWTrace on GWTraceSteps "$gwtrace_steps" GWTraceCleanup "$gwtrace_cleanup" \
+  "$error_gen" -ok "$gwtrace_me" GWTrace on GWTraceSteps "$gwtrace_steps" GWTraceScripts "$gwtrace_scripts" \
+    GWTraceCleanup "$gwtrace_cleanup" \
     GWTraceSidecar "$gwtrace_sidecar" GWTraceId "$gwtrace_trace"
   exit 0
 }

@@ -138,6 +138,7 @@ def test_embedded_store_gets_snapshots_until_the_real_spans(tmp_path):
     sc = Sidecar(tmp_path / "gw", env)
     env = sc.start()
     db = home / "traces.db"
+    wait_until(db.exists)          # the sidecar is ready (its event log) before its exporter made the store
 
     def now_json():
         out = subprocess.run([GWTRACE, "now", "--store", str(db), "--format", "json"], env=env,

@@ -283,3 +283,29 @@ def test_a_glidein_whose_htcondor_fails_has_an_error_root(tmp_path, pyz):
     condor = next(s for s in got if s.name == "condor_startup.sh")
     assert condor.status_code == 2 and condor.status_message
     assert condor.status_message in root.status_message
+
+
+def test_a_glidein_with_the_bash_env_change_is_traced_inside_its_scripts(tmp_path, pyz):
+    """docs/deploy.md, "Inside the scripts": glidein_startup.sh with
+    deploy/glidein_startup-scripts-bash-env.patch and GWTRACE_SCRIPTS_LEVEL=functions:
+    the functions of every later script are spans, under the script's step span."""
+    area = web_area(tmp_path, pyz, "--main-attr", "GWTRACE_SCRIPTS_LEVEL=functions")
+    startup = area / "stage" / "glidein_startup.sh"
+    patched = subprocess.run(["patch", "-s", str(startup)], stdin=open(REPO / "deploy" /
+                             "glidein_startup-scripts-bash-env.patch"), capture_output=True, text=True)
+    assert patched.returncode == 0, patched.stdout + patched.stderr
+    try:
+        run = tmp_path / "client_log"
+        done = harness("run-glidein", str(area), str(run), timeout=900)
+        assert done.returncode == 0, done.stderr
+    finally:
+        stop_serving(area)
+    got = ingest_once(run / "job.7.0.err", tmp_path / "factory")["spans"]
+    assert_every_step_traced(run, got)
+    by_id = {s.span_id: s for s in got}
+    step = next(s for s in got if s.name == "entry/cat_consts.sh")
+    inside = [s for s in got if s.name == "gconfig_add" and by_id.get(s.parent_id) is not None
+              and by_id[s.parent_id].parent_id == step.span_id]
+    assert inside, "no function span of cat_consts.sh under its step"
+    assert by_id[inside[0].parent_id].name == "cat_consts.sh"           # the auto layer's script span
+    assert len(got) > 300

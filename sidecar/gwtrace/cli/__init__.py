@@ -40,7 +40,11 @@ def build_parser() -> argparse.ArgumentParser:
     status = scs.add_parser("status", help="print the sidecar's counters")
     status.add_argument("--dir")
 
-    sub.add_parser("lib", help="print the path of gwtrace.sh, for `source \"$(gwtrace lib)\"`")
+    lib = sub.add_parser("lib", help="print the path of gwtrace.sh, for `source \"$(gwtrace lib)\"`")
+    lib.add_argument("--auto", action="store_true",
+                     help="the auto layer's gwtrace-auto.sh instead (BASH_ENV; docs/shim.md), copied with the "
+                          "files it loads into --dir when this gwtrace runs from a .pyz")
+    lib.add_argument("--dir", help="where a .pyz copies the files (default: a per-user cache)")
 
     show = sub.add_parser("show", help="print a trace from the embedded store as a tree")
     show.add_argument("trace_id", nargs="?", help="trace id (32 hex digits)")
@@ -152,6 +156,16 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
     from gwtrace.sidecar import control
 
     if args.command == "lib":
+        if args.auto:
+            from gwtrace.shim.run import auto_lib_path
+
+            path = auto_lib_path(args.dir)
+            if path is None:
+                print("gwtrace: the auto layer is not in this gwtrace; give --dir to copy it out of a .pyz",
+                      file=sys.stderr)
+                return 1
+            print(path)
+            return 0
         print(_lib_path())
         return 0
     if args.command == "show":

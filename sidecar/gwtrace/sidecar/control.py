@@ -172,6 +172,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     glidein's set-up waits for that much only.
     """
     logging.basicConfig(level=logging.INFO, format="%(asctime)s gwtrace[%(process)d] %(levelname)s %(message)s")
+    _lower_priority()
     spool = _open_spool(directory)
     spool.acquire()
     create_event_log(spool.dir)
@@ -188,7 +189,6 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     # Spans, events and their dicts are acyclic and short-lived: collecting
     # cycles every 700 allocations costs the sidecar ~15% of its throughput.
     gc.set_threshold(50_000, 20, 20)
-    _lower_priority()
     config = glidein_config or os.environ.get("GLIDEIN_CONFIG")
     resource = build_resource(config)
     stop_timeout = _float_env("GWTRACE_STOP_TIMEOUT", 10.0)
@@ -289,6 +289,11 @@ def status(directory: Optional[str], out: TextIO) -> int:
     st = spool.read_status()
     running = spool.is_owned()
     counters: Dict[str, int] = dict(st.get("counters", {}))
+    if not counters:
+        # Just started: the daemon says "ready" before it has counted anything.
+        from gwtrace.sidecar.status import STATUS_COUNTERS
+
+        counters = dict.fromkeys(STATUS_COUNTERS + ("spans_pending", "spans_open", "outbox_bytes"), 0)
     if not running:
         # Nobody is reading the log: what is in it past the checkpoint is spooled.
         cp = spool.load_checkpoint()
