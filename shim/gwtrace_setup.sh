@@ -106,6 +106,9 @@ exporter_env() {
   [[ -n $headers ]] && export OTEL_EXPORTER_OTLP_HEADERS=$headers
   [[ -n $service ]] && export OTEL_SERVICE_NAME=$service
   [[ -n $token_file ]] && export GWTRACE_OTLP_TOKEN_FILE=$token_file
+  # The clean-up's stop waits this long for a collector that does not answer,
+  # then ships the rest home: a glidein's end is not delayed by tracing.
+  export GWTRACE_STOP_TIMEOUT=${GWTRACE_STOP_TIMEOUT:-2}
   # No collector configured: the node sends nothing and keeps no store in the
   # glidein's directory (deleted with it); every span rides home in the .err.
   [[ -n $endpoint$traces ]] || export GWTRACE_EXPORT=ship-home

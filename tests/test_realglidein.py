@@ -309,3 +309,54 @@ def test_a_glidein_with_the_bash_env_change_is_traced_inside_its_scripts(tmp_pat
     assert inside, "no function span of cat_consts.sh under its step"
     assert by_id[inside[0].parent_id].name == "cat_consts.sh"           # the auto layer's script span
     assert len(got) > 300
+
+
+def _jaeger_spans(url: str) -> List[Dict[str, object]]:
+    """Every span `gwtrace serve` holds for service glidein (its Jaeger query API)."""
+    import json
+    import urllib.request
+
+    with urllib.request.urlopen(f"{url}/api/traces?service=glidein&limit=20", timeout=10) as answer:
+        data = json.load(answer)["data"]
+    return [span for trace in data for span in trace["spans"]]
+
+
+def test_a_live_glidein_delivers_while_it_runs(tmp_path, pyz):
+    """`gwtrace serve` as the collector: the steps arrive while the glidein still
+    runs (HTCondor up), everything is delivered (nothing rides home), and
+    ingesting the .err afterwards adds nothing."""
+    from test_server_serve import Server
+
+    server = Server("--db", str(tmp_path / "serve.db"))
+    area = web_area(tmp_path, pyz, "--condor-lifetime", "15", endpoint=server.url)
+    run = tmp_path / "client_log"
+    try:
+        glidein = subprocess.Popen([str(HARNESS / "run-glidein"), str(area), str(run)], env=clean_env(),
+                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=str(REPO))
+        out = run / "job.7.0.out"
+        deadline = time.monotonic() + 600
+        while time.monotonic() < deadline and "=== Condor started" not in (
+                out.read_text(errors="replace") if out.exists() else ""):
+            time.sleep(0.5)
+        seen: List[Dict[str, object]] = []
+        while glidein.poll() is None and len(seen) < 25 and time.monotonic() < deadline:
+            seen = _jaeger_spans(server.url)
+            time.sleep(1)
+        assert glidein.poll() is None and len(seen) >= 25, "the steps did not arrive while the glidein ran"
+        assert glidein.wait(timeout=300) == 0
+        err = (run / "job.7.0.err").read_text(errors="replace")
+        assert "=== gwtrace block" not in err and "spans_shipped=0" in err and "spans_exported=0" not in err
+        before = _jaeger_spans(server.url)
+        done = subprocess.run([GWTRACE, "ingest", str(run / "job.7.0.err")], capture_output=True, text=True,
+                              env=clean_env(OTEL_EXPORTER_OTLP_ENDPOINT=server.url, GWTRACE_HOME=str(tmp_path / "h")),
+                              timeout=120)
+        assert done.returncode == 0, done.stderr
+        after = _jaeger_spans(server.url)
+        assert len(after) == len(before) >= 33
+        roots = [s for s in after if not s["references"]]
+        assert [r["operationName"] for r in roots] == ["glidein"]
+        names = {s["operationName"] for s in after}
+        assert set(step_names(run)) <= names and {"condor", "cleanup"} <= names
+    finally:
+        stop_serving(area)
+        server.stop()
