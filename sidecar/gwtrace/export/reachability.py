@@ -14,6 +14,8 @@ from typing import Dict, List, Optional
 
 import requests
 
+from gwtrace.wire.redact import strip_userinfo
+
 
 class EndpointUnreachable(Exception):
     """The collector could not be reached (refused, no route, bad URL).
@@ -52,14 +54,15 @@ class RecordingSession(requests.Session):
             return super().request(*args, **kwargs)
         except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
                 requests.exceptions.MissingSchema) as exc:
-            self.last_error = EndpointUnreachable("bad_endpoint", f"bad endpoint URL: {exc}")
+            self.last_error = EndpointUnreachable("bad_endpoint", strip_userinfo(f"bad endpoint URL: {exc}"))
         except requests.exceptions.ConnectTimeout:
             self.last_error = EndpointUnreachable("connect_timeout", "connection timed out")
         except requests.exceptions.ConnectionError as exc:
             if _refused(exc):
                 self.last_error = EndpointUnreachable("connection_refused", "connection refused")
             else:
-                self.last_error = EndpointUnreachable("connection", f"cannot connect: {_innermost(exc)}")
+                self.last_error = EndpointUnreachable("connection",
+                                                      strip_userinfo(f"cannot connect: {_innermost(exc)}"))
         raise self.last_error
 
 
@@ -96,12 +99,12 @@ def endpoint_problem(env: Optional[Dict[str, str]] = None) -> Optional[str]:
     settings = otlp_env(env)
     if not settings.configured:
         return None
-    name, value = settings.endpoint_variable, settings.endpoint_value
+    name, value = settings.endpoint_variable, strip_userinfo(settings.endpoint_value)
     try:
         url = urlsplit(settings.endpoint)
         url.port                          # raises on a bad port
     except ValueError as exc:
-        return f"{name}={value!r} is not a valid URL ({exc}): spans will wait in the outbox"
+        return strip_userinfo(f"{name}={value!r} is not a valid URL ({exc}): spans will wait in the outbox")
     if url.scheme not in ("http", "https") or not url.hostname:
         return f"{name}={value!r} is not an http(s)://host URL: spans will wait in the outbox"
     return None

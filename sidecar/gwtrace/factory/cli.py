@@ -16,6 +16,7 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Text
 from .canonical import CATEGORIES
 from .collect import collect
 from .record import GlideinRecord
+from ..wire.redact import strip_userinfo
 
 TABLE = ("cluster", "proc", "site", "entry", "status", "failed_script", "cpus", "memory_mb", "gpus", "started",
          "ended", "incomplete")
@@ -141,7 +142,7 @@ def summary_parts(args: argparse.Namespace, workers: int) -> Tuple[List[Callable
 def _jaeger_url(source: str) -> str:
     kind, _, url = source.partition("=")
     if kind != "jaeger" or not url:
-        raise ValueError(f"--source takes jaeger=URL, not {source!r}")
+        raise ValueError(f"--source takes jaeger=URL, not {strip_userinfo(source)!r}")
     return url
 
 

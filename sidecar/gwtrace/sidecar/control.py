@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, TextIO
 
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME
+from gwtrace.wire.redact import strip_userinfo_in_logs
 
 log = logging.getLogger("gwtrace.sidecar.control")
 
@@ -170,6 +171,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     from gwtrace.sidecar.daemon import Sidecar
 
     logging.basicConfig(level=logging.INFO, format="%(asctime)s gwtrace[%(process)d] %(levelname)s %(message)s")
+    strip_userinfo_in_logs()            # no endpoint's user:password@ in sidecar.log
     # Spans, events and their dicts are acyclic and short-lived: collecting
     # cycles every 700 allocations costs the sidecar ~15% of its throughput.
     gc.set_threshold(50_000, 20, 20)

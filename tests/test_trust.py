@@ -1,0 +1,82 @@
+"""Secrets and trust (issue 28): credentials in URLs, files in GWTRACE_HOME,
+the server's Host check, and worker text on a terminal.
+
+Every test here runs on loopback only and bounds its waits.
+"""
+
+from __future__ import annotations
+
+import socket
+import subprocess
+import time
+from pathlib import Path
+
+from conftest import GWTRACE, Sidecar, clean_env, run_bash
+
+from gwtrace.export.reachability import endpoint_problem
+from gwtrace.wire.redact import REDACTED
+
+SECRET = "hunter2"
+
+
+def _free_port() -> int:
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    return port
+
+
+# --- an endpoint URL with user:password@ -------------------------------------------------------
+
+def test_endpoint_credentials_are_never_printed_nor_stored_by_the_sidecar(tmp_path: Path) -> None:
+    """``sidecar status``, status.json and sidecar.log show the endpoint without its userinfo."""
+    port = _free_port()                                   # nothing listens: delivery fails and says so
+    endpoint = f"http://alice:{SECRET}@127.0.0.1:{port}/v1/traces"
+    env = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=endpoint, GWTRACE_HOME=str(tmp_path / "home"),
+                    GWTRACE_STOP_TIMEOUT="1", OTEL_EXPORTER_OTLP_TIMEOUT="2000")
+    sc = Sidecar(tmp_path / "gw", env)
+    try:
+        run_bash("trace_begin a; trace_end", sc.start())
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and int(sc.status().get("export_failures", "0")) < 1:
+            time.sleep(0.1)
+        out = subprocess.run([GWTRACE, "sidecar", "status", "--dir", str(sc.dir)], env=sc.env,
+                             capture_output=True, text=True, timeout=30)
+    finally:
+        stop = sc.stop()
+    assert out.returncode == 0, out.stderr
+    assert f"destination: OTLP/HTTP http://{REDACTED}@127.0.0.1:{port}/v1/traces" in out.stdout
+    assert "last_error: connection refused" in out.stdout
+    for text in (out.stdout, out.stderr, stop.stdout, stop.stderr, *(p.read_text(errors="replace")
+                                                                    for p in sc.dir.iterdir() if p.is_file())):
+        assert SECRET not in text and "alice" not in text
+    assert f"http://{REDACTED}@127.0.0.1:{port}" in (sc.dir / "sidecar.log").read_text()
+
+
+def test_endpoint_problems_do_not_show_credentials() -> None:
+    problem = endpoint_problem({"OTEL_EXPORTER_OTLP_ENDPOINT": f"ftp://alice:{SECRET}@127.0.0.1/x"})
+    assert problem and SECRET not in problem and f"ftp://{REDACTED}@127.0.0.1/x" in problem
+    problem = endpoint_problem({"OTEL_EXPORTER_OTLP_ENDPOINT": f"http://alice:{SECRET}@127.0.0.1:99999/"})
+    assert problem and SECRET not in problem
+
+
+def test_ingest_shows_and_records_the_endpoint_without_credentials(tmp_path: Path, receiver) -> None:
+    """``gwtrace ingest`` prints its destination and writes it into the ledger (ingested.sha256)."""
+    env = clean_env(GWTRACE_HOME=str(tmp_path / "node"), GWTRACE_EXPORT="ship-home", GWTRACE_STOP_TIMEOUT="1")
+    sc = Sidecar(tmp_path / "gw", env)
+    run_bash("trace_begin a; trace_end", sc.start())
+    err_file = tmp_path / "job.1.0.err"
+    stop = subprocess.run([GWTRACE, "sidecar", "stop", "--dir", str(sc.dir), "--ship-to", str(err_file)],
+                          env=sc.env, capture_output=True, text=True, timeout=120)
+    assert stop.returncode == 0, stop.stderr
+    home = tmp_path / "factory"
+    fenv = clean_env(GWTRACE_HOME=str(home),
+                     OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.endpoint.replace("http://", f"http://alice:{SECRET}@"))
+    out = subprocess.run([GWTRACE, "ingest", str(err_file)], env=fenv, capture_output=True, text=True,
+                         timeout=120)
+    assert out.returncode == 0, out.stderr
+    assert len(receiver.wait_for(1)) == 1
+    ledger = (home / "ingested.sha256").read_text()
+    assert ledger and f"http://{REDACTED}@127.0.0.1" in ledger
+    assert SECRET not in out.stdout + out.stderr + ledger
