@@ -6,10 +6,13 @@ Every test here runs on loopback only and bounds its waits.
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import time
 from pathlib import Path
+
+import pytest
 
 from conftest import GWTRACE, Sidecar, clean_env, run_bash
 
@@ -80,3 +83,86 @@ def test_ingest_shows_and_records_the_endpoint_without_credentials(tmp_path: Pat
     ledger = (home / "ingested.sha256").read_text()
     assert ledger and f"http://{REDACTED}@127.0.0.1" in ledger
     assert SECRET not in out.stdout + out.stderr + ledger
+
+
+# --- files gwtrace writes in GWTRACE_HOME --------------------------------------------------------
+
+def _ingest(home: Path, *args: str) -> "subprocess.CompletedProcess[str]":
+    return subprocess.run([GWTRACE, "ingest", *args], env=clean_env(GWTRACE_HOME=str(home)), capture_output=True,
+                          text=True, timeout=120)
+
+
+def _one_line(text: str) -> str:
+    lines = text.strip().splitlines()
+    assert len(lines) == 1 and "Traceback" not in text and "internal error" not in text, text
+    return lines[0]
+
+
+def _shipped_err_file(tmp_path: Path) -> Path:
+    """A job's .err holding one shipped-home block (what ingest reads)."""
+    sc = Sidecar(tmp_path / "gw", clean_env(GWTRACE_HOME=str(tmp_path / "node"), GWTRACE_EXPORT="ship-home",
+                                            GWTRACE_STOP_TIMEOUT="1"))
+    run_bash("trace_begin a; trace_end", sc.start())
+    err_file = tmp_path / "job.1.0.err"
+    stop = subprocess.run([GWTRACE, "sidecar", "stop", "--dir", str(sc.dir), "--ship-to", str(err_file)],
+                          env=sc.env, capture_output=True, text=True, timeout=120)
+    assert stop.returncode == 0, stop.stderr
+    return err_file
+
+
+@pytest.mark.parametrize("name", ["traces.db", "ingested.sha256", "traces.db-wal"])
+def test_a_symlink_planted_in_gwtrace_home_is_refused_not_followed(tmp_path: Path, name: str) -> None:
+    err_file = _shipped_err_file(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    victim = tmp_path / "victim"
+    victim.write_text("someone's file\n")
+    (home / name).symlink_to(victim)
+    out = _ingest(home, str(err_file))
+    assert out.returncode != 0
+    line = _one_line(out.stderr)
+    assert f"{home / name} is a symbolic link" in line and "remove it" in line
+    assert victim.read_text() == "someone's file\n"                  # not a database, nothing appended
+
+
+def test_a_file_of_another_user_in_gwtrace_home_is_refused(tmp_path: Path) -> None:
+    err_file = _shipped_err_file(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir(mode=0o700)
+    ledger = home / "ingested.sha256"
+    ledger.write_text("")
+    if os.geteuid() == 0:
+        os.chown(ledger, 65534, 65534)                           # nobody's
+    else:
+        pytest.skip("needs root to give a file to another user")  # CI runs as root
+    out = _ingest(home, str(err_file))
+    assert out.returncode != 0
+    assert f"{ledger} belongs to uid 65534, not you" in _one_line(out.stderr)
+    assert ledger.read_text() == ""
+
+
+@pytest.mark.parametrize("mode", [0o777, 0o775, 0o1777], ids=lambda m: f"{m:04o}")
+def test_a_gwtrace_home_writable_by_others_is_refused_with_what_to_fix(tmp_path: Path, mode: int) -> None:
+    err_file = _shipped_err_file(tmp_path)
+    home = tmp_path / "home"
+    home.mkdir()
+    home.chmod(mode)
+    out = _ingest(home, str(err_file))
+    assert out.returncode != 0
+    line = _one_line(out.stderr)
+    assert f"{home} is writable by group or others" in line and f"chmod go-w {home}" in line
+    assert list(home.iterdir()) == []                                # nothing written there
+    home.chmod(0o700)
+    again = _ingest(home, str(err_file))
+    assert again.returncode == 0, again.stderr
+    assert (home / "traces.db").stat().st_mode & 0o077 == 0
+
+
+def test_the_sidecar_refuses_an_unsafe_home_at_start(tmp_path: Path) -> None:
+    home = tmp_path / "home"
+    home.mkdir()
+    home.chmod(0o777)
+    out = subprocess.run([GWTRACE, "sidecar", "start", "--dir", str(tmp_path / "gw")],
+                         env=clean_env(GWTRACE_HOME=str(home)), capture_output=True, text=True, timeout=60)
+    assert out.returncode != 0 and out.stdout == ""
+    assert f"{home} is writable by group or others" in _one_line(out.stderr)
