@@ -6,9 +6,14 @@ Every test here runs on loopback only and bounds its waits.
 
 from __future__ import annotations
 
+import http.client
+import json
 import os
+import re
+import signal
 import socket
 import subprocess
+import sys
 import time
 from pathlib import Path
 
@@ -166,3 +171,73 @@ def test_the_sidecar_refuses_an_unsafe_home_at_start(tmp_path: Path) -> None:
                          env=clean_env(GWTRACE_HOME=str(home)), capture_output=True, text=True, timeout=60)
     assert out.returncode != 0 and out.stdout == ""
     assert f"{home} is writable by group or others" in _one_line(out.stderr)
+
+
+# --- the tokenless loopback server and the Host header (DNS rebinding) ----------------------------
+
+SERVE = "import sys; from gwtrace.server import serve_main; sys.exit(serve_main(sys.argv[1:]))"
+
+
+class _Serve:
+    """A `gwtrace serve` child on a free loopback port (stopped by SIGTERM, waited for)."""
+
+    def __init__(self, tmp_path: Path, *args: str, env: "dict[str, str] | None" = None) -> None:
+        self.proc = subprocess.Popen([sys.executable, "-c", SERVE, "--port", "0", "--db", str(tmp_path / "s.db"),
+                                      *args], stderr=subprocess.PIPE, text=True, env=clean_env(**(env or {})))
+        line = self.proc.stderr.readline() if self.proc.stderr else ""
+        m = re.search(r"listening on http://\S+:(\d+) ", line)
+        if not m:
+            self.proc.kill()
+            raise AssertionError(f"server did not start: {line}")
+        self.port = int(m.group(1))
+
+    def get(self, path: str, host: str, **headers: str) -> "tuple[int, bytes]":
+        conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=10)
+        try:
+            conn.putrequest("GET", path, skip_host=True)
+            conn.putheader("Host", host)
+            for key, value in headers.items():
+                conn.putheader(key, value)
+            conn.endheaders()
+            resp = conn.getresponse()
+            return resp.status, resp.read()
+        finally:
+            conn.close()
+
+    def stop(self) -> None:
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(timeout=20)
+        finally:
+            if self.proc.poll() is None:
+                self.proc.kill()
+
+
+def test_tokenless_server_answers_only_loopback_host_names(tmp_path: Path) -> None:
+    s = _Serve(tmp_path)
+    try:
+        p = s.port
+        for host in (f"127.0.0.1:{p}", f"localhost:{p}", f"LOCALHOST:{p}", f"[::1]:{p}", "localhost", "127.0.0.5"):
+            for path in ("/api/services", "/healthz", "/"):
+                assert s.get(path, host)[0] == 200, (host, path)
+        for host in (f"evil.example:{p}", "evil.example", f"127.0.0.1.nip.io:{p}", f"localhost.evil.example:{p}",
+                     f"[::ffff:7f00:1]x:{p}", "localhost:x", "0.0.0.0", f"10.0.0.1:{p}", ""):
+            for path in ("/api/services", "/api/traces/" + "a" * 32, "/", "/v1/traces"):
+                status, body = s.get(path, host)
+                assert status == 403, (host, path, status)
+                assert b"not a loopback name" in body and b"GWTRACE_SERVER_TOKEN" in body and b"\n" not in body
+        status, body = s.get("/api/services", f"evil.example:{p}")
+        assert json.loads(body)["errors"][0]["msg"].startswith(f"Host evil.example:{p} is not a loopback name")
+    finally:
+        s.stop()
+
+
+def test_token_mode_keeps_its_rule_whatever_the_host(tmp_path: Path) -> None:
+    """With GWTRACE_SERVER_TOKEN the token decides, as before (docs/server.md)."""
+    s = _Serve(tmp_path, env={"GWTRACE_SERVER_TOKEN": "tok-123"})
+    try:
+        assert s.get("/api/services", "evil.example")[0] == 401
+        assert s.get("/api/services", "evil.example", Authorization="Bearer tok-123")[0] == 200
+        assert s.get("/api/services", "localhost", Authorization="Bearer tok-123")[0] == 200
+    finally:
+        s.stop()

@@ -108,7 +108,7 @@ def serve_main(argv: List[str]) -> int:
     from .otlp_http import DEFAULT_MAX_BODY_BYTES
 
     try:
-        server = _waitress(create_app(store, token, max_body_bytes=DEFAULT_MAX_BODY_BYTES), args.host, args.port)
+        server = _waitress(create_app(store, token, max_body_bytes=DEFAULT_MAX_BODY_BYTES, host=args.host), args.host, args.port)
     except OSError as exc:
         store.close()
         return _fail(f"cannot listen on {args.host}:{args.port}: {exc}")
