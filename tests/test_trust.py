@@ -241,3 +241,112 @@ def test_token_mode_keeps_its_rule_whatever_the_host(tmp_path: Path) -> None:
         assert s.get("/api/services", "localhost", Authorization="Bearer tok-123")[0] == 200
     finally:
         s.stop()
+
+
+# --- worker text on a terminal ----------------------------------------------------------------
+
+#: What a hostile worker puts in a name: retitle the window (OSC ... BEL), clear the screen (CSI 2J).
+PWNED = "\x1b]0;PWNED\x07\x1b[2J"
+PWNED_SHOWN = "\\x1b]0;PWNED\\x07\\x1b[2J"
+
+
+def _raw_controls(text: str) -> bool:
+    return any(c in text for c in "\x1b\x07\r\x9b\u202e")
+
+
+def _strings(data: object) -> "list[str]":
+    """Every string (key or value) in decoded JSON."""
+    if isinstance(data, str):
+        return [data]
+    if isinstance(data, dict):
+        return [s for k, v in data.items() for s in _strings(k) + _strings(v)]
+    if isinstance(data, list):
+        return [s for v in data for s in _strings(v)]
+    return []
+
+
+def test_printable_escapes_every_control_but_the_line_feed() -> None:
+    from gwtrace.cli.terminal import printable
+
+    assert printable(PWNED) == PWNED_SHOWN
+    assert printable("a\rb\tc\x00\x7f\x9b\u202eevil\u2066 ok\n") == "a\\rb\\tc\\x00\\x7f\\x9b\\u202eevil\\u2066 ok\n"
+    assert printable("plain ünïcödé ✓ 日本\n") == "plain ünïcödé ✓ 日本\n"
+
+
+def _hostile_store(db: Path) -> None:
+    """Glidein records whose site and entry names carry PWNED, some failed, ended in the last hour."""
+    from gwtrace.factory.record import GlideinRecord
+    from gwtrace.store import TraceStore
+
+    now = int(time.time())
+    with TraceStore(db) as store:
+        store.put_glidein_records([
+            GlideinRecord(factory="f", schedd="s", cluster=i, proc=0, site="S" + PWNED, entry="E" + PWNED,
+                          started=now - 4000 + i, ended=now - 100 - i, status="ERROR" if i % 3 == 0 else "OK")
+            for i in range(40)])
+
+
+def _run(main, argv) -> str:
+    import io
+
+    out, err = io.StringIO(), io.StringIO()
+    assert main(argv, out, err) == 0, err.getvalue()
+    assert not _raw_controls(err.getvalue())
+    return out.getvalue()
+
+
+def test_glideins_analyze_and_now_escape_worker_text_in_tables_not_in_json(tmp_path: Path) -> None:
+    from gwtrace.analysis.cli import main as analyze
+    from gwtrace.factory.cli import main as glideins
+    from gwtrace.live.cli import main as now
+
+    db = tmp_path / "t.db"
+    _hostile_store(db)
+    for main in (glideins, analyze, now):
+        text = _run(main, ["--store", str(db)])
+        assert PWNED_SHOWN in text and not _raw_controls(text), main
+        exact = json.loads(_run(main, ["--store", str(db), "--format", "json"]))
+        assert any(PWNED in text for text in _strings(exact)), main          # JSON: the exact value
+    assert PWNED in _run(glideins, ["--store", str(db), "--format", "csv"])    # CSV: data, exact too
+
+
+def test_show_escapes_span_names_and_statuses(tmp_path: Path) -> None:
+    import random
+
+    import synthetic
+
+    from gwtrace.store import TraceStore
+
+    request = synthetic.glidein_trace(random.Random(3), 1_790_000_000 * 10**9, site="S" + PWNED)
+    spans = request.resource_spans[0].scope_spans[0].spans
+    spans[1].name = "validate" + PWNED
+    spans[1].status.message = "failed" + PWNED
+    db = tmp_path / "t.db"
+    with TraceStore(db) as store:
+        store.ingest(request)
+    out = subprocess.run([GWTRACE, "show", "--last", "--db", str(db)], env=clean_env(), capture_output=True,
+                         text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert "validate" + PWNED_SHOWN in out.stdout and not _raw_controls(out.stdout + out.stderr)
+
+
+def test_job_escapes_worker_text(tmp_path: Path) -> None:
+    import io
+
+    import journey_gen as gen
+
+    from gwtrace.journey.cli import main as job
+    from gwtrace.journey.ingest import ingest_condor
+
+    t0 = 1_790_000_000
+    log = tmp_path / "user.log"
+    log.write_text(gen.submitted(5, 0, t0) + gen.held(5, 0, t0 + 60, "disk quota" + PWNED, 34, 0))
+    db = tmp_path / "t.db"
+    err = io.StringIO()
+    assert ingest_condor([str(log)], [], "submit.example.org", str(db), err) == 0, err.getvalue()
+    out = io.StringIO()
+    assert job(["5.0", "--why", "--store", str(db), "--now", str(t0 + 120)], out) == 0
+    assert "disk quota" + PWNED_SHOWN in out.getvalue() and not _raw_controls(out.getvalue())
+    exact = io.StringIO()
+    assert job(["5.0", "--why", "--store", str(db), "--now", str(t0 + 120), "--format", "json"], exact) == 0
+    assert any("disk quota" + PWNED in text for text in _strings(json.loads(exact.getvalue())))

@@ -17,6 +17,7 @@ from .canonical import CATEGORIES
 from .collect import collect
 from .record import GlideinRecord
 from ..wire.redact import strip_userinfo
+from ..cli.terminal import terminal_text
 
 TABLE = ("cluster", "proc", "site", "entry", "status", "failed_script", "cpus", "memory_mb", "gpus", "started",
          "ended", "incomplete")
@@ -208,8 +209,10 @@ def render(records: List[Dict[str, Any]], fmt: str, stream: TextIO) -> None:
 
 def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     """Run ``gwtrace glideins``; 0 if every file was read, 1 if some could not be."""
-    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    stdout, stderr = stdout or sys.stdout, terminal_text(stderr or sys.stderr)
     args = build_parser().parse_args(argv)
+    if args.format == "table":
+        stdout = terminal_text(stdout)          # worker text: control characters escaped (cli/terminal.py)
     records, errors = load_records(args)
     render(records, args.format, stdout)
     for line in errors:
