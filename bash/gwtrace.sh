@@ -355,27 +355,30 @@ _gwtrace_status_of() {
       if [[ $1 != *[!0-9]* && ${#1} -lt 10 ]]; then
         _gwtrace_r=$((10#$1)) _gwtrace_rcode=$((10#$1))
       else
-        _gwtrace_message "$1"
+        # A message: its secrets redacted (where the broad test of
+        # _gwtrace_attrs says they may be: _gwtrace_message), escaped.
+        _gwtrace_r=${1:0:4096}
+        case ${_gwtrace_r,,} in
+          *pass*|*pw*|*auth*|*key*|*jwt*|*token*|*secret*|*cred*|*cook*|*bearer[$' \t']*|*eyj*|*s?g[=:]*|*s?gnat*|\
+          *_pat*|*://*@*) _gwtrace_message ;;
+        esac
+        _gwtrace_esc "$_gwtrace_r"
         _gwtrace_r=error:$_gwtrace_r _gwtrace_rcode=1
       fi ;;
   esac
   return 0
 }
 
-# _gwtrace_message TEXT: a status message as written, into _gwtrace_r: its
-# first 4096 characters (as _gwtrace_esc), secrets redacted by the value rule
-# (_gwtrace_redacts with no key, _gwtrace_userinfo), escaped.
+# _gwtrace_message: the status message in _gwtrace_r (its first 4096
+# characters, as _gwtrace_esc keeps) with its secrets redacted by the value
+# rule: _gwtrace_redacts with no key, then _gwtrace_userinfo.
 _gwtrace_message() {
-  _gwtrace_r=${1:0:4096}
-  case ${_gwtrace_r,,} in
-    *pass*|*pw*|*auth*|*key*|*jwt*|*token*|*secret*|*cred*|*cook*|*bearer[$' \t']*|*eyj*|*s?g[=:]*|*s?gnat*|*_pat*|*://*@*)
-      if _gwtrace_redacts '' "$_gwtrace_r"; then
-        _gwtrace_r='[REDACTED]'
-      elif [[ $_gwtrace_r == *://*@* ]]; then
-        _gwtrace_userinfo "$_gwtrace_r"
-      fi ;;
-  esac
-  _gwtrace_esc "$_gwtrace_r"
+  if _gwtrace_redacts '' "$_gwtrace_r"; then
+    _gwtrace_r='[REDACTED]'
+  elif [[ $_gwtrace_r == *://*@* ]]; then
+    _gwtrace_userinfo "$_gwtrace_r"
+  fi
+  return 0
 }
 
 # _gwtrace_now: the time as "seconds.microseconds" (the form of bash 5's
