@@ -149,7 +149,7 @@ class StripUserinfo(logging.Filter):
     def filter(self, record: logging.LogRecord) -> bool:
         message = record.getMessage()
         stripped = strip_userinfo(message)
-        if stripped is not message and stripped != message:
+        if stripped != message:
             record.msg, record.args = stripped, ()
         return True
 
