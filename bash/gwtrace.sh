@@ -110,8 +110,9 @@ trace_begin() {
   if [[ ${1:+x}$#${_gwtrace_sp:+x}${TRACEPARENT+x}$_gwtrace_st$_gwtrace_fl$_gwtrace_ctr == x[1-4]xx?[13579bdf][1-8]??? \
         && ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:$BASHPID:${GWTRACE_SOCKET:-${GWTRACE_DIR-}} == $_gwtrace_key \
         && ${#1}${2+ + ${#2}}${3+ + ${#3}}${4+ + ${#4}} -lt 880 && ! -o allexport ]] \
-    && case ${EPOCHREALTIME:-@}${@,,} in
-         *[$'\\\t\n\r']*|*token*|*secret*|*pass*|*pwd*|*auth*|*key*|*jwt*|*proxy*|*cred*|*cook*|*bearer\ *|*eyj*) \
+    && case ${EPOCHREALTIME:-@}"${@,,}" in
+         *[$'\\\t\n\r']*|*token*|*secret*|*pass*|*pw*|*auth*|*key*|*jwt*|*proxy*|*cred*|*cook*|*bearer\ *|*eyj*|\
+         *s?g[=:]*|*s?gnat*|*_pat*|*://*@*) \
            false ;;
          @*) _gwtrace_now ;;     # no EPOCHREALTIME (bash < 5): the clock
        esac
@@ -354,10 +355,29 @@ _gwtrace_status_of() {
       if [[ $1 != *[!0-9]* && ${#1} -lt 10 ]]; then
         _gwtrace_r=$((10#$1)) _gwtrace_rcode=$((10#$1))
       else
-        _gwtrace_esc "$1"
+        # A message: its secrets redacted (where the broad test of
+        # _gwtrace_attrs says they may be: _gwtrace_message), escaped.
+        _gwtrace_r=${1:0:4096}
+        case ${_gwtrace_r,,} in
+          *pass*|*pw*|*auth*|*key*|*jwt*|*token*|*secret*|*cred*|*cook*|*bearer[$' \t']*|*eyj*|*s?g[=:]*|*s?gnat*|\
+          *_pat*|*://*@*) _gwtrace_message ;;
+        esac
+        _gwtrace_esc "$_gwtrace_r"
         _gwtrace_r=error:$_gwtrace_r _gwtrace_rcode=1
       fi ;;
   esac
+  return 0
+}
+
+# _gwtrace_message: the status message in _gwtrace_r (its first 4096
+# characters, as _gwtrace_esc keeps) with its secrets redacted by the value
+# rule: _gwtrace_redacts with no key, then _gwtrace_userinfo.
+_gwtrace_message() {
+  if _gwtrace_redacts '' "$_gwtrace_r"; then
+    _gwtrace_r='[REDACTED]'
+  elif [[ $_gwtrace_r == *://*@* ]]; then
+    _gwtrace_userinfo "$_gwtrace_r"
+  fi
   return 0
 }
 
@@ -459,12 +479,16 @@ _gwtrace_attrs() {
     # (and escaping) the rest of a 100 KB value would take most of a second.
     (( ${#_gwtrace_a} <= 8192 )) || _gwtrace_a=${_gwtrace_a:0:8192}
     # The rule only where a broader, cheaper test says it might apply (the
-    # test of trace_begin's fast path; its words have no "i", which a
-    # Turkish locale would not lower-case to ASCII).
+    # test of trace_begin's fast path, with TAB; its words have no "i",
+    # which a Turkish locale would not lower-case to ASCII: "?" stands for it).
     case ${_gwtrace_a,,} in
-      *token*|*secret*|*pass*|*pwd*|*auth*|*key*|*jwt*|*proxy*|*cred*|*cook*|*bearer\ *|*eyj*)
+      *token*|*secret*|*pass*|*pw*|*auth*|*key*|*jwt*|*proxy*|*cred*|*cook*|*bearer[$' \t']*|*eyj*|\
+      *s?g[=:]*|*s?gnat*|*_pat*|*://*@*)
         if [[ $_gwtrace_a == *=* ]] && _gwtrace_redacts "${_gwtrace_a%%=*}" "${_gwtrace_a#*=}"; then
           _gwtrace_a="${_gwtrace_a%%=*}=[REDACTED]"
+        elif [[ $_gwtrace_a == *=*://*@* ]]; then
+          _gwtrace_userinfo "${_gwtrace_a#*=}"
+          _gwtrace_a="${_gwtrace_a%%=*}=$_gwtrace_r"
         fi ;;
     esac
     [[ $_gwtrace_a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$_gwtrace_a"; _gwtrace_a=$_gwtrace_r; }
@@ -478,25 +502,60 @@ _gwtrace_attrs() {
 }
 
 # _gwtrace_redacts KEY VALUE: true if the attribute holds a secret, by the
-# one rule of docs/protocol.md ("Secrets"), also in sidecar/gwtrace/redact.py
-# and shim/gwtrace-job-wrapper (tests/test_redact.py holds them equal). The
-# key is compared ASCII-case-insensitively, with explicit classes (no ${,,}
-# and no ranges: both depend on the locale), wrapped in "-" so that a word
-# at either end of it has a boundary.
+# one rule of docs/protocol.md ("Secrets"), also in sidecar/gwtrace/wire/redact.py
+# and shim/gwtrace-job-wrapper (tests/test_redact.py holds them equal). KEY ''
+# for a status message (the value rule alone). Key and value are compared
+# ASCII-case-insensitively, with explicit classes (no ${,,} and no ranges:
+# both depend on the locale); the key is wrapped in "-" so that a word at
+# either end of it has a boundary, the value led by one.
 _gwtrace_redacts() {
   local _gwtrace_w='[!ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789]'
   case -$1- in
     *[Tt][Oo][Kk][Ee][Nn]*|*[Ss][Ee][Cc][Rr][Ee][Tt]*|*[Pp][Aa][Ss][Ss][Ww]*|*[Pp][Aa][Ss][Ss][Pp][Hh][Rr][Aa][Ss][Ee]*|\
     *[Cc][Rr][Ee][Dd][Ee][Nn][Tt][Ii][Aa][Ll]*|*[Cc][Oo][Oo][Kk][Ii][Ee]*|*[Aa][Uu][Tt][Hh][Oo][Rr][Ii][Zz]*|\
     *[Aa][Uu][Tt][Hh][Ee][Nn][Tt]*|*[Aa][Pp][Ii][Kk][Ee][Yy]*|*[Pp][Rr][Ii][Vv][Aa][Tt][Ee][Kk][Ee][Yy]*|\
-    *[Ss][Ss][Hh][Kk][Ee][Yy]*|*[Pp][Rr][Oo][Xx][Yy]*|\
-    *${_gwtrace_w}[Pp][Aa][Ss][Ss]$_gwtrace_w*|*${_gwtrace_w}[Pp][Ww][Dd]$_gwtrace_w*|*${_gwtrace_w}[Aa][Uu][Tt][Hh]$_gwtrace_w*|\
-    *${_gwtrace_w}[Kk][Ee][Yy]$_gwtrace_w*|*${_gwtrace_w}[Jj][Ww][Tt]$_gwtrace_w*) return 0 ;;
+    *[Ss][Ss][Hh][Kk][Ee][Yy]*|*[Pp][Rr][Oo][Xx][Yy]*|*[Ss][Ss][Hh][Pp][Aa][Ss][Ss]*|\
+    *[Ss][Ii][Gg][Nn][Aa][Tt][Uu][Rr][Ee]*|*[Gg][Ii][Tt][Hh][Uu][Bb]_[Pp][Aa][Tt]*|\
+    *${_gwtrace_w}[Pp][Aa][Ss][Ss]$_gwtrace_w*|*${_gwtrace_w}[Pp][Ww][Dd]$_gwtrace_w*|*${_gwtrace_w}[Pp][Ww]$_gwtrace_w*|\
+    *${_gwtrace_w}[Aa][Uu][Tt][Hh]$_gwtrace_w*|*${_gwtrace_w}[Kk][Ee][Yy]$_gwtrace_w*|\
+    *${_gwtrace_w}[Jj][Ww][Tt]$_gwtrace_w*) return 0 ;;
   esac
-  case $2 in
-    *[Bb][Ee][Aa][Rr][Ee][Rr]\ *|*eyJ?*.?*.*) return 0 ;;
+  case -$2 in
+    *[Bb][Ee][Aa][Rr][Ee][Rr][$' \t']*|*eyJ?*.?*.*|*[Gg][Ii][Tt][Hh][Uu][Bb]_[Pp][Aa][Tt]*) return 0 ;;
+    *[=:]*)
+      case -$2 in
+        *[Pp][Aa][Ss][Ss][Ww][Oo][Rr][Dd][=:]*|*[Pp][Aa][Ss][Ss][Ww][Dd][=:]*|*[Pp][Aa][Ss][Ss][Pp][Hh][Rr][Aa][Ss][Ee][=:]*|\
+        *[Ss][Ss][Hh][Pp][Aa][Ss][Ss][=:]*|*[Tt][Oo][Kk][Ee][Nn][=:]*|*[Ss][Ee][Cc][Rr][Ee][Tt][=:]*|\
+        *[Aa][Pp][Ii][Kk][Ee][Yy][=:]*|*[Pp][Rr][Ii][Vv][Aa][Tt][Ee][Kk][Ee][Yy][=:]*|*[Ss][Ss][Hh][Kk][Ee][Yy][=:]*|\
+        *[Aa][Uu][Tt][Hh][Oo][Rr][Ii][Zz][Aa][Tt][Ii][Oo][Nn][=:]*|*[Cc][Oo][Oo][Kk][Ii][Ee][=:]*|\
+        *[Cc][Rr][Ee][Dd][Ee][Nn][Tt][Ii][Aa][Ll][=:]*|*[Cc][Rr][Ee][Dd][Ee][Nn][Tt][Ii][Aa][Ll][Ss][=:]*|\
+        *[Ss][Ii][Gg][Nn][Aa][Tt][Uu][Rr][Ee][=:]*|\
+        *${_gwtrace_w}[Pp][Aa][Ss][Ss][=:]*|*${_gwtrace_w}[Pp][Ww][Dd][=:]*|*${_gwtrace_w}[Pp][Ww][=:]*|\
+        *${_gwtrace_w}[Aa][Uu][Tt][Hh][=:]*|*${_gwtrace_w}[Kk][Ee][Yy][=:]*|*${_gwtrace_w}[Jj][Ww][Tt][=:]*|\
+        *${_gwtrace_w}[Ss][Ii][Gg][=:]*) return 0 ;;
+      esac ;;
   esac
   return 1
+}
+
+# _gwtrace_userinfo VALUE: VALUE with the credentials of every URL in it
+# replaced, into _gwtrace_r (the rule's last part; redact.py strip_userinfo):
+# after each "://" the authority runs to the first / ? # or white space (or
+# the next "://"); all before its last "@" becomes [REDACTED].
+_gwtrace_userinfo() {
+  local _gwtrace_rest=$1 _gwtrace_p _gwtrace_h
+  _gwtrace_r=${1%%://*}
+  while [[ $_gwtrace_rest == *://* ]]; do
+    _gwtrace_rest=${_gwtrace_rest#*://}
+    _gwtrace_p=${_gwtrace_rest%%://*}
+    _gwtrace_h=${_gwtrace_p%%[/?#$' \t\n\r']*}
+    if [[ $_gwtrace_h == *@* ]]; then
+      _gwtrace_h=${_gwtrace_h%@*}                             # the userinfo
+      _gwtrace_p="[REDACTED]${_gwtrace_p:${#_gwtrace_h}}"
+    fi
+    _gwtrace_r+=://$_gwtrace_p
+  done
+  return 0
 }
 
 # _gwtrace_fit: cut the longest values in the caller's _gwtrace_f (escaped
@@ -729,7 +788,7 @@ _gwtrace_init() {
       _gwtrace_init _gwtrace_is_hex _gwtrace_is_shell_code _gwtrace_logpath _gwtrace_newpfx _gwtrace_now \
       _gwtrace_off _gwtrace_rand64 _gwtrace_read_context _gwtrace_readonly_context _gwtrace_rekey _gwtrace_reseed \
       _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_fit _gwtrace_redacts _gwtrace_skip _gwtrace_status_of _gwtrace_trace_id \
-      _gwtrace_put_begin _gwtrace_put_end || :
+      _gwtrace_put_begin _gwtrace_put_end _gwtrace_userinfo _gwtrace_message || :
   fi
   return 0
 }

@@ -49,16 +49,27 @@ TEXTS: List[str] = [
     "plain", "two words", "a=b", 'say "hi"', "it's", "tab\there", "line\nbreak", "cr\rhere",
     "back\\slash", "trail\\", "\\t literal", "ünïcödé ✓ 日本", "$HOME `x` $(y) ${z}", "*?[glob]", "-n", "%s %d",
 ]
+#: Secrets in values and status messages (docs/protocol.md, "Secrets"; tests/test_redact.py
+#: has the whole table), URLs with credentials (kept but for them), and look-alikes.
+SECRET_TEXTS: List[str] = [
+    "--password=x", "error: password=hunter6 Bearer abc4", "Bearer\tabc", "SSHPASS=x", "GITHUB_PAT=x",
+    "github_pat_11ABCDEFG0abc", "a=1&pw=x", "Authorization: Basic dXNlcjpwdw==", "bypass=1", "nsig=1",
+    "https://b.s3.amazonaws.com/k?X-Amz-Signature=ab12", "https://a.blob.core.windows.net/c?sv=1&sig=ab12",
+    "https://storage.googleapis.com/b/o?X-Goog-Signature=ab12", "https://user:pw@host/x",
+    "git clone https://u:p@h:8443/r and ssh://git@h2/x", "https://host/x?mail=a@b", "https://token:x@h/",
+    "https://u:p@h/" + "ü" * 1200,
+]
 #: Values only: past the line limit (cut), empty, and secrets by value.
 VALUES: List[str] = TEXTS + [
     "", "x" * 6000, "é" * 3000, "a\\" * 2500, "Bearer abc", "sent BEARER x", JWT, "eyJa.b.c", "v=w=x",
-]
+] + SECRET_TEXTS
 #: (key, value): secrets by key, and keys that only look like one.
 KEYED: List[Tuple[str, str]] = [
     ("token", "s3cr3t"), ("GITHUB_TOKEN", "s3cr3t"), ("db_passwd", "s3cr3t"), ("X509_USER_PROXY", "/tmp/x509up_u1"),
     ("my-pass", "s3cr3t"), ("MY_PASS", "s3cr3t"), ("ssh_key", "s3cr3t"), ("x-api-key", "s3cr3t"),
     ("Authorization", "Basic s3cr3t"), ("id.jwt", "s3cr3t"), ("compass", "north"), ("author", "me"),
     ("keys_total", "4"), ("key with space", "v"), ("k\tey", "v"), ("site", "FNAL"),
+    ("SSHPASS", "s3cr3t"), ("X-Amz-Signature", "s3cr3t"), ("GITHUB_PAT", "s3cr3t"), ("db.pw", "s3cr3t"),
 ]
 ROWS: List[Tuple[str, str, str]] = (
     [(name, "k", "v") for name in TEXTS]
@@ -131,6 +142,31 @@ def test_bash_library_writes_the_reference_lines(tmp_path: Path, mode: str) -> N
     lines = _run_library(tmp_path, mode)
     pad = PAD if mode == "general" else []
     _check(lines, [(None if mode == "attr" else n, [(k, v)] + pad) for n, k, v in ROWS])
+
+
+#: Status messages (``trace_end MESSAGE``): escaping, secrets, cutting. (A first argument
+#: that reads as KEY=VALUE, no blank in KEY, is an attribute: those get a first word.)
+MESSAGES: List[str] = [m if "=" not in m or " " in m.partition("=")[0] else "failed: " + m
+                       for m in ["disk full", "tab\there", "line\nbreak", "back\\slash", "ünïcödé ✓", "m" * 5000,
+                                 "é" * 1500, "x" * 4090 + " password=y"] + SECRET_TEXTS]
+
+
+def test_bash_library_writes_the_reference_end_lines(tmp_path: Path) -> None:
+    """``trace_end MESSAGE`` writes ``error:<message>``: escaped, its secrets redacted by the value
+    rule (a URL's credentials replaced), cut as the reference cuts it."""
+    script = (f'source "{LIB}"\ntrace_begin root\n'
+              "while IFS= read -r -d '' m; do trace_begin s; trace_end \"$m\" || :; done\ntrace_end 0\n")
+    stdin = "".join(f"{m}\0" for m in MESSAGES)
+    out = subprocess.run(["bash", "-euo", "pipefail", "-c", script], input=stdin.encode(),
+                         env=clean_env(GWTRACE_DIR=str(tmp_path), LC_ALL="C.UTF-8"), capture_output=True, timeout=120)
+    assert out.returncode == 0 and out.stderr == b"", out.stderr
+    ends = [line for line in _log_lines(tmp_path / "events.log")[1:-1] if line.split(b"\t")[1] == b"E"]
+    assert len(ends) == len(MESSAGES)
+    for line, message in zip(ends, MESSAGES):
+        parse_line(line)
+        assert line + b"\n" == _expected(line, None, [], status="error:" + escape(message)), message
+    written = b"\n".join(ends).decode()
+    assert "hunter6" not in written and "abc4" not in written and ":pw@" not in written and "u:p@" not in written
 
 
 @pytest.mark.xfail(reason="bash/gwtrace.sh counts bytes, not characters, under LC_ALL=C: a non-ASCII value is cut "

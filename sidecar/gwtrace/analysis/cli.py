@@ -18,6 +18,7 @@ from .fold import Part, default_workers, fold
 from .hints import Hint, HintInputs, Thresholds, ranked
 from .outliers import OutlierGroups, compare_spec
 from .stats import PhaseCells, ScriptCells, TrendCells
+from ..cli.terminal import terminal_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -121,9 +122,11 @@ def _emit(fmt: str, body: Dict[str, Any], stdout: TextIO, text: Any, errors: Lis
 
 def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     """Run ``gwtrace analyze``; 0 if every file was read, 1 if some could not be (what was read is analysed)."""
-    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    stdout, stderr = stdout or sys.stdout, terminal_text(stderr or sys.stderr)
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.format != "json":
+        stdout = terminal_text(stdout)          # worker text: control characters escaped (cli/terminal.py)
     try:
         thresholds = Thresholds.parse(args.threshold)
     except ValueError as exc:

@@ -22,6 +22,7 @@ import urllib.request
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from gwtrace.factory.from_trace import record_from_trace
+from gwtrace.wire.redact import strip_userinfo
 
 PAGE = 500            # traces per request
 MIN_WINDOW_US = 60_000_000
@@ -69,7 +70,7 @@ def _get(base: str, params: List[Tuple[str, str]]) -> Dict[str, Any]:
         with urllib.request.urlopen(url, timeout=TIMEOUT) as resp:
             return json.load(resp)
     except (OSError, ValueError) as exc:
-        raise JaegerError(f"cannot read the Jaeger query API at {base}: {exc}") from None
+        raise JaegerError(strip_userinfo(f"cannot read the Jaeger query API at {base}: {exc}")) from None
 
 
 def fetch_traces(base: str, start_us: int, end_us: int, page: int = PAGE) -> Iterator[Dict[str, Any]]:

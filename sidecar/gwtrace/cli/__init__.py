@@ -170,8 +170,9 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
         return 0
     if args.command == "show":
         from gwtrace.cli.show import show
+        from gwtrace.cli.terminal import terminal_text
 
-        return show(args.trace_id, args.last, args.db, sys.stdout, args.critical_path)
+        return show(args.trace_id, args.last, args.db, terminal_text(sys.stdout), args.critical_path)
     if args.command == "sidecar":
         if args.action == "start":
             _warn_endpoint()

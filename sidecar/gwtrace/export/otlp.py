@@ -31,6 +31,7 @@ from gwtrace import __version__
 from gwtrace.sidecar.assembler import SpanRecord
 from gwtrace.export.otlpenv import otlp_env
 from gwtrace.export.reachability import EndpointUnreachable, RecordingSession, endpoint_problem
+from gwtrace.wire.redact import strip_userinfo
 
 log = logging.getLogger("gwtrace.export.otlp")
 
@@ -362,6 +363,6 @@ def make_delivery(store_path: Optional[str] = None) -> Delivery:
         if problem:
             log.warning("%s", problem)
         exporter, session, endpoint = make_otlp_exporter()
-        return Delivery(exporter, f"OTLP/HTTP {endpoint}", session)
+        return Delivery(exporter, f"OTLP/HTTP {strip_userinfo(endpoint)}", session)
     store = StoreSpanExporter(store_path)
     return Delivery(store, f"embedded store {store.path}")

@@ -188,18 +188,22 @@ def otlp_env(env: Optional[Mapping[str, str]] = None) -> OtlpEnv:
 
 
 def endpoint_problem(env: Optional[Dict[str, str]] = None) -> Optional[str]:
-    """Why the configured OTLP endpoint cannot work (one line), or None."""
+    """Why the configured OTLP endpoint cannot work (one line, never its
+    credentials), or None. Here, not in reachability.py: `sidecar start`
+    asks it and must not import requests to do so."""
     from urllib.parse import urlsplit
+
+    from gwtrace.wire.redact import strip_userinfo
 
     settings = otlp_env(env)
     if not settings.configured:
         return None
-    name, value = settings.endpoint_variable, settings.endpoint_value
+    name, value = settings.endpoint_variable, strip_userinfo(settings.endpoint_value)
     try:
         url = urlsplit(settings.endpoint)
         url.port                          # raises on a bad port
     except ValueError as exc:
-        return f"{name}={value!r} is not a valid URL ({exc}): spans will wait in the outbox"
+        return strip_userinfo(f"{name}={value!r} is not a valid URL ({exc}): spans will wait in the outbox")
     if url.scheme not in ("http", "https") or not url.hostname:
         return f"{name}={value!r} is not an http(s)://host URL: spans will wait in the outbox"
     return None

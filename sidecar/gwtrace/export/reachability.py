@@ -15,6 +15,7 @@ from typing import Dict, List, Optional
 import requests
 
 from gwtrace.export.otlpenv import endpoint_problem  # noqa: F401 - its home; kept importable here
+from gwtrace.wire.redact import strip_userinfo
 
 
 class EndpointUnreachable(Exception):
@@ -54,14 +55,15 @@ class RecordingSession(requests.Session):
             return super().request(*args, **kwargs)
         except (requests.exceptions.InvalidURL, requests.exceptions.InvalidSchema,
                 requests.exceptions.MissingSchema) as exc:
-            self.last_error = EndpointUnreachable("bad_endpoint", f"bad endpoint URL: {exc}")
+            self.last_error = EndpointUnreachable("bad_endpoint", strip_userinfo(f"bad endpoint URL: {exc}"))
         except requests.exceptions.ConnectTimeout:
             self.last_error = EndpointUnreachable("connect_timeout", "connection timed out")
         except requests.exceptions.ConnectionError as exc:
             if _refused(exc):
                 self.last_error = EndpointUnreachable("connection_refused", "connection refused")
             else:
-                self.last_error = EndpointUnreachable("connection", f"cannot connect: {_innermost(exc)}")
+                self.last_error = EndpointUnreachable("connection",
+                                                      strip_userinfo(f"cannot connect: {_innermost(exc)}"))
         raise self.last_error
 
 
@@ -87,5 +89,3 @@ def _innermost(exc: BaseException) -> str:
     chain = _chain(exc)
     text = str(chain[-1] if len(chain) > 1 else exc)
     return " ".join(text.split())[:200]
-
-

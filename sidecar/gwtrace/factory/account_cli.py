@@ -20,6 +20,7 @@ from .account import BUCKETS, DEMAND_CATEGORIES, NOT_COMPUTABLE, EntryTotals, en
 from .canonical import CATEGORIES
 from .cli import add_record_options, open_store, select
 from .collect import collect
+from ..cli.terminal import terminal_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,9 +123,11 @@ def from_store(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], Dict[str
 
 def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     """Run ``gwtrace account``; 0 if every file was read, 1 if some could not be (what was read is counted)."""
-    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    stdout, stderr = stdout or sys.stdout, terminal_text(stderr or sys.stderr)
     parser = build_parser()
     args = parser.parse_args(argv)
+    if args.format == "table":
+        stdout = terminal_text(stdout)          # worker text: control characters escaped (cli/terminal.py)
     if args.source:
         parser.error("--source: accounting needs each glidein's canonical segments, which only the store "
                      "(ingest the traces or the factory's files into it) or --factory-logs give")

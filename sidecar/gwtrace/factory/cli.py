@@ -16,6 +16,8 @@ from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Text
 from .canonical import CATEGORIES
 from .collect import collect
 from .record import GlideinRecord
+from ..wire.redact import strip_userinfo
+from ..cli.terminal import terminal_text
 
 TABLE = ("cluster", "proc", "site", "entry", "status", "failed_script", "cpus", "memory_mb", "gpus", "started",
          "ended", "incomplete")
@@ -141,7 +143,7 @@ def summary_parts(args: argparse.Namespace, workers: int) -> Tuple[List[Callable
 def _jaeger_url(source: str) -> str:
     kind, _, url = source.partition("=")
     if kind != "jaeger" or not url:
-        raise ValueError(f"--source takes jaeger=URL, not {source!r}")
+        raise ValueError(f"--source takes jaeger=URL, not {strip_userinfo(source)!r}")
     return url
 
 
@@ -207,8 +209,10 @@ def render(records: List[Dict[str, Any]], fmt: str, stream: TextIO) -> None:
 
 def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
     """Run ``gwtrace glideins``; 0 if every file was read, 1 if some could not be."""
-    stdout, stderr = stdout or sys.stdout, stderr or sys.stderr
+    stdout, stderr = stdout or sys.stdout, terminal_text(stderr or sys.stderr)
     args = build_parser().parse_args(argv)
+    if args.format == "table":
+        stdout = terminal_text(stdout)          # worker text: control characters escaped (cli/terminal.py)
     records, errors = load_records(args)
     render(records, args.format, stdout)
     for line in errors:

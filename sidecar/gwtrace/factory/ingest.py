@@ -35,6 +35,7 @@ from gwtrace.wire.events import ProtocolError, parse_line
 from gwtrace.wire.blocks import BadBlock, Block, find_blocks
 from gwtrace.sidecar.daemon import now_us
 from gwtrace.factory.ledger import DEFAULT_LOCK_WAIT_S, LEDGER_NAME, Ledger, LedgerBusy, default_ledger
+from gwtrace.wire.redact import strip_userinfo
 
 HTTP_ATTEMPTS = 5
 
@@ -76,7 +77,7 @@ class Forwarder:
 
     @property
     def destination(self) -> str:
-        return f"OTLP/HTTP {self.endpoint}" if self.endpoint else f"embedded store {self.store.path}"
+        return f"OTLP/HTTP {strip_userinfo(self.endpoint)}" if self.endpoint else f"embedded store {self.store.path}"
 
     def send(self, request: ExportTraceServiceRequest) -> None:
         if self.store is not None:

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Iterator, Set
 
-from gwtrace.home import gwtrace_home
+from gwtrace.home import check_own_file, gwtrace_home, open_own_file
 
 LEDGER_NAME = "ingested.sha256"
 #: How long a run waits for another one's lock by default (seconds).
@@ -51,6 +51,7 @@ class Ledger:
 
     def refresh(self) -> None:
         """Take in the complete lines appended since the last look (by any process)."""
+        check_own_file(self.path)           # a link or another user's file: refused before anything is done
         try:
             with open(self.path, "rb") as f:
                 f.seek(self._offset)
@@ -67,8 +68,7 @@ class Ledger:
     @contextlib.contextmanager
     def locked(self, wait_s: float = DEFAULT_LOCK_WAIT_S) -> Iterator["Ledger"]:
         """Hold the ledger for a run: the other ingests' lines read first, none of theirs meanwhile."""
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        fd = os.open(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+        fd = open_own_file(self.path, os.O_RDWR | os.O_CREAT | os.O_APPEND)    # home.py: ours alone
         try:
             deadline = time.monotonic() + wait_s
             while True:
@@ -86,7 +86,6 @@ class Ledger:
             os.close(fd)          # releases the lock
 
     def add(self, digest: str) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        with open(self.path, "a") as f:
+        with os.fdopen(open_own_file(self.path, os.O_WRONLY | os.O_CREAT | os.O_APPEND), "a") as f:
             f.write(f"{digest} {self.destination}\n")
         self.seen.add(digest)

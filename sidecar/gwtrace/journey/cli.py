@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, TextIO
 
 from .view import find_jobs, journey
 from .why import _duration, why
+from ..cli.terminal import terminal_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -105,6 +106,8 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None) -> i
 
     out = stdout or sys.stdout
     args = build_parser().parse_args(argv)
+    if args.format != "json":
+        out = terminal_text(out)                # worker text: control characters escaped (cli/terminal.py)
     now = args.now if args.now is not None else time.time()
     with TraceStore(args.store, create=False) as store:
         states = find_jobs(store, args.job_id)

@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, TextIO
 
 from gwtrace.live.health import Rule
 from gwtrace.live.now import STOPPED, now_data
+from gwtrace.cli.terminal import terminal_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -90,6 +91,9 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO
         args = build_parser().parse_args(argv)
     except SystemExit as exc:
         return 0 if exc.code == 0 else 2
+    err = terminal_text(err)
+    if args.format != "json":
+        out = terminal_text(out)                # worker text: control characters escaped (cli/terminal.py)
     try:
         from gwtrace.store import TraceStore, default_store_path
 

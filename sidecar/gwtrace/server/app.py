@@ -11,7 +11,7 @@ from flask import Flask, Response, request
 from ..store import TraceStore
 from . import accounting, analysis, api, jobs, now, otlp_http, snapshot_http, ui
 from .answers import RETRY_AFTER_SECONDS, envelope_answer, to_response
-from .auth import PUBLIC_ENDPOINTS, BearerAuth, common_headers
+from .auth import PUBLIC_ENDPOINTS, BearerAuth, LoopbackHostCheck, common_headers
 
 log = logging.getLogger("gwtrace.server")
 
@@ -20,6 +20,7 @@ def create_app(
     token: Optional[str] = None,
     *,
     max_body_bytes: int = otlp_http.DEFAULT_MAX_BODY_BYTES,
+    host: str = "",
 ) -> Flask:
     """Build the app over an open store.
 
@@ -27,7 +28,9 @@ def create_app(
     ``Authorization: Bearer <token>``.  ``POST /v1/traces`` is answered by
     ``otlp_http.IngestMiddleware`` in front of Flask (and ``POST
     /v1/gwtrace/snapshot``, live snapshots, by ``snapshot_http``); the blueprints serve
-    the rest.
+    the rest. Without a token (the loopback default), only requests whose
+    ``Host:`` names loopback (or ``host``, the name served on) are answered
+    (auth.LoopbackHostCheck: DNS rebinding).
     """
     app = Flask(__name__, static_folder=None)
     app.config.update(GWTRACE_STORE=store)
@@ -40,6 +43,8 @@ def create_app(
     app.register_blueprint(jobs.bp)
     app.wsgi_app = otlp_http.IngestMiddleware(app.wsgi_app, store, auth, max_body_bytes)  # type: ignore[method-assign]
     app.wsgi_app = snapshot_http.SnapshotMiddleware(app.wsgi_app, store, auth, max_body_bytes)  # type: ignore[method-assign]
+    if token is None:
+        app.wsgi_app = LoopbackHostCheck(app.wsgi_app, [host])  # type: ignore[method-assign]
     _register_hooks(app, auth)
     return app
 

@@ -7,7 +7,9 @@ answers ``POST /v1/traces`` before Flask, so that the two cannot drift apart.
 from __future__ import annotations
 
 import hmac
-from typing import List, Optional, Tuple
+import ipaddress
+from http import HTTPStatus
+from typing import Any, Callable, Dict, FrozenSet, Iterable, List, Optional, Tuple
 
 from google.rpc import code_pb2
 
@@ -66,3 +68,65 @@ def common_headers(mimetype: str) -> List[Tuple[str, str]]:
     if mimetype == "text/html":
         return list(_COMMON_HEADERS + _HTML_HEADERS)
     return list(_COMMON_HEADERS)
+
+
+#: Host names a tokenless server answers to, besides loopback IP literals.
+LOOPBACK_NAMES = frozenset({"localhost"})
+
+
+def loopback_host(host: str, names: FrozenSet[str] = LOOPBACK_NAMES) -> bool:
+    """Whether a ``Host:`` header (any port) names this machine's loopback:
+    one of ``names`` (``localhost``), an IPv4 literal in 127.0.0.0/8 or the
+    IPv6 loopback literal (``[::1]``). A DNS name is never taken for one (that
+    is what DNS rebinding relies on)."""
+    host = host.strip().lower()
+    if host.startswith("["):
+        name, bracket, port = host[1:].partition("]")
+        if not bracket or (port and not (port[:1] == ":" and port[1:].isdigit())):
+            return False
+        try:
+            return ipaddress.IPv6Address(name).is_loopback
+        except ValueError:
+            return False
+    name, _, port = host.rpartition(":") if ":" in host else (host, "", "")
+    if port and not port.isdigit():
+        return False
+    if name.rstrip(".") in names:
+        return True
+    try:
+        return ipaddress.IPv4Address(name).is_loopback
+    except ValueError:
+        return False
+
+
+class LoopbackHostCheck:
+    """WSGI middleware for the tokenless loopback default: only requests whose
+    ``Host:`` names loopback (loopback_host) get an answer; others a 403 in one
+    line. Why: without a token, any web page the user opens could make the
+    browser send requests to 127.0.0.1 under the page's own DNS name
+    (DNS rebinding) and read the traces back; a browser always sends that name
+    in ``Host:``. Not used with a token, which such a page does not have."""
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], extra_names: Iterable[str] = ()):
+        self.app = app
+        self.names = LOOPBACK_NAMES | frozenset(n.strip().lower().rstrip(".") for n in extra_names if n.strip())
+
+    def __call__(self, environ: Dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        host = environ.get("HTTP_HOST")
+        if host is None or loopback_host(host, self.names):    # no Host (HTTP/1.0): no browser sent it
+            return self.app(environ, start_response)
+        status, headers, body = self.refusal(environ, host)
+        headers += [("Content-Length", str(len(body)))] + common_headers("")
+        start_response(f"{status} {HTTPStatus(status).phrase}", headers)
+        return [body]
+
+    @staticmethod
+    def refusal(environ: Dict[str, Any], host: str) -> Answer:
+        """403 in the form the path's clients read (as BearerAuth.refusal)."""
+        shown = host if len(host) <= 100 and host.isprintable() else repr(host[:100])
+        message = (f"Host {shown} is not a loopback name: without GWTRACE_SERVER_TOKEN this server answers only "
+                   f"localhost, 127.0.0.1 and [::1] (DNS rebinding); set GWTRACE_SERVER_TOKEN to serve other names")
+        if str(environ.get("PATH_INFO", "")).startswith("/v1/"):
+            mimetype = str(environ.get("CONTENT_TYPE", "")).split(";")[0].strip().lower()
+            return rpc_status_answer(403, code_pb2.PERMISSION_DENIED, message, mimetype == JSON)
+        return envelope_answer(403, message)

@@ -22,6 +22,7 @@ import time
 from typing import Any, List, Optional
 
 from ..store import TraceStore, default_store_path
+from ..wire.redact import strip_userinfo_in_logs
 
 log = logging.getLogger("gwtrace.server")
 
@@ -93,6 +94,7 @@ def serve_main(argv: List[str]) -> int:
         return _fail(problem)
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="gwtrace serve: %(message)s")
+        strip_userinfo_in_logs()
     # Ingest and the query API make many short-lived, acyclic objects (span
     # fields, row tuples, JSON dicts): collecting cycles every 700 allocations
     # walked them over and over (~3% of the server's CPU under ingest).
@@ -106,7 +108,7 @@ def serve_main(argv: List[str]) -> int:
     from .otlp_http import DEFAULT_MAX_BODY_BYTES
 
     try:
-        server = _waitress(create_app(store, token, max_body_bytes=DEFAULT_MAX_BODY_BYTES), args.host, args.port)
+        server = _waitress(create_app(store, token, max_body_bytes=DEFAULT_MAX_BODY_BYTES, host=args.host), args.host, args.port)
     except OSError as exc:
         store.close()
         return _fail(f"cannot listen on {args.host}:{args.port}: {exc}")

@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, TextIO
 
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
+from gwtrace.wire.redact import strip_userinfo_in_logs
 
 log = logging.getLogger("gwtrace.sidecar.control")
 
@@ -172,6 +173,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     glidein's set-up waits for that much only.
     """
     logging.basicConfig(level=logging.INFO, format="%(asctime)s gwtrace[%(process)d] %(levelname)s %(message)s")
+    strip_userinfo_in_logs()            # no endpoint's user:password@ in sidecar.log
     _lower_priority()
     spool = _open_spool(directory)
     spool.acquire()

@@ -49,6 +49,7 @@ from gwtrace.export.otlpenv import OtlpEnv, otlp_env
 from gwtrace.sidecar.assembler import SpanRecord
 from gwtrace.sidecar.snapshot_send import HttpSender, StoreSender
 from gwtrace.sidecar.snapshot_wire import Encoder
+from gwtrace.wire.redact import strip_userinfo
 
 log = logging.getLogger("gwtrace.sidecar.snapshot")
 
@@ -95,7 +96,7 @@ def snapshot_target(env: Optional[Mapping[str, str]] = None) -> Tuple[str, str]:
             return "store", ""
         return "url", derive_endpoint(otlp)
     if explicit.lower() in ("off", "none", "0"):
-        return "off", f"GWTRACE_SNAPSHOT_ENDPOINT={explicit}"
+        return "off", f"GWTRACE_SNAPSHOT_ENDPOINT={strip_userinfo(explicit)}"
     if explicit:
         return "url", explicit
     if otlp.configured:

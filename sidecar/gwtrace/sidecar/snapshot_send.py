@@ -19,6 +19,7 @@ from typing import Any, Mapping, Optional
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from gwtrace.export.otlpenv import otlp_env
+from gwtrace.wire.redact import strip_userinfo
 
 MAX_SEND_TIMEOUT_S = 5.0
 #: What a store answers to a heartbeat for a glidein it has no snapshot of.
@@ -39,8 +40,9 @@ class HttpSender:
     def __init__(self, url: str, env: Optional[Mapping[str, str]] = None) -> None:
         parts = urllib.parse.urlsplit(url)
         if parts.scheme not in ("http", "https") or not parts.hostname:
-            raise ValueError(f"GWTRACE_SNAPSHOT_ENDPOINT {url!r} is not an http(s) URL")
-        self.url = self.destination = url
+            raise ValueError(f"GWTRACE_SNAPSHOT_ENDPOINT {strip_userinfo(url)!r} is not an http(s) URL")
+        self.url = url
+        self.destination = strip_userinfo(url)
         self.https = parts.scheme == "https"
         self.host, self.port = parts.hostname, parts.port
         self.path = (parts.path or "/") + (f"?{parts.query}" if parts.query else "")

@@ -15,6 +15,7 @@ from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
 from gwtrace.sidecar.eventlog import EventLogReader
 from gwtrace.sidecar.snapshot import Snapshotter
 from gwtrace.sidecar.statedir import Spool
+from gwtrace.wire.redact import strip_userinfo
 
 #: status.json is rewritten at most this often, and only when a counter changed.
 STATUS_INTERVAL_S = 1.0
@@ -64,8 +65,8 @@ class StatusHalf:
             "pid": os.getpid(), "dir": self.spool.dir, "destination": self.destination,
             "started": self.started_at, "updated": time.time(),
             "running": not self._stopping.is_set(), "counters": counters,
-            "last_error": self.last_error,
-            "last_snapshot_error": snapshots.last_error if snapshots is not None else "",
+            "last_error": strip_userinfo(self.last_error),
+            "last_snapshot_error": strip_userinfo(snapshots.last_error) if snapshots is not None else "",
         }
 
     def _maybe_status(self) -> None:

@@ -60,7 +60,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
-from gwtrace.home import gwtrace_home
+from gwtrace.home import check_store_files, gwtrace_home, open_own_file
 from . import glideins, live
 from .chunks import plan_request
 from .connections import BUSY_TIMEOUT_MS, CHECKPOINT_BYTES, Connections
@@ -391,8 +391,9 @@ class TraceStore:
 
 
 def _create_file(path: pathlib.Path) -> None:
-    """The store's directory and file, owner-only: traces carry host names, user names and job ids."""
-    if not path.parent.exists():
-        path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-    if not path.exists():
-        os.close(os.open(path, os.O_CREAT | os.O_WRONLY, 0o600))
+    """The store's directory and file, owner-only: traces carry host names, user
+    names and job ids. Only a private directory and files of the user's own,
+    never a symbolic link (home.py: another user's link planted as traces.db
+    would have their file turned into a database)."""
+    os.close(open_own_file(path, os.O_CREAT | os.O_RDWR))
+    check_store_files(path)

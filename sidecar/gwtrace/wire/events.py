@@ -20,9 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, NamedTuple, Optional, Tuple, Union
 
-from gwtrace.wire.redact import REDACTED
 from gwtrace.wire.redact import hinted as _hinted
-from gwtrace.wire.redact import redacts as _redacts
+from gwtrace.wire.redact import redact_message, redact_value
 
 PROTOCOL_TAG = b"gw1"
 
@@ -112,9 +111,11 @@ def parse_attributes(fields: List[str]) -> Tuple[Tuple[str, AttrValue], ...]:
             value = unescape(value)
             field = key + "=" + value
         # The sidecar's backstop for producers that did not redact (redact.py).
-        if _hinted(field) and _redacts(key, value):
-            out.append((key, REDACTED))
-            continue
+        if _hinted(field):
+            redacted = redact_value(key, value)
+            if redacted is not value:
+                out.append((key, redacted))
+                continue
         # Only a value that would be typed needs the key's test: names stay
         # text (`process.executable.name=true` is a command named `true`).
         if value == "true":
@@ -131,6 +132,16 @@ def parse_attributes(fields: List[str]) -> Tuple[Tuple[str, AttrValue], ...]:
         else:
             out.append((key, value))
     return tuple(out)
+
+
+def redact_status(status: str) -> str:
+    """A wire status with its message redacted (redact.py, the value rule):
+    ``error:<escaped message>``; the other statuses hold no text."""
+    if len(status) <= 6 or not status.startswith("error:"):
+        return status
+    message = unescape(status[6:])
+    redacted = redact_message(message)
+    return status if redacted == message else "error:" + escape(redacted)
 
 
 def is_hex_id(text: str, length: int) -> bool:
@@ -206,6 +217,8 @@ def parse_text(text: str) -> Event:
         sec, frac, plain, pid, trace_id, span_id, status, rest = m.groups()
         if trace_id == _ZERO_TRACE or span_id == _ZERO_SPAN:
             raise ProtocolError("all-zero trace or span id")
+        if len(status) > 6:
+            status = redact_status(status)      # the backstop, for messages
         ts_us = int(sec + frac) if frac is not None and len(frac) == 6 else _ts_us(sec, frac, plain)
         return _new_event(Event, ("E", ts_us, int(pid), trace_id, span_id, "", False, 1, "", "", status,
                                   parse_attributes(rest.split("\t")) if rest else ()))
@@ -263,6 +276,7 @@ def _parse_fields(text: str) -> Event:
         status = rest[0]
         if not _STATUS_RE.match(status):
             raise ProtocolError("bad status")
+        status = redact_status(status)
         return Event("E", ts_us, int(pid), trace_id, span_id, "", False, 1, "", "", status,
                      parse_attributes(rest[1:]) if len(rest) > 1 else ())
     if kind == "V":
@@ -293,6 +307,9 @@ WRITE_LINE_BYTES = 4000
 TRUNCATED = "gwtrace.truncated=true"
 #: Only this much of a ``key=value`` is ever looked at (redaction) or written.
 FIELD_CHARS = 8192
+#: Only this much of a status message is looked at (redaction) or written
+#: (bash/gwtrace.sh cuts a message there before it escapes it).
+MESSAGE_CHARS = 4096
 
 
 def format_event(kind: str, ts_us: int, pid: int, trace_id: str, span_id: str,
@@ -302,15 +319,16 @@ def format_event(kind: str, ts_us: int, pid: int, trace_id: str, span_id: str,
     line (fit_fields), a line still too long cut whole (shrink_line)."""
     parts = ["gw1", kind, str(ts_us), str(pid), trace_id, span_id]
     parts.extend(fields)
+    if kind == "E" and fields and fields[0].startswith("error:"):
+        # bash looks at (and writes) a message's first MESSAGE_CHARS characters.
+        parts[6] = redact_status("error:" + escape(unescape(fields[0][6:])[:MESSAGE_CHARS]))
     attrs = []
     for key, value in (attributes or {}).items():
         if isinstance(value, bool):
             value = "true" if value else "false"
         field = f"{key}={value}"[:FIELD_CHARS]
         key, _, value = field.partition("=")
-        if _redacts(key, value):
-            field = f"{key}={REDACTED}"
-        attrs.append(escape(field))
+        attrs.append(escape(f"{key}={redact_value(key, value)}"))
     head = "\t".join(parts)
     return (shrink_line("\t".join([head] + fit_fields(head, attrs))) + "\n").encode("utf-8")
 
