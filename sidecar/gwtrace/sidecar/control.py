@@ -178,6 +178,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     spool = _open_spool(directory)
     spool.acquire()
     create_event_log(spool.dir)
+    _preflight()
     early: List[int] = []          # a stop asked for while the exporter loads
     signal.signal(signal.SIGTERM, lambda signum, frame: early.append(signum))
     signal.signal(signal.SIGINT, lambda signum, frame: early.append(signum))
@@ -209,6 +210,17 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     log.info("sidecar on %s exporting to %s", spool.dir, sidecar.destination)
     sidecar.run()
     return 0
+
+
+def _preflight() -> None:
+    """What would stop the exporter later, found before "ready" so that the
+    starter hears of it: the embedded store's home (gwtrace.home's rules)."""
+    from gwtrace.export.otlpenv import otlp_env
+    from gwtrace.home import gwtrace_home, private_dir
+
+    if os.environ.get("GWTRACE_EXPORT", "").strip().lower() == "ship-home" or otlp_env().configured:
+        return
+    private_dir(gwtrace_home())
 
 
 def stop(directory: Optional[str], timeout: float, out: TextIO, ship_to: Optional[str] = None) -> int:
