@@ -75,9 +75,26 @@ def _remove_if_done(spool: Spool, out: TextIO) -> None:
     if spool.batch_seqs():
         print(f"gwtrace: undelivered spans kept in {spool.dir}: gwtrace ingest --spool {spool.dir}", file=out)
         return
+    unread = unread_log_bytes(spool)
+    if unread:
+        print(f"gwtrace: {unread} byte(s) of the event log not read, kept in {spool.dir}: "
+              f"gwtrace ingest --spool {spool.dir}", file=out)
+        return
     import shutil
 
     shutil.rmtree(spool.dir, ignore_errors=True)
+
+
+def unread_log_bytes(spool: Spool) -> int:
+    """Bytes of the event log past the checkpoint: what no sidecar has read yet."""
+    try:
+        size = os.path.getsize(spool.path(EVENT_LOG_NAME))
+    except OSError:
+        return 0
+    try:
+        return max(0, size - spool.load_checkpoint().offset)
+    except SpoolError:               # no readable checkpoint: nothing is known to have been read
+        return size
 
 
 def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO,
@@ -277,12 +294,7 @@ def status(directory: Optional[str], out: TextIO) -> int:
     counters: Dict[str, int] = dict(st.get("counters", {}))
     if not running:
         # Nobody is reading the log: what is in it past the checkpoint is spooled.
-        cp = spool.load_checkpoint()
-        try:
-            size = os.path.getsize(spool.path(EVENT_LOG_NAME))
-        except OSError:
-            size = 0
-        counters["log_bytes_unread"] = max(0, size - cp.offset)
+        counters["log_bytes_unread"] = unread_log_bytes(spool)
     pid = spool.owner_pid() if running else None
     print(f"sidecar: {'running (pid %d)' % pid if running and pid else 'not running'}", file=out)
     print(f"dir: {spool.dir}", file=out)

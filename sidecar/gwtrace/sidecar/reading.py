@@ -56,9 +56,13 @@ class ReadingHalf:
     _lock: threading.Condition
 
     def step(self, force_flush: bool = False) -> int:
-        """Read what is new in the log; return the number of lines handled."""
+        """Read what is new in the log; return the number of lines handled,
+        at least 1 when the offset moved (a step that only skipped part of an
+        oversized line made progress too: the drain loops go on)."""
         assert self.reader is not None
+        before = (self.reader.offset, self.reader.resets)
         lines, oversized = self.reader.read_lines(STEP_BYTES)
+        moved = (self.reader.offset, self.reader.resets) != before
         ready = self._ready
         was_empty = not ready
         feed = self.assembler.feed
@@ -88,7 +92,7 @@ class ReadingHalf:
             counters.add("log_resets", self.reader.resets)
             self.reader.resets = 0
         self._flush(force=force_flush)
-        return len(lines) + oversized
+        return len(lines) + oversized or int(moved)
 
     def _flush(self, force: bool = False) -> None:
         """Move ready spans into outbox batches and checkpoint the offset."""
