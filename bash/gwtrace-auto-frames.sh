@@ -129,7 +129,8 @@ _gwtrace_auto_emit() {
 _gwtrace_auto_push() {
   local _gwtrace_lname=$1 _gwtrace_ldep=$2 _gwtrace_li=$_gwtrace_an _gwtrace_lparent _gwtrace_lremote=0 _gwtrace_lspan='' _gwtrace_la _gwtrace_lline _gwtrace_lt=$'\t'
   shift 2
-  if [[ -n $_gwtrace_lname && ${TRACEPARENT-} != "$_gwtrace_aexp" ]] && _gwtrace_auto_adoptparent; then
+  # (not a readonly TRACEPARENT: the script cannot have opened a span in it since)
+  if [[ -n $_gwtrace_lname && ${TRACEPARENT-} != "$_gwtrace_aexp" && $_gwtrace_aexp != '(readonly)' ]] && _gwtrace_auto_adoptparent; then
     _gwtrace_acur=$_gwtrace_ar _gwtrace_aexp=$TRACEPARENT
   fi
   _gwtrace_lparent=$_gwtrace_acur
