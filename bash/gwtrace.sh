@@ -551,10 +551,34 @@ _gwtrace_logpath() {
     _gwtrace_file=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
   if [[ $_gwtrace_file == file://?* ]]; then
     _gwtrace_file=${_gwtrace_file#file://}
+    _gwtrace_is_log "$_gwtrace_file" || _gwtrace_file=''
   else
     _gwtrace_file=''
   fi
   _gwtrace_rekey
+}
+
+# _gwtrace_is_log PATH: true if PATH is an event log of gwtrace's, the only
+# kind of file the library appends to (docs/protocol.md, "Transport"): a
+# regular file (not a FIFO, whose open would block, nor a device) owned by
+# this user, empty or starting with "gw1<TAB>"; or no file yet in a directory
+# of this user's (the append creates it). A copy of /etc/passwd is none. Run
+# when GWTRACE_SOCKET or GWTRACE_DIR changes (the verdict is kept with them):
+# a stat or two and a read of 4 bytes, no fork.
+_gwtrace_is_log() {
+  local _gwtrace_head=''
+  if [[ -f $1 ]]; then
+    [[ -O $1 ]] || return 1
+    [[ -s $1 ]] || return 0
+    IFS= builtin read -r -N 4 _gwtrace_head <"$1" || :
+    [[ $_gwtrace_head == "gw1${_gwtrace_tab}" ]]
+  elif [[ -e $1 || -L $1 ]]; then
+    return 1
+  elif [[ $1 == */* ]]; then
+    [[ -d ${1%/*}/ && -O ${1%/*}/ ]]
+  else
+    [[ -O . ]]
+  fi
 }
 
 # _gwtrace_rekey: the keys the fast paths compare with what they see:
@@ -698,7 +722,7 @@ _gwtrace_init() {
     _gwtrace_unexport
     builtin export -n -f trace_begin trace_end trace_event trace_attr trace_run \
       _gwtrace_attrs _gwtrace_begin _gwtrace_emit _gwtrace_end _gwtrace_esc _gwtrace_export_attrs \
-      _gwtrace_init _gwtrace_is_hex _gwtrace_is_shell_code _gwtrace_logpath _gwtrace_newpfx _gwtrace_now \
+      _gwtrace_init _gwtrace_is_hex _gwtrace_is_log _gwtrace_is_shell_code _gwtrace_logpath _gwtrace_newpfx _gwtrace_now \
       _gwtrace_off _gwtrace_rand64 _gwtrace_read_context _gwtrace_readonly_context _gwtrace_rekey _gwtrace_reseed \
       _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_fit _gwtrace_redacts _gwtrace_skip _gwtrace_status_of _gwtrace_trace_id || :
   fi
