@@ -20,6 +20,7 @@ import time
 from typing import Dict, List, Optional, TextIO
 
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
+from gwtrace.sidecar.channels import JOBS_DIR
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME
 
 log = logging.getLogger("gwtrace.sidecar.control")
@@ -92,9 +93,19 @@ def unread_log_bytes(spool: Spool) -> int:
     except OSError:
         return 0
     try:
-        return max(0, size - spool.load_checkpoint().offset)
+        cp = spool.load_checkpoint()
     except SpoolError:               # no readable checkpoint: nothing is known to have been read
         return size
+    unread = max(0, size - cp.offset)
+    jobs = os.path.join(spool.dir, JOBS_DIR)
+    for name in os.listdir(jobs) if os.path.isdir(jobs) else ():
+        try:
+            job_size = os.path.getsize(os.path.join(jobs, name))
+        except OSError:
+            continue
+        saved = cp.channels.get(name, {})
+        unread += max(0, job_size - int(saved.get("offset", 0) or 0))
+    return unread
 
 
 def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO,

@@ -30,6 +30,7 @@ from opentelemetry.sdk.resources import Resource
 
 from gwtrace.export.otlp import Delivery, hashed_resource
 from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
+from gwtrace.sidecar.channels import JobChannels, make_jobs_dir
 from gwtrace.sidecar.delivering import DeliveryHalf
 from gwtrace.sidecar.eventlog import EventLogReader, create_event_log
 from gwtrace.sidecar.gone import CHECK_INTERVAL_S, GoneProcesses
@@ -88,6 +89,7 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
         self.counters = Counters()
         self.assembler = Assembler(self.counters)
         self.reader: Optional[EventLogReader] = None
+        self.channels: Optional[JobChannels] = None     # user jobs' event logs (channels.py)
         self.next_seq = 0
         self._ready: List[SpanRecord] = []      # finished, not yet in a batch
         self._ready_since = 0.0
@@ -130,8 +132,10 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
         self.counters.update(cp.counters)
         self.assembler.restore(cp.open_spans)
         self.reader = EventLogReader(log_path, cp.offset, cp.inode)
+        make_jobs_dir(self.spool.dir)
+        self.channels = JobChannels(self.spool.dir, cp.channels)
         self.next_seq = self._committed_seq = cp.next_seq
-        self._committed_offset = cp.offset
+        self._committed_offset = self._position()
         pending = self.spool.batch_seqs()
         self._inflight_at_start = {seq for seq in pending if self.spool.was_inflight(seq)}
         for seq in pending:
