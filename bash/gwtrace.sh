@@ -509,7 +509,12 @@ _gwtrace_fit() {
   local -i _gwtrace_max=4000 _gwtrace_total=${#_gwtrace_line} _gwtrace_i _gwtrace_n _gwtrace_left _gwtrace_share \
     _gwtrace_more=1
   local _gwtrace_a _gwtrace_bs
-  [[ $_gwtrace_line${_gwtrace_f[*]} == *[![:ascii:]]* ]] && _gwtrace_max=1000
+  if [[ $_gwtrace_line${_gwtrace_f[*]} == *[![:ascii:]]* ]]; then
+    _gwtrace_max=1000
+    # Lengths in characters, as under UTF-8, whatever the locale (_gwtrace_chars).
+    _gwtrace_a=$'\xc3\xa9'
+    (( ${#_gwtrace_a} == 1 )) || { local LC_ALL=C.UTF-8 && _gwtrace_chars || :; }
+  fi
   for _gwtrace_a in "${_gwtrace_f[@]}"; do _gwtrace_total+=${#_gwtrace_a}+1; done
   (( _gwtrace_total > _gwtrace_max )) || return 0
   _gwtrace_left=$(( _gwtrace_max - ${#_gwtrace_line} - 24 )) _gwtrace_n=${#_gwtrace_f[@]}
@@ -604,12 +609,33 @@ _gwtrace_rekey() {
 # writes of one call never interleave with other writers; a longer line is cut
 # to stay below that, and marked. (Up to 4 bytes per character when not ASCII.)
 _gwtrace_shrink() {
-  local _gwtrace_max=4000
-  [[ $_gwtrace_line == *[![:ascii:]]* ]] && _gwtrace_max=1000
+  local _gwtrace_max=4000 _gwtrace_e=$'\xc3\xa9'
+  if [[ $_gwtrace_line == *[![:ascii:]]* ]]; then
+    _gwtrace_max=1000
+    (( ${#_gwtrace_e} == 1 )) || { local LC_ALL=C.UTF-8 && _gwtrace_chars || :; }
+  fi
   (( ${#_gwtrace_line} > _gwtrace_max )) || return 0
   _gwtrace_line=${_gwtrace_line:0:_gwtrace_max}
   [[ $_gwtrace_line == *\\ ]] && _gwtrace_line=${_gwtrace_line%\\}
   _gwtrace_line+=$'\tgwtrace.truncated=true'
+}
+
+# _gwtrace_chars: make the caller's `local LC_ALL` (just set to C.UTF-8) a
+# UTF-8 locale that bash can load: the lengths and cuts of _gwtrace_fit and
+# _gwtrace_shrink are in characters (docs/protocol.md, "Transport"), and under
+# LC_ALL=C (common on worker nodes) bash counts bytes, which would cut a
+# non-ASCII value elsewhere, even inside a character. Only for a long line
+# with a non-ASCII character; a locale bash cannot load leaves bytes (and a
+# warning on the closed fd 2), the next one is tried. A readonly LC_ALL
+# stays as it is (the `local` fails, harmlessly).
+_gwtrace_chars() {
+  local _gwtrace_e=$'\xc3\xa9' _gwtrace_l
+  (( ${#_gwtrace_e} == 1 )) && return 0
+  for _gwtrace_l in C.utf8 en_US.UTF-8 en_US.utf8; do
+    LC_ALL=$_gwtrace_l
+    (( ${#_gwtrace_e} == 1 )) && return 0
+  done
+  return 0
 }
 
 # _gwtrace_set_tracestate VALUE HOW: HOW is x (export VALUE), s (set VALUE,
@@ -724,7 +750,7 @@ _gwtrace_init() {
       _gwtrace_attrs _gwtrace_begin _gwtrace_emit _gwtrace_end _gwtrace_esc _gwtrace_export_attrs \
       _gwtrace_init _gwtrace_is_hex _gwtrace_is_log _gwtrace_is_shell_code _gwtrace_logpath _gwtrace_newpfx _gwtrace_now \
       _gwtrace_off _gwtrace_rand64 _gwtrace_read_context _gwtrace_readonly_context _gwtrace_rekey _gwtrace_reseed \
-      _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_fit _gwtrace_redacts _gwtrace_skip _gwtrace_status_of _gwtrace_trace_id || :
+      _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_fit _gwtrace_chars _gwtrace_redacts _gwtrace_skip _gwtrace_status_of _gwtrace_trace_id || :
   fi
   return 0
 }
