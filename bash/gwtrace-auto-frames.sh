@@ -268,7 +268,7 @@ _gwtrace_auto_one_word() {
       \\) _gwtrace_li=$((_gwtrace_li + 1)) ;;
       "'") [[ -n $_gwtrace_lq || $_gwtrace_ld -gt 0 ]] || _gwtrace_lq="'" ;;
       '"') if [[ $_gwtrace_lq == '"' ]]; then _gwtrace_lq=''; else _gwtrace_lq='"'; fi ;;
-      '$') [[ ${_gwtrace_lt:_gwtrace_li+1:1} != [\({] ]] || { _gwtrace_ld=$((_gwtrace_ld + 1)) _gwtrace_li=$((_gwtrace_li + 1)); } ;;
+      '$') [[ ${_gwtrace_lt:_gwtrace_li+1:1} != [\(\{] ]] || { _gwtrace_ld=$((_gwtrace_ld + 1)) _gwtrace_li=$((_gwtrace_li + 1)); } ;;
       ')'|'}') (( _gwtrace_ld == 0 )) || _gwtrace_ld=$((_gwtrace_ld - 1)) ;;
       '`') (( _gwtrace_ld == 0 )) && _gwtrace_ld=1 || _gwtrace_ld=0 ;;
       [[:space:]]) [[ -z $_gwtrace_lq && $_gwtrace_ld -eq 0 ]] && return 1 ;;

@@ -89,8 +89,8 @@ _gwtrace_auto_top_end() {
 
 # True if the script made TRACEPARENT readonly (note 3).
 _gwtrace_auto_top_ro() {
-  if (( _gwtrace_a44 )); then
-    [[ ${TRACEPARENT[@]@a} == *r* ]]
+  if (( _gwtrace_a44 )) && [[ -n ${TRACEPARENT+x} ]]; then
+    [[ ${TRACEPARENT@a} == *r* ]]
   else
     ! builtin unset -v TRACEPARENT
   fi
@@ -128,6 +128,7 @@ return 0
 #    a readonly variable ends a bash script under `set -e` (`export` and
 #    `|| :` too). The rule is _gwtrace_auto_top_ro (gwtrace-auto-util.sh's
 #    _gwtrace_auto_tp has it too: calling that would make every process at
-#    this level read that file): ${TRACEPARENT[@]@a} on bash 4.4+, and
-#    before an `unset`, harmless on a readonly variable (and the value is
-#    assigned right after otherwise).
+#    this level read that file): ${TRACEPARENT@a} when set on bash 4.4+,
+#    else an `unset`, harmless on a readonly variable (and the value is
+#    assigned right after otherwise; bash 4.4 dies of ${TRACEPARENT[@]@a}
+#    on a readonly variable without a value).

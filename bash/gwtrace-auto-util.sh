@@ -146,11 +146,13 @@ _gwtrace_auto_site() {
 # a readonly variable, even with `export` or `|| :`, ends a bash under
 # `set -e` and abandons its command without): then _gwtrace_aexp can match
 # nothing, which keeps the written-out paths of _gwtrace_auto_dbg away.
-# Readonly: ${TRACEPARENT[@]@a} on bash 4.4+ (`[@]`: no `set -u` error when
-# unset); before, an `unset`, which fails harmlessly on a readonly variable.
+# Readonly: ${TRACEPARENT@a} when it is set (bash 4.4+); when unset, or
+# before 4.4, an `unset`, which fails harmlessly on a readonly variable (and
+# changes nothing on an unset one). Not ${TRACEPARENT[@]@a}: bash 4.4 dies
+# of it (SIGSEGV) on a readonly variable without a value.
 _gwtrace_auto_tp() {
-  if (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )); then
-    if [[ ${TRACEPARENT[@]@a} == *r* ]]; then
+  if [[ -n ${TRACEPARENT+x} ]] && (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )); then
+    if [[ ${TRACEPARENT@a} == *r* ]]; then
       _gwtrace_aexp='(readonly)'
       return 0
     fi

@@ -53,6 +53,7 @@ while :; do                # once: `break` ends the set-up early (note 1)
   # only an event log of gwtrace's (note 8)
   if [[ -f $_gwtrace_alog ]]; then
     _gwtrace_l0=''
+    # shellcheck disable=SC2015  # the read's status does not matter, the test after it does
     [[ -O $_gwtrace_alog ]] && { [[ ! -s $_gwtrace_alog ]] || { IFS= builtin read -r -N 4 _gwtrace_l0 <"$_gwtrace_alog"; [[ $_gwtrace_l0 == gw1$'\t' ]]; }; } \
       || { _gwtrace_alevel=0; break; }
   elif [[ -e $_gwtrace_alog || -L $_gwtrace_alog || $_gwtrace_alog != */* || ! -O ${_gwtrace_alog%/*}/ ]]; then

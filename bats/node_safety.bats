@@ -67,3 +67,29 @@ trace_end
 EOF
   assert_equal "$(count_of B)" 2
 }
+
+@test "the script's own functions named shift, local, return, declare, set, shopt, printf change nothing the library does" {
+  gw_run <<'EOF'
+shift() { echo "host shift"; }
+local() { echo "host local"; }
+return() { echo "host return"; }
+declare() { echo "host declare"; }
+set() { echo "host set"; }
+shopt() { echo "host shopt"; }
+printf() { echo "host printf"; }
+inner() { echo "inner ran with $#: $*"; }
+trace_begin outer a=1
+trace_run inner_span inner true
+echo "rc=$?"
+trace_event ev k=v
+trace_attr x=y
+trace_end
+echo end
+EOF
+  assert_success
+  assert_output $'inner ran with 1: true\nrc=0\nend'
+  nth_event B 2
+  assert_equal "${F[10]}" inner_span
+  nth_event E 1
+  assert_equal "${F[6]}" 0
+}
