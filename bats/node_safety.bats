@@ -1,4 +1,5 @@
 #!/usr/bin/env bats
+# shellcheck disable=SC2030,SC2031  # each test exports its own GWTRACE_SOCKET
 # Nothing gwtrace puts on a worker node blocks a script, writes where it
 # should not or changes what the script does (issue 27 §3): the event log
 # must be gwtrace's, the script's own functions named like builtins change
@@ -23,15 +24,15 @@ trace_begin a k=v
 trace_run b true
 trace_event e
 trace_end
-echo done
+echo finished
 EOF
   assert_success
-  assert_output done
-  printf 'f() { echo in-f; }\nf\nls / >/dev/null\necho done\n' >"$SCRIPT"
+  assert_output finished
+  printf 'f() { echo in-f; }\nf\nls / >/dev/null\necho finished\n' >"$SCRIPT"
   for level in scripts functions commands; do
     traced "$level" "$SCRIPT"
     assert_success
-    assert_output $'in-f\ndone'
+    assert_output $'in-f\nfinished'
   done
 }
 
@@ -42,10 +43,10 @@ EOF
   gw_run <<'EOF'
 trace_begin a
 trace_end
-echo done
+echo finished
 EOF
   assert_success
-  printf 'f() { :; }\nf\necho done\n' >"$SCRIPT"
+  printf 'f() { :; }\nf\necho finished\n' >"$SCRIPT"
   for level in scripts functions commands; do
     traced "$level" "$SCRIPT"
     assert_success
