@@ -54,7 +54,7 @@ while :; do                # once: `break` ends the set-up early (note 1)
   if [[ -f $_gwtrace_alog ]]; then
     _gwtrace_l0=''
     # shellcheck disable=SC2015  # the read's status does not matter, the test after it does
-    [[ -O $_gwtrace_alog ]] && { [[ ! -s $_gwtrace_alog ]] || { IFS= builtin read -r -N 4 _gwtrace_l0 <"$_gwtrace_alog"; [[ $_gwtrace_l0 == gw1$'\t' ]]; }; } \
+    [[ -O $_gwtrace_alog ]] && { [[ ! -s $_gwtrace_alog ]] || { IFS= builtin read -r -N 4 _gwtrace_l0 <"$_gwtrace_alog"; [[ $_gwtrace_l0 == gw1$'\t' || ( $_gwtrace_alog == */events.log && -e ${_gwtrace_alog%/*}/sidecar.lock ) ]]; }; } \
       || { _gwtrace_alevel=0; break; }
   elif [[ -e $_gwtrace_alog || -L $_gwtrace_alog || $_gwtrace_alog != */* || ! -O ${_gwtrace_alog%/*}/ ]]; then
     _gwtrace_alevel=0; break

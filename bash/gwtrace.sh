@@ -568,7 +568,9 @@ _gwtrace_logpath() {
 # kind of file the library appends to (docs/protocol.md, "Transport"): a
 # regular file (not a FIFO, whose open would block, nor a device) owned by
 # this user, empty or starting with "gw1<TAB>"; or no file yet in a directory
-# of this user's (the append creates it). A copy of /etc/passwd is none. Run
+# of this user's (the append creates it); or a sidecar's own events.log (its
+# directory holds sidecar.lock), whatever junk it starts with. A copy of
+# /etc/passwd is none. Run
 # when GWTRACE_SOCKET or GWTRACE_DIR changes (the verdict is kept with them):
 # a stat or two and a read of 4 bytes, no fork.
 _gwtrace_is_log() {
@@ -577,7 +579,7 @@ _gwtrace_is_log() {
     [[ -O $1 ]] || builtin return 1
     [[ -s $1 ]] || builtin return 0
     IFS= builtin read -r -N 4 _gwtrace_head <"$1" || :
-    [[ $_gwtrace_head == "gw1${_gwtrace_tab}" ]]
+    [[ $_gwtrace_head == "gw1${_gwtrace_tab}" || ( $1 == */events.log && -e ${1%/*}/sidecar.lock ) ]]
   elif [[ -e $1 || -L $1 ]]; then
     builtin return 1
   elif [[ $1 == */* ]]; then

@@ -67,13 +67,15 @@ def now_us() -> int:
     return time.time_ns() // 1000
 
 
-def is_event_log(fd: int) -> bool:
+def is_event_log(fd: int, path: str) -> bool:
     """The library's rule (bash/gwtrace.sh _gwtrace_is_log) on an open file: a
-    regular file of this user's, empty or starting with ``gw1<TAB>``."""
+    regular file of this user's, empty or starting with ``gw1<TAB>``, or a
+    sidecar's own ``events.log`` (its directory holds ``sidecar.lock``)."""
     st = os.fstat(fd)
     if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
         return False
-    return st.st_size == 0 or os.pread(fd, 4, 0) == b"gw1\t"
+    return st.st_size == 0 or os.pread(fd, 4, 0) == b"gw1\x09" or (
+        os.path.basename(path) == "events.log" and os.path.exists(os.path.join(os.path.dirname(path), "sidecar.lock")))
 
 
 def _own_directory(path: str) -> bool:
@@ -111,7 +113,7 @@ class EventLog:
             self._warn(exc)
             return
         try:
-            if not is_event_log(fd):
+            if not is_event_log(fd, self.path):
                 self._warn(OSError(0, "not an event log of gwtrace's (a regular file of ours, empty or "
                                       "starting with gw1)"))
                 return
