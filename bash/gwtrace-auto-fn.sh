@@ -169,7 +169,7 @@ _gwtrace_auto_enter() {
     source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) _gwtrace_auto_cold; _gwtrace_auto_sync "$_gwtrace_dn" 3; return 0 ;;   # the general path knows these
   esac
   if (( _gwtrace_dn == _gwtrace_ad + 1 && _gwtrace_adep[_gwtrace_an-1] < _gwtrace_dn && (_gwtrace_actr += 1) < 2000000 )) \
-      && [[ $BASHPID == "$_gwtrace_aown" && ${TRACEPARENT-} == "$_gwtrace_aexp" && -n ${EPOCHREALTIME-} ]]; then
+      && [[ $BASHPID == "$_gwtrace_aown" && ${TRACEPARENT-} == "$_gwtrace_aexp" && -n ${EPOCHREALTIME-} && -n ${TRACEPARENT+x} && ${TRACEPARENT@a} != *r* ]]; then
     _gwtrace_dz=$_gwtrace_apfx${_gwtrace_actr:1}
     builtin printf '%s\n' "gw1	B	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	$_gwtrace_dz	${_gwtrace_acur:--}	0	$_gwtrace_afl	${_gwtrace_ats:--}	$_gwtrace_dw" >>"$_gwtrace_alog" || :
     _gwtrace_apar[_gwtrace_an]=$_gwtrace_acur _gwtrace_asp[_gwtrace_an]=$_gwtrace_dz _gwtrace_adep[_gwtrace_an]=$_gwtrace_dn \
@@ -177,7 +177,7 @@ _gwtrace_auto_enter() {
       _gwtrace_asite[_gwtrace_an]="${BASH_LINENO[2]} $_gwtrace_dw ${BASH_SOURCE[3]-}" _gwtrace_aotp[_gwtrace_an]=$_gwtrace_aexp \
       _gwtrace_aotpset[_gwtrace_an]=${TRACEPARENT+1} _gwtrace_an=$((_gwtrace_an + 1)) _gwtrace_ad=$_gwtrace_dn _gwtrace_acur=$_gwtrace_dz \
       _gwtrace_aexp=00-$_gwtrace_atr-$_gwtrace_dz-$_gwtrace_afl GWTRACE_AUTO_OPEN+=,$_gwtrace_dz \
-      TRACEPARENT=00-$_gwtrace_atr-$_gwtrace_dz-$_gwtrace_afl || :      # last: the script may have made it readonly
+      TRACEPARENT=00-$_gwtrace_atr-$_gwtrace_dz-$_gwtrace_afl      # not readonly (note 8)
   else
     _gwtrace_auto_cold
     _gwtrace_auto_sync "$_gwtrace_dn" 3
@@ -187,7 +187,7 @@ _gwtrace_auto_enter() {
 # Shallower: functions returned, with the status the trap saw (note 9).
 _gwtrace_auto_leave() {
   _gwtrace_dn=$(( ${#BASH_SOURCE[@]} - 2 )) _gwtrace_di=$((_gwtrace_an - 1))
-  if [[ $BASHPID != "$_gwtrace_aown" || ${TRACEPARENT-} != "$_gwtrace_aexp" || -z ${EPOCHREALTIME-} ]]; then
+  if [[ $BASHPID != "$_gwtrace_aown" || ${TRACEPARENT-} != "$_gwtrace_aexp" || -z ${EPOCHREALTIME-} || -z ${TRACEPARENT+x} || ${TRACEPARENT@a} == *r* ]]; then
     _gwtrace_auto_cold
     _gwtrace_auto_sync "$_gwtrace_dn" 3
     return 0
@@ -199,7 +199,7 @@ _gwtrace_auto_leave() {
     if [[ -n $_gwtrace_dz && -n ${_gwtrace_aotpset[_gwtrace_di]} && ${_gwtrace_apid[_gwtrace_di]} == "$BASHPID" ]]; then
       builtin printf '%s\n' "gw1	E	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	$_gwtrace_dz	$_gwtrace_ast" >>"$_gwtrace_alog" || :
       GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"$_gwtrace_dz"} _gwtrace_aexp=${_gwtrace_aotp[_gwtrace_di]} \
-        _gwtrace_acur=${_gwtrace_apar[_gwtrace_di]} _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1)) TRACEPARENT=$_gwtrace_aexp || :
+        _gwtrace_acur=${_gwtrace_apar[_gwtrace_di]} _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1)) TRACEPARENT=$_gwtrace_aexp
     elif [[ -n $_gwtrace_dz ]]; then
       _gwtrace_auto_cold; _gwtrace_auto_pop "$_gwtrace_ast"; _gwtrace_di=$((_gwtrace_di - 1))
     else
@@ -306,9 +306,13 @@ return 0
 #    (gwtrace-auto-frames.sh). The stack indices count our two functions.
 #
 # 8. _gwtrace_auto_enter's written-out case: exactly one level deeper, a name
-#    of the script's, this process's ids set up and TRACEPARENT still ours;
-#    the span is a child of the innermost one. TRACEPARENT is assigned last:
-#    the script may have made it readonly, and the assignment then fails.
+#    of the script's, this process's ids set up and TRACEPARENT still ours
+#    and not readonly; the span is a child of the innermost one. Assigning a
+#    readonly variable is fatal under `set -e` whatever `|| :` follows (and
+#    without it abandons the script's whole command), so it is never tried:
+#    ${TRACEPARENT@a} (bash 5 here: EPOCHREALTIME; only when set: `set -u`)
+#    sends a readonly one, or an unset one, to the general path, which
+#    leaves a readonly one alone (gwtrace-auto-util.sh's _gwtrace_auto_tp).
 #
 # 9. _gwtrace_auto_leave: a function whose last command was a call returns
 #    that call's status, tested or not as the outermost one that returns now

@@ -129,7 +129,8 @@ _gwtrace_auto_emit() {
 _gwtrace_auto_push() {
   local _gwtrace_lname=$1 _gwtrace_ldep=$2 _gwtrace_li=$_gwtrace_an _gwtrace_lparent _gwtrace_lremote=0 _gwtrace_lspan='' _gwtrace_la _gwtrace_lline _gwtrace_lt=$'\t'
   shift 2
-  if [[ -n $_gwtrace_lname && ${TRACEPARENT-} != "$_gwtrace_aexp" ]] && _gwtrace_auto_adoptparent; then
+  # (not a readonly TRACEPARENT: the script cannot have opened a span in it since)
+  if [[ -n $_gwtrace_lname && ${TRACEPARENT-} != "$_gwtrace_aexp" && $_gwtrace_aexp != '(readonly)' ]] && _gwtrace_auto_adoptparent; then
     _gwtrace_acur=$_gwtrace_ar _gwtrace_aexp=$TRACEPARENT
   fi
   _gwtrace_lparent=$_gwtrace_acur
@@ -245,10 +246,35 @@ _gwtrace_auto_sync() {
 _gwtrace_auto_src_begin() {
   local _gwtrace_la=${BASH_COMMAND#* }
   _gwtrace_auto_now
-  [[ $_gwtrace_la == *[[:space:]]* ]] || _gwtrace_la=''      # one argument: $_ will be the file
+  # one argument (`source $(dirname "$0")/lib.sh` is one too): $_ will be the file
+  [[ $_gwtrace_la == *[[:space:]]* ]] && ! _gwtrace_auto_one_word "$_gwtrace_la" || _gwtrace_la=
   _gwtrace_aspend="$(( ${#BASH_SOURCE[@]} - 3 )) $_gwtrace_ad $BASHPID $_gwtrace_at ${_gwtrace_la%%[[:space:]]*}"
   _gwtrace_ad=-1
   _gwtrace_auto_mode
+}
+
+# _gwtrace_auto_one_word TEXT: true if TEXT, a command's arguments as bash
+# shows them, is one shell word: no blank outside quotes, $(...), ${...} and
+# backquotes. Only for a `source` whose arguments hold a blank.
+_gwtrace_auto_one_word() {
+  local _gwtrace_lt=$1 _gwtrace_li _gwtrace_lc _gwtrace_lq='' _gwtrace_ld=0
+  for (( _gwtrace_li = 0; _gwtrace_li < ${#_gwtrace_lt}; _gwtrace_li++ )); do
+    _gwtrace_lc=${_gwtrace_lt:_gwtrace_li:1}
+    if [[ $_gwtrace_lq == "'" ]]; then
+      [[ $_gwtrace_lc != "'" ]] || _gwtrace_lq=''
+      continue
+    fi
+    case $_gwtrace_lc in
+      \\) _gwtrace_li=$((_gwtrace_li + 1)) ;;
+      "'") [[ -n $_gwtrace_lq || $_gwtrace_ld -gt 0 ]] || _gwtrace_lq="'" ;;
+      '"') if [[ $_gwtrace_lq == '"' ]]; then _gwtrace_lq=''; else _gwtrace_lq='"'; fi ;;
+      '$') [[ ${_gwtrace_lt:_gwtrace_li+1:1} != [\(\{] ]] || { _gwtrace_ld=$((_gwtrace_ld + 1)) _gwtrace_li=$((_gwtrace_li + 1)); } ;;
+      ')'|'}') (( _gwtrace_ld == 0 )) || _gwtrace_ld=$((_gwtrace_ld - 1)) ;;
+      '`') (( _gwtrace_ld == 0 )) && _gwtrace_ld=1 || _gwtrace_ld=0 ;;
+      [[:space:]]) [[ -z $_gwtrace_lq && $_gwtrace_ld -eq 0 ]] && return 1 ;;
+    esac
+  done
+  return 0
 }
 
 # _gwtrace_auto_src_done FILE: after the command that followed a `source`.

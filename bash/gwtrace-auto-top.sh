@@ -59,8 +59,7 @@ _gwtrace_auto_top_begin() {
   _gwtrace_atl=${BASH_LINENO[1]} _gwtrace_atn=$1 _gwtrace_atotp=${TRACEPARENT-} _gwtrace_atotpset=${TRACEPARENT+1}
   builtin printf '%s\n' "gw1	B	$_gwtrace_at	$_gwtrace_atk	$_gwtrace_atsp	$_gwtrace_atk2	$1	gwtrace.kind=function" >>"$_gwtrace_alog" || :
   [[ ${GWTRACE_AUTO_OPEN-} != "$_gwtrace_amain:"* ]] || GWTRACE_AUTO_OPEN+=,$_gwtrace_atsp
-  # shellcheck disable=SC2015  # intended: export unless both hold
-  (( _gwtrace_a44 )) && [[ ${TRACEPARENT@a} == *r* ]] || builtin export TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_atsp-$_gwtrace_afl"
+  _gwtrace_auto_top_ro || builtin export TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_atsp-$_gwtrace_afl"
 }
 
 # _gwtrace_auto_top_end [STATUS]: end it (no STATUS: what the trap saw), and
@@ -79,12 +78,21 @@ _gwtrace_auto_top_end() {
   [[ -n $_gwtrace_at ]] || { _gwtrace_auto_top_util; _gwtrace_auto_now; }
   builtin printf '%s\n' "gw1	E	$_gwtrace_at	$_gwtrace_atk	$_gwtrace_atsp	$_gwtrace_ast" >>"$_gwtrace_alog" || :
   GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"$_gwtrace_atsp"} _gwtrace_atsp=''
-  if (( _gwtrace_a44 )) && [[ ${TRACEPARENT@a} == *r* ]]; then
+  if _gwtrace_auto_top_ro; then
     return 0
   elif [[ -n $_gwtrace_atotpset ]]; then
     builtin export TRACEPARENT="$_gwtrace_atotp"
   else
     builtin unset TRACEPARENT
+  fi
+}
+
+# True if the script made TRACEPARENT readonly (note 3).
+_gwtrace_auto_top_ro() {
+  if (( _gwtrace_a44 )) && [[ -n ${TRACEPARENT+x} ]]; then
+    [[ ${TRACEPARENT@a} == *r* ]]
+  else
+    ! builtin unset -v TRACEPARENT
   fi
 }
 
@@ -117,6 +125,10 @@ return 0
 #    fast path: a glidein has hundreds of distinct ones.
 #
 # 3. TRACEPARENT is not assigned when the script made it readonly: assigning
-#    a readonly variable ends a bash script. The rule is written out here and
-#    at the end (gwtrace-auto-util.sh's _gwtrace_auto_tp has it too): calling
-#    it would make every process at this level read that file.
+#    a readonly variable ends a bash script under `set -e` (`export` and
+#    `|| :` too). The rule is _gwtrace_auto_top_ro (gwtrace-auto-util.sh's
+#    _gwtrace_auto_tp has it too: calling that would make every process at
+#    this level read that file): ${TRACEPARENT@a} when set on bash 4.4+,
+#    else an `unset`, harmless on a readonly variable (and the value is
+#    assigned right after otherwise; bash 4.4 dies of ${TRACEPARENT[@]@a}
+#    on a readonly variable without a value).

@@ -143,11 +143,20 @@ _gwtrace_auto_site() {
 
 # _gwtrace_auto_tp VALUE SET: export TRACEPARENT=VALUE (SET '': unset it) and
 # remember it in _gwtrace_aexp; unless the script made it readonly (assigning
-# a readonly variable ends a non-interactive bash): then _gwtrace_aexp can
-# match nothing, which keeps the written-out paths of _gwtrace_auto_dbg away.
+# a readonly variable, even with `export` or `|| :`, ends a bash under
+# `set -e` and abandons its command without): then _gwtrace_aexp can match
+# nothing, which keeps the written-out paths of _gwtrace_auto_dbg away.
+# Readonly: ${TRACEPARENT@a} when it is set (bash 4.4+); when unset, or
+# before 4.4, an `unset`, which fails harmlessly on a readonly variable (and
+# changes nothing on an unset one). Not ${TRACEPARENT[@]@a}: bash 4.4 dies
+# of it (SIGSEGV) on a readonly variable without a value.
 _gwtrace_auto_tp() {
-  if (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) \
-     && [[ ${TRACEPARENT@a} == *r* ]]; then
+  if [[ -n ${TRACEPARENT+x} ]] && (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )); then
+    if [[ ${TRACEPARENT@a} == *r* ]]; then
+      _gwtrace_aexp='(readonly)'
+      return 0
+    fi
+  elif ! builtin unset -v TRACEPARENT; then
     _gwtrace_aexp='(readonly)'
     return 0
   fi
@@ -155,7 +164,7 @@ _gwtrace_auto_tp() {
   if [[ -n $2 ]]; then
     builtin export TRACEPARENT="$1"
   else
-    builtin unset TRACEPARENT
+    builtin unset -v TRACEPARENT
   fi
   return 0
 }

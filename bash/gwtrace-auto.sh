@@ -50,6 +50,15 @@ while :; do                # once: `break` ends the set-up early (note 1)
   _gwtrace_alog=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
   [[ $_gwtrace_alog == file://?* ]] || { _gwtrace_alevel=0; break; }
   _gwtrace_alog=${_gwtrace_alog#file://}
+  # only an event log of gwtrace's (note 8)
+  if [[ -f $_gwtrace_alog ]]; then
+    _gwtrace_l0=''
+    # shellcheck disable=SC2015  # the read's status does not matter, the test after it does
+    [[ -O $_gwtrace_alog ]] && { [[ ! -s $_gwtrace_alog ]] || { IFS= builtin read -r -N 4 _gwtrace_l0 <"$_gwtrace_alog"; [[ $_gwtrace_l0 == gw1$'\t' || ( $_gwtrace_alog == */events.log && -e ${_gwtrace_alog%/*}/sidecar.lock ) ]]; }; } \
+      || { _gwtrace_alevel=0; break; }
+  elif [[ -e $_gwtrace_alog || -L $_gwtrace_alog || $_gwtrace_alog != */* || ! -O ${_gwtrace_alog%/*}/ ]]; then
+    _gwtrace_alevel=0; break
+  fi
   IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
   _gwtrace_lu=${_gwtrace_lu//-/}
   [[ ${#_gwtrace_lu} -eq 32 && $_gwtrace_lu != *[!0-9a-f]* ]] || { _gwtrace_auto_extra; _gwtrace_auto_hex; _gwtrace_lu=$_gwtrace_ar; }
@@ -186,3 +195,11 @@ if [[ -z ${GWTRACE_AUTO_BASH_ENV-} ]]; then return 0; fi   # $? 0 (note 6)
 #    when a status has to be judged; _gwtrace_atend says who ends a pending
 #    top-level span (at exit, or when the script sets its own DEBUG trap).
 #    Its text is guarded with fd 2 closed, as the shell's, for `bash -x`.
+#
+# 8. The event log is written only if it is gwtrace's, by the library's rule
+#    (bash/gwtrace.sh _gwtrace_is_log): a regular file of this user's, empty
+#    or starting with "gw1<TAB>", or none yet in a directory of this user's.
+#    A FIFO would block the script at its first append; a file of someone
+#    else's (a copy of /etc/passwd) would get lines appended. Once per
+#    process: a stat or two and a 4-byte read; the accelerator writes to
+#    _gwtrace_alog only when this set-up kept the level.

@@ -47,8 +47,8 @@
 
 # Loaded already in this shell (or the shell it was forked from)? The flag is
 # never exported, so a child process started under `set -a` loads afresh.
-if [[ -n ${_gwtrace_loaded-} ]] && declare -F trace_end >/dev/null 2>&1; then
-  return 0
+if [[ -n ${_gwtrace_loaded-} ]] && builtin declare -F trace_end >/dev/null 2>&1; then
+  builtin return 0
 fi
 
 _gwtrace_loaded=1
@@ -56,7 +56,7 @@ builtin export -n _gwtrace_loaded
 # The spans open in this shell share one trace: its id, flags and tracestate
 # are kept once, the innermost span id in a scalar, the rest per level
 # (1 = outermost).
-declare -gi _gwtrace_depth=0 _gwtrace_ctr=1000   # open spans; span-id counter
+builtin declare -gi _gwtrace_depth=0 _gwtrace_ctr=1000   # open spans; span-id counter
 _gwtrace_tr=''          # trace id (32 hex) of the open spans
 _gwtrace_fl=''          # their W3C trace flags (2 hex)
 _gwtrace_st=''          # their tracestate ('' if none)
@@ -105,7 +105,7 @@ _gwtrace_clock=''
 # of the write). The push is one command (a trap handler may call trace_*
 # between any two commands); the line follows it.
 trace_begin() {
-  local _gwtrace_rc=$?
+  builtin local _gwtrace_rc="$?"
   # shellcheck disable=SC2053  # the key is glob-free (_gwtrace_rekey)
   if [[ ${1:+x}$#${_gwtrace_sp:+x}${TRACEPARENT+x}$_gwtrace_st$_gwtrace_fl$_gwtrace_ctr == x[1-4]xx?[13579bdf][1-8]??? \
         && ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:$BASHPID:${GWTRACE_SOCKET:-${GWTRACE_DIR-}} == $_gwtrace_key \
@@ -113,7 +113,7 @@ trace_begin() {
     && case ${EPOCHREALTIME:-@}"${@,,}" in
          *[$'\\\t\n\r']*|*token*|*secret*|*pass*|*pw*|*auth*|*key*|*jwt*|*proxy*|*cred*|*cook*|*bearer\ *|*eyj*|\
          *s?g[=:]*|*s?gnat*|*_pat*|*://*@*) \
-           false ;;
+           builtin false ;;
          @*) _gwtrace_now ;;     # no EPOCHREALTIME (bash < 5): the clock
        esac
   then
@@ -126,8 +126,8 @@ trace_begin() {
   else
     _gwtrace_begin ${1+"$@"}
   fi
-  [[ -o errexit ]] && return 0
-  return "$_gwtrace_rc"
+  [[ -o errexit ]] && builtin return 0
+  builtin return "$_gwtrace_rc"
 } 2>&-
 
 # trace_end [STATUS] [KEY=VALUE...]: end the innermost span. STATUS is an exit
@@ -136,7 +136,7 @@ trace_begin() {
 # key (as in trace_begin), TRACEPARENT set now, and before the span set and
 # exported with no TRACESTATE, the span sampled.
 trace_end() {
-  local _gwtrace_rc=$?
+  builtin local _gwtrace_rc="$?"
   # shellcheck disable=SC2053  # the key is glob-free (_gwtrace_rekey)
   if [[ ( $# == 0 || $#$1 == 1[0-9] || $#$1 == 1[1-9][0-9] || $#$1 == 1[1-9][0-9][0-9] ) \
         && ${TRACEPARENT+x}$_gwtrace_fl$_gwtrace_mk == x?[13579bdf]*x \
@@ -148,17 +148,17 @@ trace_end() {
     ! builtin printf '%s\n' "gw1	E	${EPOCHREALTIME:-$_gwtrace_clock}	$BASHPID	$_gwtrace_tr	$_gwtrace_sp	${1:-$_gwtrace_rc}" >>"$_gwtrace_file"
     _gwtrace_sp=$_gwtrace_pa _gwtrace_pa=${_gwtrace_up[_gwtrace_depth]} TRACEPARENT=${_gwtrace_otp[_gwtrace_depth]} \
       _gwtrace_mk=${_gwtrace_mk%?} _gwtrace_depth+=-1
-    [[ -o errexit ]] && return 0
-    return "${1:-$_gwtrace_rc}"
+    [[ -o errexit ]] && builtin return 0
+    builtin return "${1:-$_gwtrace_rc}"
   fi
   _gwtrace_end ${1+"$@"}
-  [[ -o errexit ]] && return 0
-  return "$_gwtrace_rc"
+  [[ -o errexit ]] && builtin return 0
+  builtin return "$_gwtrace_rc"
 } 2>&-
 
 # trace_event NAME [KEY=VALUE...]: a timestamped event on the innermost span.
 trace_event() {
-  local _gwtrace_rc=$? _gwtrace_line
+  builtin local _gwtrace_rc="$?" _gwtrace_line
   if (( _gwtrace_depth > 0 && $# > 0 )) && [[ $_gwtrace_fl == ?[13579bdf] ]] \
      && { [[ -z ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] || ! _gwtrace_off; }; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
@@ -168,13 +168,13 @@ trace_event() {
     _gwtrace_emit
   fi
   [[ -o allexport ]] && _gwtrace_unexport
-  [[ -o errexit ]] && return 0
-  return "$_gwtrace_rc"
+  [[ -o errexit ]] && builtin return 0
+  builtin return "$_gwtrace_rc"
 } 2>&-
 
 # trace_attr KEY=VALUE...: set attributes on the innermost span.
 trace_attr() {
-  local _gwtrace_rc=$? _gwtrace_line
+  builtin local _gwtrace_rc="$?" _gwtrace_line
   if (( _gwtrace_depth > 0 && $# > 0 )) && [[ $_gwtrace_fl == ?[13579bdf] ]] \
      && { [[ -z ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] || ! _gwtrace_off; }; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
@@ -183,8 +183,8 @@ trace_attr() {
     _gwtrace_emit
   fi
   [[ -o allexport ]] && _gwtrace_unexport
-  [[ -o errexit ]] && return 0
-  return "$_gwtrace_rc"
+  [[ -o errexit ]] && builtin return 0
+  builtin return "$_gwtrace_rc"
 } 2>&-
 
 # trace_run NAME CMD [ARGS...]: run CMD inside a span named NAME and return
@@ -195,36 +195,36 @@ trace_attr() {
 # groups' closed fd 2; the command itself runs with the host's options, so
 # `set -x` shows the call and the command, as it would without tracing.
 trace_run() {
-  { local _gwtrace_rc=$? _gwtrace_x=$- _gwtrace_name=${1-}; set +x; } 2>&-
+  { builtin local _gwtrace_rc="$?" _gwtrace_x="$-" _gwtrace_name="${1-}"; builtin set +x; } 2>&-
   if (( $# < 2 )); then
-    { [[ $_gwtrace_x == *x* ]] && set -x; [[ -o errexit ]] && return 0; return "$_gwtrace_rc"; } 2>&-
+    { [[ $_gwtrace_x == *x* ]] && builtin set -x; [[ -o errexit ]] && builtin return 0; builtin return "$_gwtrace_rc"; } 2>&-
   fi
-  shift
+  builtin shift
   trace_begin "$_gwtrace_name" "process.executable.name=${1##*/}"
   # `if` (not &&) so that the command starts with $? = 0, as after the
   # successful trace_begin a direct call would follow.
   if _gwtrace_is_shell_code "$1"; then
-    if [[ $_gwtrace_x == *x* ]]; then set -x; fi
+    if [[ $_gwtrace_x == *x* ]]; then builtin set -x; fi
     "$@"
-    { _gwtrace_rc=$? _gwtrace_x=$-; set +x; } 2>&-
+    { _gwtrace_rc=$? _gwtrace_x=$-; builtin set +x; } 2>&-
   else
-    if [[ $_gwtrace_x == *x* ]]; then set -x; fi
+    if [[ $_gwtrace_x == *x* ]]; then builtin set -x; fi
     # $- again after the command: a `set -x`/`set +x` it made must stay.
-    if "$@"; then { _gwtrace_rc=0 _gwtrace_x=$-; set +x; } 2>&-; else { _gwtrace_rc=$? _gwtrace_x=$-; set +x; } 2>&-; fi
+    if "$@"; then { _gwtrace_rc=0 _gwtrace_x=$-; builtin set +x; } 2>&-; else { _gwtrace_rc=$? _gwtrace_x=$-; builtin set +x; } 2>&-; fi
   fi
   trace_end "$_gwtrace_rc"
-  { [[ $_gwtrace_x == *x* ]] && set -x; return "$_gwtrace_rc"; } 2>&-
+  { [[ $_gwtrace_x == *x* ]] && builtin set -x; builtin return "$_gwtrace_rc"; } 2>&-
 }
 
 # --- internals -------------------------------------------------------------
 
 # _gwtrace_begin NAME [KEY=VALUE...]: trace_begin's general path.
 _gwtrace_begin() {
-  local _gwtrace_trace _gwtrace_parent _gwtrace_remote=0 _gwtrace_flags _gwtrace_state _gwtrace_span \
+  builtin local _gwtrace_trace _gwtrace_parent _gwtrace_remote=0 _gwtrace_flags _gwtrace_state _gwtrace_span \
     _gwtrace_line _gwtrace_m
   if [[ -z ${1-} || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$#"; then
     [[ -o allexport ]] && _gwtrace_unexport
-    return 0
+    builtin return 0
   fi
   # The span id: a new process (a subshell inherits the prefix) or a counter
   # at its end draws a new prefix first.
@@ -277,22 +277,22 @@ _gwtrace_begin() {
     _gwtrace_emit
   fi
   [[ -o allexport ]] && _gwtrace_unexport
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_end [STATUS] [KEY=VALUE...]: trace_end's general path. Runs in
 # trace_end's dynamic scope: sets its _gwtrace_rc to the code to return.
 _gwtrace_end() {
-  local _gwtrace_status=$_gwtrace_rc _gwtrace_line _gwtrace_m
+  builtin local _gwtrace_status="$_gwtrace_rc" _gwtrace_line _gwtrace_m
   if [[ $_gwtrace_depth -eq 0 || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$_gwtrace_depth"; then
     [[ -o allexport ]] && _gwtrace_unexport
-    return 0
+    builtin return 0
   fi
   # A first argument is the status unless it reads as KEY=VALUE (no blank in KEY).
   if [[ -n ${1-} ]] && [[ $1 != *=* || ${1%%=*} == *[[:space:]]* ]]; then
     _gwtrace_status_of "$1"
     _gwtrace_status=$_gwtrace_r _gwtrace_rc=$_gwtrace_rcode
-    shift
+    builtin shift
   fi
   if [[ $_gwtrace_fl == ?[13579bdf] ]]; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
@@ -315,7 +315,7 @@ _gwtrace_end() {
     _gwtrace_set_tracestate '' ''
   fi
   [[ -o allexport ]] && _gwtrace_unexport
-  return 0
+  builtin return 0
 }
 
 # Under `set -a` every assignment exports: keep the state out of children.
@@ -324,7 +324,7 @@ _gwtrace_unexport() {
     _gwtrace_rng _gwtrace_pid _gwtrace_pfx _gwtrace_r _gwtrace_rcode _gwtrace_clock _gwtrace_loaded \
     _gwtrace_base_tr _gwtrace_base_sp _gwtrace_base_fl _gwtrace_base_ts _gwtrace_boot_us _gwtrace_attr_ok \
     _gwtrace_ro_tp _gwtrace_ro_ts _gwtrace_ksock _gwtrace_kdir _gwtrace_file _gwtrace_key _gwtrace_ekey _gwtrace_tab
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_skip COUNT: true when a call must do nothing: tracing is off, or
@@ -340,9 +340,9 @@ _gwtrace_off() {
 
 _gwtrace_is_shell_code() {
   case $1 in
-    eval|source|.) return 0 ;;
+    eval|source|.) builtin return 0 ;;
   esac
-  declare -F -- "$1" >/dev/null 2>&1
+  builtin declare -F -- "$1" >/dev/null 2>&1
 }
 
 # _gwtrace_status_of WORD: the wire status into _gwtrace_r (an exit code,
@@ -366,7 +366,7 @@ _gwtrace_status_of() {
         _gwtrace_r=error:$_gwtrace_r _gwtrace_rcode=1
       fi ;;
   esac
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_message: the status message in _gwtrace_r (its first 4096
@@ -385,7 +385,7 @@ _gwtrace_message() {
 # EPOCHREALTIME) into _gwtrace_clock, for bash 4: /proc/uptime (10 ms
 # resolution: "SECONDS.CC IDLE") plus the boot time, without forking.
 _gwtrace_now() {
-  local _gwtrace_upt='' _gwtrace_cs='' _gwtrace_us
+  builtin local _gwtrace_upt='' _gwtrace_cs='' _gwtrace_us
   IFS=' .' builtin read -r _gwtrace_upt _gwtrace_cs _gwtrace_us </proc/uptime || :
   if [[ $_gwtrace_upt == [0-9]* && $_gwtrace_upt$_gwtrace_cs != *[!0-9]* && $_gwtrace_cs == [0-9][0-9] ]]; then
     _gwtrace_us=$(( _gwtrace_boot_us + (10#$_gwtrace_upt * 100 + 10#$_gwtrace_cs) * 10000 ))
@@ -393,14 +393,14 @@ _gwtrace_now() {
   else
     builtin printf -v _gwtrace_clock '%(%s)T.000000' -1
   fi
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_rand64: 16 hex digits, never all zero, into _gwtrace_r: splitmix64
 # over a state seeded per process from the kernel (_gwtrace_reseed), XOR
 # $BASHPID << 40 (distinct ids even if the kernel gave nothing).
 _gwtrace_rand64() {
-  local _gwtrace_z
+  builtin local _gwtrace_z
   builtin printf -v _gwtrace_r '%016x' $(( _gwtrace_z = (_gwtrace_rng += -7046029254386353131),
       _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
       _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
@@ -409,7 +409,7 @@ _gwtrace_rand64() {
 
 # _gwtrace_trace_id: 32 hex digits, random, into _gwtrace_r.
 _gwtrace_trace_id() {
-  local _gwtrace_hi
+  builtin local _gwtrace_hi
   [[ $_gwtrace_pid == "$BASHPID" ]] || _gwtrace_newpfx
   _gwtrace_rand64; _gwtrace_hi=$_gwtrace_r
   _gwtrace_rand64; _gwtrace_r=$_gwtrace_hi$_gwtrace_r
@@ -424,19 +424,19 @@ _gwtrace_newpfx() {
   [[ $_gwtrace_pid == "$BASHPID" ]] || _gwtrace_reseed
   _gwtrace_rand64
   _gwtrace_pfx=${_gwtrace_r:4} _gwtrace_ctr=1000
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_reseed: mix fresh kernel randomness into the state, for this
 # $BASHPID: $SRANDOM (bash 5.1+, getrandom(2)) or, without it, one fork-free
 # read of /proc/sys/kernel/random/uuid; with neither, the clock.
 _gwtrace_reseed() {
-  local _gwtrace_u=''
+  builtin local _gwtrace_u=''
   _gwtrace_pid=$BASHPID
   if [[ ${SRANDOM-} == [0-9]* && $SRANDOM != *[!0-9]* ]]; then
     _gwtrace_rng=$(( _gwtrace_rng ^ (SRANDOM << 32) ^ SRANDOM ^ (BASHPID << 40) ))
     _gwtrace_rekey
-    return 0
+    builtin return 0
   fi
   IFS= builtin read -r _gwtrace_u </proc/sys/kernel/random/uuid || _gwtrace_u=''
   _gwtrace_u=${_gwtrace_u//-/}
@@ -450,7 +450,7 @@ _gwtrace_reseed() {
     _gwtrace_rng=$(( _gwtrace_rng ^ (10#${_gwtrace_u:-0} * 2654435761) ^ (RANDOM << 16) ^ (BASHPID << 40) ))
   fi
   _gwtrace_rekey
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_esc STRING: escape backslash, tab, newline and CR into _gwtrace_r.
@@ -460,7 +460,7 @@ _gwtrace_esc() {
   _gwtrace_r=$1
   (( ${#_gwtrace_r} <= 4096 )) || _gwtrace_r=${_gwtrace_r:0:4096}
   if [[ $_gwtrace_r == *[$'\\\t\n\r']* ]]; then
-    local _gwtrace_bs=\\
+    builtin local _gwtrace_bs=\\
     _gwtrace_r=${_gwtrace_r//"$_gwtrace_bs"/"$_gwtrace_bs$_gwtrace_bs"}
     _gwtrace_r=${_gwtrace_r//$'\t'/"${_gwtrace_bs}t"}
     _gwtrace_r=${_gwtrace_r//$'\n'/"${_gwtrace_bs}n"}
@@ -472,8 +472,8 @@ _gwtrace_esc() {
 # _gwtrace_line, secrets redacted (_gwtrace_redacts). Values are cut so that
 # the line fits (_gwtrace_fit), keeping every attribute.
 _gwtrace_attrs() {
-  local _gwtrace_a
-  local -a _gwtrace_f=()
+  builtin local _gwtrace_a
+  builtin local -a _gwtrace_f; _gwtrace_f=()
   for _gwtrace_a in "$@"; do
     # Only the first 4096 characters of a value are ever written: checking
     # (and escaping) the rest of a 100 KB value would take most of a second.
@@ -565,14 +565,20 @@ _gwtrace_userinfo() {
 # A cut field keeps its key whole and a prefix of its value; the line gets
 # gwtrace.truncated=true. _gwtrace_shrink stays the last guard (a huge name).
 _gwtrace_fit() {
-  local -i _gwtrace_max=4000 _gwtrace_total=${#_gwtrace_line} _gwtrace_i _gwtrace_n _gwtrace_left _gwtrace_share \
+  builtin local -i _gwtrace_max=4000 _gwtrace_total="${#_gwtrace_line}" _gwtrace_i _gwtrace_n _gwtrace_left _gwtrace_share \
     _gwtrace_more=1
-  local _gwtrace_a _gwtrace_bs
-  [[ $_gwtrace_line${_gwtrace_f[*]} == *[![:ascii:]]* ]] && _gwtrace_max=1000
+  builtin local _gwtrace_a _gwtrace_bs
+  if [[ $_gwtrace_line${_gwtrace_f[*]} == *[![:ascii:]]* ]]; then
+    _gwtrace_max=1000
+    # Lengths in characters, as under UTF-8, whatever the locale (_gwtrace_chars).
+    _gwtrace_a=$'\xc3\xa9'
+    # shellcheck disable=SC2015  # _gwtrace_chars returns 0; `|| :`: a readonly LC_ALL
+    (( ${#_gwtrace_a} == 1 )) || { builtin local LC_ALL=C.UTF-8 && _gwtrace_chars || :; }
+  fi
   for _gwtrace_a in "${_gwtrace_f[@]}"; do _gwtrace_total+=${#_gwtrace_a}+1; done
-  (( _gwtrace_total > _gwtrace_max )) || return 0
+  (( _gwtrace_total > _gwtrace_max )) || builtin return 0
   _gwtrace_left=$(( _gwtrace_max - ${#_gwtrace_line} - 24 )) _gwtrace_n=${#_gwtrace_f[@]}
-  local -a _gwtrace_done=()
+  builtin local -a _gwtrace_done; _gwtrace_done=()
   while (( _gwtrace_more && _gwtrace_n > 0 )); do
     _gwtrace_more=0 _gwtrace_share=$(( _gwtrace_left / _gwtrace_n - 1 ))
     for _gwtrace_i in "${!_gwtrace_f[@]}"; do
@@ -597,7 +603,7 @@ _gwtrace_fit() {
 # _gwtrace_emit: append the caller's _gwtrace_line to the event log.
 _gwtrace_emit() {
   [[ ${GWTRACE_SOCKET-} == "$_gwtrace_ksock" && ${GWTRACE_DIR-} == "$_gwtrace_kdir" ]] || _gwtrace_logpath
-  [[ -n $_gwtrace_file ]] || return 0
+  [[ -n $_gwtrace_file ]] || builtin return 0
   (( ${#_gwtrace_line} < 1000 )) || _gwtrace_shrink
   builtin printf '%s\n' "$_gwtrace_line" >>"$_gwtrace_file" || :
 }
@@ -610,10 +616,36 @@ _gwtrace_logpath() {
     _gwtrace_file=${GWTRACE_SOCKET:-${GWTRACE_DIR:+file://$GWTRACE_DIR/events.log}}
   if [[ $_gwtrace_file == file://?* ]]; then
     _gwtrace_file=${_gwtrace_file#file://}
+    _gwtrace_is_log "$_gwtrace_file" || _gwtrace_file=''
   else
     _gwtrace_file=''
   fi
   _gwtrace_rekey
+}
+
+# _gwtrace_is_log PATH: true if PATH is an event log of gwtrace's, the only
+# kind of file the library appends to (docs/protocol.md, "Transport"): a
+# regular file (not a FIFO, whose open would block, nor a device) owned by
+# this user, empty or starting with "gw1<TAB>"; or no file yet in a directory
+# of this user's (the append creates it); or a sidecar's own events.log (its
+# directory holds sidecar.lock), whatever junk it starts with. A copy of
+# /etc/passwd is none. Run
+# when GWTRACE_SOCKET or GWTRACE_DIR changes (the verdict is kept with them):
+# a stat or two and a read of 4 bytes, no fork.
+_gwtrace_is_log() {
+  builtin local _gwtrace_head=''
+  if [[ -f $1 ]]; then
+    [[ -O $1 ]] || builtin return 1
+    [[ -s $1 ]] || builtin return 0
+    IFS= builtin read -r -N 4 _gwtrace_head <"$1" || :
+    [[ $_gwtrace_head == "gw1${_gwtrace_tab}" || ( $1 == */events.log && -e ${1%/*}/sidecar.lock ) ]]
+  elif [[ -e $1 || -L $1 ]]; then
+    builtin return 1
+  elif [[ $1 == */* ]]; then
+    [[ -d ${1%/*}/ && -O ${1%/*}/ ]]
+  else
+    [[ -O . ]]
+  fi
 }
 
 # _gwtrace_rekey: the keys the fast paths compare with what they see:
@@ -639,24 +671,46 @@ _gwtrace_rekey() {
 # writes of one call never interleave with other writers; a longer line is cut
 # to stay below that, and marked. (Up to 4 bytes per character when not ASCII.)
 _gwtrace_shrink() {
-  local _gwtrace_max=4000
-  [[ $_gwtrace_line == *[![:ascii:]]* ]] && _gwtrace_max=1000
-  (( ${#_gwtrace_line} > _gwtrace_max )) || return 0
+  builtin local _gwtrace_max=4000 _gwtrace_e=$'\xc3\xa9'
+  if [[ $_gwtrace_line == *[![:ascii:]]* ]]; then
+    _gwtrace_max=1000
+    # shellcheck disable=SC2015  # as in _gwtrace_fit
+    (( ${#_gwtrace_e} == 1 )) || { builtin local LC_ALL=C.UTF-8 && _gwtrace_chars || :; }
+  fi
+  (( ${#_gwtrace_line} > _gwtrace_max )) || builtin return 0
   _gwtrace_line=${_gwtrace_line:0:_gwtrace_max}
   [[ $_gwtrace_line == *\\ ]] && _gwtrace_line=${_gwtrace_line%\\}
   _gwtrace_line+=$'\tgwtrace.truncated=true'
 }
 
+# _gwtrace_chars: make the caller's `local LC_ALL` (just set to C.UTF-8) a
+# UTF-8 locale that bash can load: the lengths and cuts of _gwtrace_fit and
+# _gwtrace_shrink are in characters (docs/protocol.md, "Transport"), and under
+# LC_ALL=C (common on worker nodes) bash counts bytes, which would cut a
+# non-ASCII value elsewhere, even inside a character. Only for a long line
+# with a non-ASCII character; a locale bash cannot load leaves bytes (and a
+# warning on the closed fd 2), the next one is tried. A readonly LC_ALL
+# stays as it is (the `local` fails, harmlessly).
+_gwtrace_chars() {
+  builtin local _gwtrace_e=$'\xc3\xa9' _gwtrace_l
+  (( ${#_gwtrace_e} == 1 )) && builtin return 0
+  for _gwtrace_l in C.utf8 en_US.UTF-8 en_US.utf8; do
+    LC_ALL=$_gwtrace_l
+    (( ${#_gwtrace_e} == 1 )) && builtin return 0
+  done
+  builtin return 0
+}
+
 # _gwtrace_set_tracestate VALUE HOW: HOW is x (export VALUE), s (set VALUE,
 # not exported) or '' (unset). A readonly TRACESTATE is left alone.
 _gwtrace_set_tracestate() {
-  (( _gwtrace_ro_ts )) && return 0
+  (( _gwtrace_ro_ts )) && builtin return 0
   case $2 in
     x) builtin export TRACESTATE="$1" ;;
     s) TRACESTATE=$1; builtin export -n TRACESTATE ;;
     *) builtin unset TRACESTATE ;;
   esac
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_readonly_context: set _gwtrace_ro_tp/_gwtrace_ro_ts. Assigning a
@@ -664,20 +718,20 @@ _gwtrace_set_tracestate() {
 # be known before. bash 4.4+ tells with ${var@a}; older bash needs one
 # subshell, once, when the library is sourced.
 _gwtrace_readonly_context() {
-  local _gwtrace_attrs _gwtrace_nounset=0
+  builtin local _gwtrace_attrs _gwtrace_nounset=0
   if (( _gwtrace_attr_ok )); then
     # ${var@a} of an unset (maybe readonly) variable trips `set -u`.
-    [[ -o nounset ]] && { _gwtrace_nounset=1; set +u; }
+    [[ -o nounset ]] && { _gwtrace_nounset=1; builtin set +u; }
     _gwtrace_attrs=${TRACEPARENT@a}
     [[ $_gwtrace_attrs == *r* ]] && _gwtrace_ro_tp=1
     _gwtrace_attrs=${TRACESTATE@a}
     [[ $_gwtrace_attrs == *r* ]] && _gwtrace_ro_ts=1
-    (( _gwtrace_nounset )) && set -u
+    (( _gwtrace_nounset )) && builtin set -u
   else
     ( TRACEPARENT=x ) 2>/dev/null || _gwtrace_ro_tp=1
     ( TRACESTATE=x ) 2>/dev/null || _gwtrace_ro_ts=1
   fi
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_export_attrs: for the outermost span, just pushed, record "set,
@@ -685,7 +739,7 @@ _gwtrace_readonly_context() {
 # TRACEPARENT and TRACESTATE it hides (bash 4.4+: ${var@a}; called before
 # they change).
 _gwtrace_export_attrs() {
-  local _gwtrace_attrs
+  builtin local _gwtrace_attrs
   if [[ -n ${TRACEPARENT+x} ]]; then
     _gwtrace_attrs=${TRACEPARENT@a}
     if [[ $_gwtrace_attrs != *x* ]]; then
@@ -697,7 +751,7 @@ _gwtrace_export_attrs() {
     _gwtrace_attrs=${TRACESTATE@a}
     [[ $_gwtrace_attrs == *x* ]] || _gwtrace_ots[_gwtrace_depth]=s${_gwtrace_ots[_gwtrace_depth]:1}
   fi
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_is_hex STRING LENGTH: lower-case hex of that length, not all zero.
@@ -708,25 +762,25 @@ _gwtrace_is_hex() {
 # Read the W3C context this process was started with (TRACEPARENT and
 # TRACESTATE). An invalid traceparent is ignored as a whole: new root spans.
 _gwtrace_read_context() {
-  local _gwtrace_tp=${TRACEPARENT-} _gwtrace_ver _gwtrace_tid _gwtrace_sid _gwtrace_fl2
+  builtin local _gwtrace_tp="${TRACEPARENT-}" _gwtrace_ver _gwtrace_tid _gwtrace_sid _gwtrace_fl2
   _gwtrace_tp=${_gwtrace_tp#"${_gwtrace_tp%%[![:space:]]*}"}
   _gwtrace_tp=${_gwtrace_tp%"${_gwtrace_tp##*[![:space:]]}"}
-  (( ${#_gwtrace_tp} >= 55 )) || return 0
+  (( ${#_gwtrace_tp} >= 55 )) || builtin return 0
   _gwtrace_ver=${_gwtrace_tp:0:2} _gwtrace_tid=${_gwtrace_tp:3:32} _gwtrace_sid=${_gwtrace_tp:36:16} \
     _gwtrace_fl2=${_gwtrace_tp:53:2}
-  [[ ${_gwtrace_tp:2:1}${_gwtrace_tp:35:1}${_gwtrace_tp:52:1} == --- ]] || return 0
-  [[ $_gwtrace_ver != *[!0-9a-f]* && $_gwtrace_ver != ff && $_gwtrace_fl2 != *[!0-9a-f]* ]] || return 0
+  [[ ${_gwtrace_tp:2:1}${_gwtrace_tp:35:1}${_gwtrace_tp:52:1} == --- ]] || builtin return 0
+  [[ $_gwtrace_ver != *[!0-9a-f]* && $_gwtrace_ver != ff && $_gwtrace_fl2 != *[!0-9a-f]* ]] || builtin return 0
   if [[ $_gwtrace_ver == 00 ]]; then
-    (( ${#_gwtrace_tp} == 55 )) || return 0
+    (( ${#_gwtrace_tp} == 55 )) || builtin return 0
   elif (( ${#_gwtrace_tp} > 55 )); then
-    [[ ${_gwtrace_tp:55:1} == - ]] || return 0
+    [[ ${_gwtrace_tp:55:1} == - ]] || builtin return 0
   fi
-  _gwtrace_is_hex "$_gwtrace_tid" 32 && _gwtrace_is_hex "$_gwtrace_sid" 16 || return 0
+  _gwtrace_is_hex "$_gwtrace_tid" 32 && _gwtrace_is_hex "$_gwtrace_sid" 16 || builtin return 0
   # Only the sampled (01) and random (02) bits are defined; others go out as 0.
   builtin printf -v _gwtrace_fl2 '%02x' $(( 16#$_gwtrace_fl2 & 3 ))
   _gwtrace_base_tr=$_gwtrace_tid _gwtrace_base_sp=$_gwtrace_sid _gwtrace_base_fl=$_gwtrace_fl2
   _gwtrace_base_ts=${TRACESTATE-}
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_put_begin TS TRACE SPAN PARENT NAME [KEY=VALUE...] and
@@ -738,27 +792,27 @@ _gwtrace_read_context() {
 # "seconds.microseconds" or integer microseconds, PARENT a span id or '-'.
 # Names, values and statuses are escaped, fitted and redacted as trace_begin's.
 _gwtrace_put_begin() {
-  local _gwtrace_line
-  (( $# >= 5 )) && ! _gwtrace_off || return 0
+  builtin local _gwtrace_line
+  (( $# >= 5 )) && ! _gwtrace_off || builtin return 0
   _gwtrace_line="gw1${_gwtrace_tab}B${_gwtrace_tab}$1${_gwtrace_tab}${BASHPID}${_gwtrace_tab}$2${_gwtrace_tab}$3${_gwtrace_tab}${4:--}${_gwtrace_tab}0${_gwtrace_tab}01${_gwtrace_tab}-"
   _gwtrace_esc "$5"; _gwtrace_line+=$_gwtrace_tab$_gwtrace_r
   (( $# < 6 )) || _gwtrace_attrs "${@:6}"
   _gwtrace_emit
-  return 0
+  builtin return 0
 }
 
 _gwtrace_put_end() {
-  local _gwtrace_line
-  (( $# >= 4 )) && ! _gwtrace_off || return 0
+  builtin local _gwtrace_line
+  (( $# >= 4 )) && ! _gwtrace_off || builtin return 0
   _gwtrace_status_of "$4"
   _gwtrace_line="gw1${_gwtrace_tab}E${_gwtrace_tab}$1${_gwtrace_tab}${BASHPID}${_gwtrace_tab}$2${_gwtrace_tab}$3${_gwtrace_tab}$_gwtrace_r"
   (( $# < 5 )) || _gwtrace_attrs "${@:5}"
   _gwtrace_emit
-  return 0
+  builtin return 0
 }
 
 _gwtrace_init() {
-  local _gwtrace_upt='' _gwtrace_now='' _gwtrace_nocase=0
+  builtin local _gwtrace_upt='' _gwtrace_now='' _gwtrace_nocase=0
   if [[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0-9]* ]]; then
     _gwtrace_boot_us=$GWTRACE_BOOT_US
   elif [[ -z ${EPOCHREALTIME-} ]]; then
@@ -771,12 +825,12 @@ _gwtrace_init() {
   fi
   (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && _gwtrace_attr_ok=1
   # Hex checks are glob matches: a host's nocasematch must not make "ABC" valid.
-  if shopt -q nocasematch; then
+  if builtin shopt -q nocasematch; then
     _gwtrace_nocase=1
-    shopt -u nocasematch
+    builtin shopt -u nocasematch
   fi
   _gwtrace_read_context
-  (( _gwtrace_nocase )) && shopt -s nocasematch
+  (( _gwtrace_nocase )) && builtin shopt -s nocasematch
   _gwtrace_readonly_context
   _gwtrace_newpfx
   _gwtrace_logpath
@@ -785,12 +839,12 @@ _gwtrace_init() {
     _gwtrace_unexport
     builtin export -n -f trace_begin trace_end trace_event trace_attr trace_run \
       _gwtrace_attrs _gwtrace_begin _gwtrace_emit _gwtrace_end _gwtrace_esc _gwtrace_export_attrs \
-      _gwtrace_init _gwtrace_is_hex _gwtrace_is_shell_code _gwtrace_logpath _gwtrace_newpfx _gwtrace_now \
+      _gwtrace_init _gwtrace_is_hex _gwtrace_is_log _gwtrace_is_shell_code _gwtrace_logpath _gwtrace_newpfx _gwtrace_now \
       _gwtrace_off _gwtrace_rand64 _gwtrace_read_context _gwtrace_readonly_context _gwtrace_rekey _gwtrace_reseed \
-      _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_fit _gwtrace_redacts _gwtrace_skip _gwtrace_status_of _gwtrace_trace_id \
-      _gwtrace_put_begin _gwtrace_put_end _gwtrace_userinfo _gwtrace_message || :
+      _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_fit _gwtrace_chars _gwtrace_redacts _gwtrace_skip _gwtrace_status_of \
+      _gwtrace_trace_id _gwtrace_put_begin _gwtrace_put_end _gwtrace_userinfo _gwtrace_message || :
   fi
-  return 0
+  builtin return 0
 }
 
 _gwtrace_init 2>&-

@@ -275,3 +275,19 @@ x" "cr"$'"'"'\r'"'"' "back\\slash" "\\t literal" "mixed\\
   assert_success
   [ "$(grep -c '^same: [0-9a-f]\{10\}$' <<<"$output")" -eq 7 ]
 }
+
+@test "functions: a file sourced as \$(dirname \"\$0\")/lib.sh that only defines functions is named by the file (issue 27 §4)" {
+  mkdir -p "$BATS_TEST_TMPDIR/d"
+  printf 'libf() { :; }\n' >"$BATS_TEST_TMPDIR/d/lib.sh"
+  SCRIPT=$BATS_TEST_TMPDIR/d/main.sh
+  cat >"$SCRIPT" <<'EOS'
+source $(dirname "$0")/lib.sh
+. "$(dirname "$0")/lib.sh"
+source `dirname "$0"`/lib.sh
+libf
+EOS
+  auto_run functions
+  assert_success
+  run begins source
+  assert_output $'source lib.sh\nsource lib.sh\nsource lib.sh'
+}

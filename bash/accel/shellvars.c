@@ -137,7 +137,8 @@ void gw_emit(const char *line, size_t len) {
   const char *path = gw_sval("_gwtrace_alog");
   int fd;
   if (!path || !*path) return;
-  fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0666);
+  /* O_NONBLOCK: never wait on a FIFO (gwtrace-auto.sh checked the path is an event log of ours) */
+  fd = open(path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NONBLOCK, 0666);
   if (fd < 0) return;
   if (write(fd, line, len) < 0) { /* nothing to do: as the shell's `|| :` */ }
   close(fd);

@@ -7,6 +7,7 @@ Python's producer of event lines: the same lines as bash/gwtrace.sh writes
 from __future__ import annotations
 
 import os
+import stat
 import sys
 import time
 from typing import Dict, NamedTuple, Optional
@@ -66,6 +67,24 @@ def now_us() -> int:
     return time.time_ns() // 1000
 
 
+def is_event_log(fd: int, path: str) -> bool:
+    """The library's rule (bash/gwtrace.sh _gwtrace_is_log) on an open file: a
+    regular file of this user's, empty or starting with ``gw1<TAB>``, or a
+    sidecar's own ``events.log`` (its directory holds ``sidecar.lock``)."""
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode) or st.st_uid != os.geteuid():
+        return False
+    return st.st_size == 0 or os.pread(fd, 4, 0) == b"gw1\x09" or (
+        os.path.basename(path) == "events.log" and os.path.exists(os.path.join(os.path.dirname(path), "sidecar.lock")))
+
+
+def _own_directory(path: str) -> bool:
+    try:
+        return os.stat(os.path.dirname(os.path.abspath(path))).st_uid == os.geteuid()
+    except OSError:
+        return False
+
+
 class EventLog:
     """Appends protocol lines to the sidecar's event log (one write per line,
     O_APPEND, as the bash library does). Failures are swallowed: tracing
@@ -86,11 +105,18 @@ class EventLog:
         if not self.path:
             return
         try:
-            fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            # O_NONBLOCK: a FIFO without a reader fails at once instead of blocking the command
+            if not os.path.lexists(self.path) and not _own_directory(self.path):
+                raise OSError(0, "not created outside a directory of ours")
+            fd = os.open(self.path, os.O_RDWR | os.O_APPEND | os.O_CREAT | os.O_NONBLOCK, 0o600)
         except OSError as exc:
             self._warn(exc)
             return
         try:
+            if not is_event_log(fd, self.path):
+                self._warn(OSError(0, "not an event log of gwtrace's (a regular file of ours, empty or "
+                                      "starting with gw1)"))
+                return
             os.write(fd, line)
         except OSError as exc:
             self._warn(exc)

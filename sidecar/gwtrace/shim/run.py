@@ -158,6 +158,9 @@ def _stop(sink: Optional["Sink"]) -> None:
         sink.stop()
     except Exception as exc:  # noqa: BLE001 - the command's status matters more
         print(f"gwtrace run: could not stop the sidecar: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:   # a ^C while the sidecar flushes: the command's status still wins
+        print("gwtrace run: interrupted while stopping the sidecar; its events stay in "
+              f"{sink.directory}", file=sys.stderr)
 
 
 def span_main(argv: List[str]) -> int:

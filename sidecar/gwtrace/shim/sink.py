@@ -39,19 +39,57 @@ class Sink:
 
     def stop(self) -> None:
         """Stop the private sidecar (it flushes first); remove its directory
-        unless spans are still waiting there for delivery."""
+        unless spans are still waiting there for delivery or events unread.
+
+        The wait is bounded (private_stop_timeout): a sidecar that has not
+        stopped by then is killed (it is ours, and the event log keeps every
+        event: nothing is lost, the directory stays for `gwtrace ingest --spool`)."""
         if not self.private or not self.directory:
             return
         from gwtrace.sidecar import control
         from gwtrace.sidecar.statedir import Spool
 
-        control.stop(self.directory, 120.0, io.StringIO())
-        status = Spool(self.directory).read_status()
+        spool = Spool(self.directory)
+        try:
+            control.stop(self.directory, private_stop_timeout(), io.StringIO())
+        except control.ControlError:
+            _kill_owner(spool)
+            print(f"gwtrace run: the private sidecar did not stop in time and was killed; its events are kept "
+                  f"in {self.directory}: send them with: gwtrace ingest --spool {shlex.quote(self.directory)}",
+                  file=sys.stderr)
+            return
+        status = spool.read_status()
         counters = status.get("counters", {})
-        if not counters.get("spans_pending") and not counters.get("log_bytes_unread"):
+        if not counters.get("spans_pending") and not counters.get("log_bytes_unread") \
+                and not control.unread_log_bytes(spool):
             _remove_tree(self.directory)
             return
         print(undelivered_message(self.directory, status), file=sys.stderr)
+
+
+def private_stop_timeout() -> float:
+    """How long `gwtrace run` waits for its private sidecar to stop: its own
+    bounds (reading the rest of the log, GWTRACE_STOP_TIMEOUT for delivery)
+    and a margin."""
+    from gwtrace.sidecar.daemon import DRAIN_MAX_S
+
+    try:
+        delivery = float(os.environ.get("GWTRACE_STOP_TIMEOUT", "") or 10.0)
+    except ValueError:
+        delivery = 10.0
+    return DRAIN_MAX_S + max(0.0, delivery) + 15.0
+
+
+def _kill_owner(spool: "object") -> None:
+    """SIGKILL the sidecar that still holds the private directory (and only it)."""
+    import signal
+
+    pid = spool.owner_pid() if spool.is_owned() else None    # type: ignore[attr-defined]
+    if pid:
+        try:
+            os.kill(pid, signal.SIGKILL)
+        except OSError:
+            pass
 
 
 def undelivered_message(directory: str, status: Dict[str, object]) -> str:

@@ -20,6 +20,7 @@ import time
 from typing import Dict, List, Optional, TextIO
 
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
+from gwtrace.sidecar.channels import JOBS_DIR
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
 from gwtrace.wire.redact import strip_userinfo_in_logs
 
@@ -76,9 +77,36 @@ def _remove_if_done(spool: Spool, out: TextIO) -> None:
     if spool.batch_seqs():
         print(f"gwtrace: undelivered spans kept in {spool.dir}: gwtrace ingest --spool {spool.dir}", file=out)
         return
+    unread = unread_log_bytes(spool)
+    if unread:
+        print(f"gwtrace: {unread} byte(s) of the event log not read, kept in {spool.dir}: "
+              f"gwtrace ingest --spool {spool.dir}", file=out)
+        return
     import shutil
 
     shutil.rmtree(spool.dir, ignore_errors=True)
+
+
+def unread_log_bytes(spool: Spool) -> int:
+    """Bytes of the event log past the checkpoint: what no sidecar has read yet."""
+    try:
+        size = os.path.getsize(spool.path(EVENT_LOG_NAME))
+    except OSError:
+        return 0
+    try:
+        cp = spool.load_checkpoint()
+    except SpoolError:               # no readable checkpoint: nothing is known to have been read
+        return size
+    unread = max(0, size - cp.offset)
+    jobs = os.path.join(spool.dir, JOBS_DIR)
+    for name in os.listdir(jobs) if os.path.isdir(jobs) else ():
+        try:
+            job_size = os.path.getsize(os.path.join(jobs, name))
+        except OSError:
+            continue
+        saved = cp.channels.get(name, {})
+        unread += max(0, job_size - int(saved.get("offset", 0) or 0))
+    return unread
 
 
 def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO,
@@ -310,12 +338,7 @@ def status(directory: Optional[str], out: TextIO) -> int:
         counters = dict.fromkeys(STATUS_COUNTERS + ("spans_pending", "spans_open", "outbox_bytes"), 0)
     if not running:
         # Nobody is reading the log: what is in it past the checkpoint is spooled.
-        cp = spool.load_checkpoint()
-        try:
-            size = os.path.getsize(spool.path(EVENT_LOG_NAME))
-        except OSError:
-            size = 0
-        counters["log_bytes_unread"] = max(0, size - cp.offset)
+        counters["log_bytes_unread"] = unread_log_bytes(spool)
     pid = spool.owner_pid() if running else None
     print(f"sidecar: {'running (pid %d)' % pid if running and pid else 'not running'}", file=out)
     print(f"dir: {spool.dir}", file=out)

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import logging
 import os
+import select
 import threading
 import time
 from typing import Dict, List, Optional, TextIO
@@ -30,6 +31,7 @@ from opentelemetry.sdk.resources import Resource
 from gwtrace.export.otlp import Delivery, hashed_resource
 from gwtrace.export.resource import GlideinIdentity
 from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
+from gwtrace.sidecar.channels import JobChannels, make_jobs_dir
 from gwtrace.sidecar.delivering import DeliveryHalf
 from gwtrace.sidecar.eventlog import EventLogReader, create_event_log
 from gwtrace.sidecar.gone import CHECK_INTERVAL_S, GoneProcesses
@@ -45,6 +47,17 @@ log = logging.getLogger("gwtrace.sidecar.daemon")
 POLL_MIN_S = 0.01
 POLL_MAX_S = 0.1
 DEFAULT_OUTBOX_MAX_MB = 200.0
+#: The stop reads what is left of the log for at most this long (~1 GB of
+#: lines at the sidecar's throughput, far more of junk).
+DRAIN_MAX_S = 60.0
+
+
+def _wake_pipe() -> "tuple[int, int]":
+    """The self-pipe request_stop() writes to: non-blocking both ends, closed on exec."""
+    r, w = os.pipe()
+    for fd in (r, w):
+        os.set_blocking(fd, False)
+    return r, w
 
 
 def now_us() -> int:
@@ -79,6 +92,7 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
         self.counters = Counters()
         self.assembler = Assembler(self.counters)
         self.reader: Optional[EventLogReader] = None
+        self.channels: Optional[JobChannels] = None     # user jobs' event logs (channels.py)
         self.next_seq = 0
         self._ready: List[SpanRecord] = []      # finished, not yet in a batch
         self._ready_since = 0.0
@@ -94,7 +108,9 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
         self.last_error = ""                      # the last delivery failure, for a person
         self._unreachable_at_stop = threading.Event()
         self._lock = threading.Condition()
-        self._stopping = threading.Event()
+        self._stopping = threading.Event()       # set by the main thread once its loop ends
+        self._stop_requested = False             # set by request_stop (a signal handler)
+        self._wake_r, self._wake_w = _wake_pipe()
         self._export_done = threading.Event()
         self._retry_now = threading.Event()
         self._exporter_thread: Optional[threading.Thread] = None
@@ -119,8 +135,10 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
         self.counters.update(cp.counters)
         self.assembler.restore(cp.open_spans)
         self.reader = EventLogReader(log_path, cp.offset, cp.inode)
+        make_jobs_dir(self.spool.dir)
+        self.channels = JobChannels(self.spool.dir, cp.channels)
         self.next_seq = self._committed_seq = cp.next_seq
-        self._committed_offset = cp.offset
+        self._committed_offset = self._position()
         pending = self.spool.batch_seqs()
         self._inflight_at_start = {seq for seq in pending if self.spool.was_inflight(seq)}
         for seq in pending:
@@ -169,14 +187,38 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
             self._ready.extend(done)
 
     def request_stop(self) -> None:
-        self._stopping.set()
-        with self._lock:
-            self._lock.notify_all()
+        """Ask the main loop to stop. Safe in a signal handler: it takes no lock.
+
+        Python runs a handler in the main thread between two bytecodes, which
+        may be inside a ``with lock:`` of that same thread (Event.wait holds
+        its Condition's lock on its way in and out): a handler that took a
+        lock could wait for itself for ever. So this only sets a flag and
+        writes a byte to the wake pipe, which the main loop's select() sees.
+        """
+        self._stop_requested = True
+        try:
+            os.write(self._wake_w, b"x")
+        except OSError:             # full (a stop is already pending) or closed: the flag is enough
+            pass
+
+    def _sleep(self, seconds: float) -> None:
+        """Wait up to ``seconds`` or until request_stop()."""
+        try:
+            ready, _, _ = select.select([self._wake_r], [], [], seconds)
+        except (OSError, ValueError):
+            time.sleep(min(seconds, POLL_MAX_S))
+            return
+        if ready:
+            try:
+                while os.read(self._wake_r, 512):
+                    pass
+            except OSError:         # drained (EAGAIN)
+                pass
 
     def run(self) -> None:
         """Main loop until request_stop(); then drain, end open spans, flush."""
         poll = POLL_MIN_S
-        while not self._stopping.is_set():
+        while not self._stop_requested:
             n = self.step()
             if self.snapshots is not None:
                 self._snapshot()
@@ -187,8 +229,13 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
             else:
                 if time.monotonic() >= self._gone_at:
                     self._end_gone()
-                self._stopping.wait(poll)
+                if self._stop_requested:
+                    break
+                self._sleep(poll)
                 poll = min(POLL_MAX_S, poll * 2)
+        self._stopping.set()         # from the main thread: the export thread and status() read it
+        with self._lock:
+            self._lock.notify_all()
         self.shutdown()
 
     def refresh_identity(self) -> None:
@@ -199,12 +246,26 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
             self.resource = hashed_resource(resource)
             self.spool.save_resource(dict(self.resource.attributes))
 
+    def _drain(self) -> None:
+        """Read the log to its end before the stop ends what is open.
+
+        Bounded: up to the size the log had when the drain began and what is
+        appended meanwhile, for at most DRAIN_MAX_S (a script that never stops
+        writing cannot hold the stop for ever). What is left unread stays in
+        the log (``log_bytes_unread``): the directory is then kept."""
+        assert self.reader is not None
+        deadline = time.monotonic() + DRAIN_MAX_S
+        while self.step(force_flush=True):
+            if time.monotonic() > deadline:
+                log.warning("stop: %d byte(s) of the event log left unread after %.0f s",
+                            self.reader.pending_bytes(), DRAIN_MAX_S)
+                break
+
     def shutdown(self) -> None:
         self.refresh_identity()
         if self.snapshots is not None:
             self.snapshots.close()       # the real spans follow: no snapshot after this
-        while self.step(force_flush=True):
-            pass
+        self._drain()
         self._end_gone()
         incomplete = self.assembler.end_all(now_us(), "sidecar stopped")
         if incomplete:

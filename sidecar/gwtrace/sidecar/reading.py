@@ -15,6 +15,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
+from gwtrace.sidecar.channels import JobChannels
 from gwtrace.sidecar.eventlog import EventLogReader
 from gwtrace.sidecar.statedir import Checkpoint, Spool
 from gwtrace.wire.events import parse_text
@@ -42,6 +43,7 @@ class ReadingHalf:
     counters: Counters
     assembler: Assembler
     reader: Optional[EventLogReader]
+    channels: Optional[JobChannels]
     next_seq: int
     outbox_cap: int
     _ready: List[SpanRecord]
@@ -56,9 +58,13 @@ class ReadingHalf:
     _lock: threading.Condition
 
     def step(self, force_flush: bool = False) -> int:
-        """Read what is new in the log; return the number of lines handled."""
+        """Read what is new in the log; return the number of lines handled,
+        at least 1 when the offset moved (a step that only skipped part of an
+        oversized line made progress too: the drain loops go on)."""
         assert self.reader is not None
+        before = (self.reader.offset, self.reader.resets)
         lines, oversized = self.reader.read_lines(STEP_BYTES)
+        moved = (self.reader.offset, self.reader.resets) != before
         ready = self._ready
         was_empty = not ready
         feed = self.assembler.feed
@@ -87,14 +93,60 @@ class ReadingHalf:
         if self.reader.resets:
             counters.add("log_resets", self.reader.resets)
             self.reader.resets = 0
+        jobs = self._step_jobs()
         self._flush(force=force_flush)
-        return len(lines) + oversized
+        return len(lines) + oversized + jobs or int(moved)
+
+    def _step_jobs(self) -> int:
+        """Read the user jobs' logs: only what each job may write (channels.py)."""
+        channels = self.channels
+        if channels is None:
+            return 0
+        channels.discover()
+        handled = received = malformed = rejected = finished = 0
+        ready = self._ready
+        was_empty = not ready
+        for channel in channels:
+            before = (channel.reader.offset, channel.reader.resets)
+            lines, oversized = channel.reader.read_lines(STEP_BYTES)
+            handled += len(lines) + oversized + int((channel.reader.offset, channel.reader.resets) != before)
+            malformed += oversized
+            for raw in lines:
+                try:
+                    event = parse_text(raw.decode("utf-8", "replace"))
+                except Exception:  # noqa: BLE001 - a job's input never kills the sidecar
+                    malformed += 1
+                    continue
+                if not channel.allows(event):
+                    rejected += 1
+                    continue
+                received += 1
+                try:
+                    span = self.assembler.feed(event, raw)
+                except Exception:  # noqa: BLE001
+                    malformed += 1
+                    continue
+                if span is not None:
+                    ready.append(span)
+                    finished += 1
+        counters = self.counters
+        if received:
+            counters.add("events_received", received)
+        if malformed:
+            counters.add("events_malformed", malformed)
+        if rejected:
+            counters.add("events_rejected_job", rejected)
+        if finished:
+            counters.add("spans_finished", finished)
+            if was_empty:
+                self._ready_since = time.monotonic()
+        return handled
 
     def _flush(self, force: bool = False) -> None:
         """Move ready spans into outbox batches and checkpoint the offset."""
         if not self._ready:
             # Only events of spans still open: checkpoint the offset now and then.
-            if self.reader is not None and self._committed_offset != self.reader.offset and \
+            if self.reader is not None and self._committed_offset != self._position() and \
                     (force or time.monotonic() - self._committed_at >= FLUSH_INTERVAL_S):
                 self._commit()
             return
@@ -111,14 +163,21 @@ class ReadingHalf:
         self._commit()
         self._enforce_cap()
 
+    def _position(self) -> int:
+        """Where reading stands: the log's offset and the job logs' (a change is worth a checkpoint)."""
+        assert self.reader is not None
+        jobs = sum(ch.reader.offset for ch in self.channels) if self.channels is not None else 0
+        return self.reader.offset + jobs
+
     def _commit(self) -> None:
         assert self.reader is not None
         with self._lock:
             counters = dict(self.counters)
         self.spool.save_checkpoint(Checkpoint(
             offset=self.reader.offset, inode=self.reader.inode, next_seq=self.next_seq,
-            open_spans=self.assembler.snapshot(), counters=counters))
-        self._committed_offset = self.reader.offset
+            open_spans=self.assembler.snapshot(), counters=counters,
+            channels=self.channels.state() if self.channels is not None else {}))
+        self._committed_offset = self._position()
         self._committed_at = time.monotonic()
         with self._lock:
             self._committed_seq = self.next_seq

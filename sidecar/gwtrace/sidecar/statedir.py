@@ -3,6 +3,7 @@
 Layout (mode 0700; files 0600)::
 
     events.log     append-only event log written by bash (eventlog.py)
+    jobs/          user jobs' own event logs, one per job (channels.py)
     state.json     checkpoint: log offset, open spans, next outbox sequence
     outbox/        finished spans not yet delivered, one JSON file per batch (version 3:
                    the spans' event lines; versions 1 and 2 still read)
@@ -58,6 +59,8 @@ class Checkpoint:
     next_seq: int = 0
     open_spans: List[Dict[str, Any]] = field(default_factory=list)
     counters: Dict[str, int] = field(default_factory=dict)
+    #: user jobs' event logs (channels.py): file name -> offset, inode, spans begun
+    channels: Dict[str, Dict[str, Any]] = field(default_factory=dict)
 
 
 def write_atomic(path: str, data: bytes) -> None:
@@ -161,11 +164,12 @@ class Spool:
         except ValueError as exc:
             raise SpoolError(f"corrupt checkpoint {self.path(STATE_NAME)}: {exc}") from None
         return Checkpoint(offset=d["offset"], inode=d.get("inode"), next_seq=d["next_seq"],
-                          open_spans=d.get("open", []), counters=d.get("counters", {}))
+                          open_spans=d.get("open", []), counters=d.get("counters", {}),
+                          channels=d.get("channels", {}) if isinstance(d.get("channels"), dict) else {})
 
     def save_checkpoint(self, cp: Checkpoint) -> None:
         data = {"version": 1, "offset": cp.offset, "inode": cp.inode, "next_seq": cp.next_seq,
-                "open": cp.open_spans, "counters": cp.counters}
+                "open": cp.open_spans, "counters": cp.counters, "channels": cp.channels}
         write_atomic(self.path(STATE_NAME), json.dumps(data, separators=(",", ":")).encode())
 
     # -- outbox ------------------------------------------------------------------

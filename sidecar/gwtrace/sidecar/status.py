@@ -12,6 +12,7 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
+from gwtrace.sidecar.channels import JobChannels
 from gwtrace.sidecar.eventlog import EventLogReader
 from gwtrace.sidecar.snapshot import Snapshotter
 from gwtrace.sidecar.statedir import Spool
@@ -22,7 +23,7 @@ STATUS_INTERVAL_S = 1.0
 
 #: Counters shown by ``gwtrace sidecar status`` even while zero.
 STATUS_COUNTERS = (
-    "events_received", "events_malformed", "events_unknown_span", "events_duplicate",
+    "events_received", "events_malformed", "events_unknown_span", "events_duplicate", "events_rejected_job",
     "spans_finished", "spans_exported", "spans_retried", "spans_shipped", "spans_incomplete",
     "spans_dropped", "spans_rejected", "spans_dropped_outbox_cap", "spans_maybe_duplicated",
     "export_failures", "log_resets",
@@ -37,6 +38,7 @@ class StatusHalf:
     counters: Counters
     assembler: Assembler
     reader: Optional[EventLogReader]
+    channels: Optional[JobChannels]
     snapshots: Optional[Snapshotter]
     started_at: float
     last_error: str
@@ -60,7 +62,8 @@ class StatusHalf:
         snapshots = self.snapshots
         if snapshots is not None:
             counters.update(snapshots.counters)
-        counters["log_bytes_unread"] = self.reader.pending_bytes() if self.reader else 0
+        counters["log_bytes_unread"] = (self.reader.pending_bytes() if self.reader else 0) + \
+            (self.channels.pending_bytes() if self.channels is not None else 0)
         return {
             "pid": os.getpid(), "dir": self.spool.dir, "destination": self.destination,
             "started": self.started_at, "updated": time.time(),
