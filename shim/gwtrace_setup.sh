@@ -607,6 +607,9 @@ main() {
   publish GWTRACE_DIR "$GWTRACE_DIR" job
   publish GWTRACE_SOCKET "$GWTRACE_SOCKET" job
   publish GWTRACE_BOOT_US "$GWTRACE_BOOT_US" job
+  # User jobs are children of HTCondor's span, which the step hook writes;
+  # without the hook (under a tracing wrapper), of the root.
+  [[ $gwtrace_steps == on ]] || gwtrace_condor_tp=00-$gwtrace_trace-$gwtrace_root-01
   publish GWTRACE_GLIDEIN_TRACEPARENT "$gwtrace_condor_tp" job
   publish GWTRACE_SIDECAR_PID "$GWTRACE_SIDECAR_PID"
   publish GWTRACE_LIB "$gwtrace_here/gwtrace.sh" job

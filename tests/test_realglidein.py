@@ -156,7 +156,9 @@ def test_an_offline_glidein_brings_every_span_home_once(tmp_path, pyz, collector
     assert out.returncode == 0, out.stderr
     assert f"TRACEPARENT=00-{glidein.trace_id}-" in out.stdout
     log = (work / "gwtrace" / "sidecar" / "events.log").read_text()
-    assert f"\t{glidein.trace_id}\t" in log and "\tanalysis\t" in log and "\tstage_out\t" in log
+    assert f"\t{glidein.trace_id}\t" in log and "\tuser_job\t" in log      # the wrapper's span of the job
+    job_logs = "".join(p.read_text() for p in (work / "gwtrace" / "sidecar" / "jobs").glob("*.log"))
+    assert "\tanalysis\t" in job_logs and "\tstage_out\t" in job_logs          # the job's own channel
 
 
 def step_names(run: Path) -> List[str]:

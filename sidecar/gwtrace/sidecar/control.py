@@ -20,7 +20,7 @@ import time
 from typing import Dict, List, Optional, TextIO
 
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
-from gwtrace.sidecar.channels import JOBS_DIR
+from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
 from gwtrace.wire.redact import strip_userinfo_in_logs
 
@@ -206,6 +206,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     spool = _open_spool(directory)
     spool.acquire()
     create_event_log(spool.dir)
+    make_jobs_dir(spool.dir)            # the jobs' own logs (channels.py): writable from "ready" on
     _preflight()
     early: List[int] = []          # a stop asked for while the exporter loads
     signal.signal(signal.SIGTERM, lambda signum, frame: early.append(signum))
