@@ -14,7 +14,7 @@ BATS    := $(TOOLS)/node_modules/bats/bin/bats
 STAMP   := $(VENV)/.installed
 TSTAMP  := $(VENV)/.installed-test
 
-.PHONY: install install-test accel demo test pytest bats bench lint dist clean
+.PHONY: install install-test accel bashes demo test pytest bats bats-bashes bench lint dist clean
 
 SHELL_SOURCES := bash/gwtrace.sh bash/gwtrace-auto*.sh shim/gwtrace_setup.sh examples/*.sh \
                  examples/glidein/*.sh examples/glidein/*/*.sh bench/overhead
@@ -40,15 +40,39 @@ $(TOOLS)/.debian:
 # bash/gwtrace-accel.so: the DEBUG traps' common slow paths (functions and
 # scripts levels) as bash loadable builtins (docs/shim.md, "The accelerator").
 # Optional: without a C compiler the shell code does the same work, slower.
+# -std=gnu99: a newer default standard (gcc >= 14 with glibc >= 2.38) binds
+# strtol and friends to __isoc23_*@GLIBC_2.38, which EL7-EL9 cannot load;
+# -z now: a symbol this bash lacks fails `enable -f` in the load check's child
+# bash, never a call in a traced script. ACCEL_EXTRA: tests build variants.
 ACCEL := bash/gwtrace-accel.so
 ACCEL_SRC := $(wildcard bash/accel/*.c)
-ACCEL_CFLAGS := -O2 -Wall -Wextra -shared -fPIC -fvisibility=hidden
+ACCEL_CFLAGS := -std=gnu99 -O2 -Wall -Wextra -shared -fPIC -fvisibility=hidden -Wl,-z,now $(ACCEL_EXTRA)
 accel: $(ACCEL)
 
 $(ACCEL): $(ACCEL_SRC) $(wildcard bash/accel/*.h)
 	@if command -v $(CC) >/dev/null 2>&1; then \
 	  echo "$(CC) $(ACCEL_CFLAGS) -o $@ $(ACCEL_SRC)"; $(CC) $(ACCEL_CFLAGS) -o $@ $(ACCEL_SRC); \
 	else echo "no C compiler ($(CC)): gwtrace's auto layer runs without its accelerator"; fi
+
+# The bash versions worker nodes run (EL7 4.2, EL8 4.4, EL9 5.1, Debian 13 5.2, GNU 5.3), built
+# once from GNU's sources into .tools/bash-VERSION/bin/bash (`make bashes`, a minute or two each on
+# 2 cores): the accelerator's comparison (tests/test_accel.py) and the bats suite run against each
+# (GWTRACE_TEST_BASHES). bash 4.2 needs --without-bash-malloc with current compilers; the others
+# keep upstream's default, bash's own malloc. Without the sources, `make bashes` says so in one line.
+BASH_SRC ?= ../shared/bash-src
+BASH_VERSIONS := $(patsubst $(BASH_SRC)/bash-%.tar.gz,%,$(wildcard $(BASH_SRC)/bash-*.tar.gz))
+TEST_BASHES := $(foreach v,$(BASH_VERSIONS),$(TOOLS)/bash-$(v)/bin/bash)
+bashes: $(TEST_BASHES)
+	@[ -n "$(TEST_BASHES)" ] || echo "no bash sources in $(BASH_SRC) (bash-VERSION.tar.gz): other bash versions are not tested"
+
+$(TOOLS)/bash-%/bin/bash: $(BASH_SRC)/bash-%.tar.gz
+	@echo "building bash $* into $(TOOLS)/bash-$* (log: $(TOOLS)/bash-$*.log)"
+	@rm -rf $(TOOLS)/bash-$*.build && mkdir -p $(TOOLS)/bash-$*.build $(TOOLS)/bash-$*/bin
+	@tar xzf $< -C $(TOOLS)/bash-$*.build
+	@cd $(TOOLS)/bash-$*.build/bash-$* && \
+	  { ./configure --disable-nls $(if $(filter 4.2.%,$*),--without-bash-malloc) && $(MAKE) -j2 bash; } \
+	    >$(CURDIR)/$(TOOLS)/bash-$*.log 2>&1 || { tail -20 $(CURDIR)/$(TOOLS)/bash-$*.log; exit 1; }
+	@cp $(TOOLS)/bash-$*.build/bash-$*/bash $@.tmp && mv $@.tmp $@ && rm -rf $(TOOLS)/bash-$*.build
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -101,4 +125,4 @@ dist: $(STAMP) accel
 	$(PY) shim/build_pyz.py
 
 clean:
-	rm -rf $(VENV) $(TOOLS) build dist *.egg-info $(ACCEL)
+	rm -rf $(VENV) $(TOOLS) build dist *.egg-info $(ACCEL) bash/gwtrace-accel.d

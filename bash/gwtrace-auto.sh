@@ -42,7 +42,7 @@ _gwtrace_auto_exit_post() {
 # TRACEPARENT for the children, the EXIT trap; what is rare is in
 # gwtrace-auto-extra.sh.
 while :; do                # once: `break` ends the set-up early (note 1)
-  _gwtrace_ltp=${TRACEPARENT-} _gwtrace_lu='' _gwtrace_lname=${0##*/} _gwtrace_lpath='' _gwtrace_lremote=1
+  _gwtrace_ltp=${TRACEPARENT-} _gwtrace_lu='' _gwtrace_lname=${0##*/} _gwtrace_lpath='' _gwtrace_lremote=1 _gwtrace_lacc=''
   [[ ${GWTRACE_DISABLED-} != 1 && ${OTEL_SDK_DISABLED-} != [Tt][Rr][Uu][Ee] ]] || break
   case ${GWTRACE_AUTO_LEVEL:-functions} in
     scripts) _gwtrace_alevel=1 ;; functions) _gwtrace_alevel=2 ;; commands) _gwtrace_alevel=3 ;; *) break ;;
@@ -84,13 +84,17 @@ while :; do                # once: `break` ends the set-up early (note 1)
     _gwtrace_apfx=${_gwtrace_lu:17:10} _gwtrace_actr=1000000 _gwtrace_arngpid=$BASHPID _gwtrace_arng=$(( 16#${_gwtrace_lu:17:15} ))
   fi
   (( _gwtrace_lv >= 404 )) && _gwtrace_a44=1
-  # the accelerator, on the bash versions whose structures it knows (note 7)
-  [[ ${GWTRACE_ACCEL-} == 0 || ! -f $_gwtrace_adir/gwtrace-accel.so ]] || (( _gwtrace_lv < 402 || _gwtrace_lv > 502 )) \
-    || _gwtrace_aso=$_gwtrace_adir/gwtrace-accel.so
+  # the accelerator: only the copy the load check verified for this bash binary (note 7)
+  _gwtrace_aso=$_gwtrace_adir/gwtrace-accel.d/gwa1_$BASH_VERSION${BASH//\//%}.so
+  if [[ ${GWTRACE_ACCEL-} == 0 ]]; then
+    _gwtrace_aso=''
+  elif [[ $_gwtrace_aso -nt $BASH || $_gwtrace_aso -ot $BASH ]]; then
+    _gwtrace_aso='' && [[ ! -f $_gwtrace_adir/gwtrace-accel.so ]] || _gwtrace_lacc='	gwtrace.accel=unverified'
+  fi
   if [[ ${GWTRACE_AUTO_ROOT-} == "$PPID:$_gwtrace_abase" && -n $_gwtrace_abase ]]; then
     _gwtrace_auto_extra; _gwtrace_auto_root_start   # `gwtrace run` ran this script
   else
-    builtin printf '%s\n' "gw1	B	${_gwtrace_at:-$EPOCHREALTIME}	$BASHPID	$_gwtrace_atr	$_gwtrace_asp0	${_gwtrace_abase:--}	$_gwtrace_lremote	$_gwtrace_afl	${_gwtrace_ats:--}	$_gwtrace_lname	gwtrace.kind=script	process.pid=$$$_gwtrace_lpath" >>"$_gwtrace_alog" || :
+    builtin printf '%s\n' "gw1	B	${_gwtrace_at:-$EPOCHREALTIME}	$BASHPID	$_gwtrace_atr	$_gwtrace_asp0	${_gwtrace_abase:--}	$_gwtrace_lremote	$_gwtrace_afl	${_gwtrace_ats:--}	$_gwtrace_lname	gwtrace.kind=script	process.pid=$$$_gwtrace_lpath$_gwtrace_lacc" >>"$_gwtrace_alog" || :
     builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr,$_gwtrace_asp0" TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_asp0-$_gwtrace_afl" || :
   fi
   [[ $_gwtrace_asp0 != "$_gwtrace_abase" ]] || _gwtrace_aprem=1   # a child of the script span is remote when the script span is
@@ -110,7 +114,7 @@ while :; do                # once: `break` ends the set-up early (note 1)
   fi
   break
 done
-builtin unset _gwtrace_ltp _gwtrace_lu _gwtrace_lname _gwtrace_lpath _gwtrace_lremote _gwtrace_l0 _gwtrace_lv
+builtin unset _gwtrace_ltp _gwtrace_lu _gwtrace_lname _gwtrace_lpath _gwtrace_lremote _gwtrace_l0 _gwtrace_lv _gwtrace_lacc
 
 # The script's `trap` (note 4): gwtrace-auto-extra.sh's _gwtrace_auto_trap_cmd.
 trap() {
