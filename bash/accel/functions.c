@@ -275,11 +275,18 @@ static int decide(int rc) {
   return done;
 }
 
+#ifdef GWTRACE_TEST_MISSING_SYMBOL /* tests only: a function this bash does not export, as another bash may lack one */
+extern int gwtrace_no_such_symbol(void);
+#endif
+
 static int gwtrace_adbgc_builtin(WORD_LIST *list) {
   int rc;
   SHELL_VAR *fn;
   WORD_LIST *args;
   const char *last;
+#ifdef GWTRACE_TEST_MISSING_SYMBOL
+  gwtrace_no_such_symbol();
+#endif
   if (gw_layout52 < 0) gw_layout52 = gw_bash52();
   if (gw_count_request(list)) return 0;
   rc = last_command_exit_value;

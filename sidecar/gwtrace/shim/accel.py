@@ -59,6 +59,7 @@ CHILD_TIMEOUT_S = 10.0
 LAYER_GLOB = "gwtrace-auto*.sh"
 
 #: The probe (step 1), run by the bash under test with the library's path as $1.
+PROBE_NAME = "probe.sh"
 PROBE = r"""
 _gwtrace_pv=plain
 readonly _gwtrace_pr=ro
@@ -241,7 +242,7 @@ def check(bash: str, library: bytes, layer: str, stamp: str) -> Tuple[bool, str,
         with open(so, "wb") as f:
             f.write(library)
         env = {"PATH": os.environ.get("PATH", os.defpath), "LC_ALL": "C", "HOME": tmp, "CANARY_DIR": tmp}
-        probe = os.path.join(tmp, "probe.sh")
+        probe = os.path.join(tmp, PROBE_NAME)
         with open(probe, "w") as f:
             f.write(PROBE)
         rc, stdout, stderr = _run([bash, probe, so], env, tmp)
@@ -250,7 +251,7 @@ def check(bash: str, library: bytes, layer: str, stamp: str) -> Tuple[bool, str,
         facts = dict(line.split("=", 1) for line in stdout.splitlines() if "=" in line)
         version, seen_as = facts.get("version", ""), facts.get("bash", "")
         if rc != 0 or stdout.rstrip().rsplit("\n", 1)[-1] != "ok":
-            return False, _probe_failure(rc, facts, stderr), version
+            return False, _probe_failure(rc, facts, stderr.replace(tmp + "/", "")), version
         if facts.get("stamp") != stamp:
             return False, f"library stamp {facts.get('stamp')!r}, the shell files want {stamp!r}", version
         if seen_as != bash:
@@ -263,7 +264,8 @@ def _probe_failure(rc: Optional[int], facts: Mapping[str, str], stderr: str) -> 
         return f"the probe died of signal {-rc} ({_signame(-rc)})"
     if "refused" in facts:
         detail = stderr.strip().splitlines()[-1] if stderr.strip() else ""
-        return facts["refused"] + (f" ({detail[:200]})" if detail and "enable -f" in facts["refused"] else "")
+        detail = detail.split(": ", 2)[-1] if detail.startswith(PROBE_NAME) else detail   # not the script's name
+        return facts["refused"] + (f" ({detail[-200:]})" if detail and "enable -f" in facts["refused"] else "")
     return f"the probe exited {rc}: {stderr.strip()[:200]}"
 
 
