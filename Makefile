@@ -17,7 +17,7 @@ TSTAMP  := $(VENV)/.installed-test
 .PHONY: install install-test accel bashes demo test pytest bats bats-bashes bench lint dist clean
 
 SHELL_SOURCES := bash/gwtrace.sh bash/gwtrace-auto*.sh shim/gwtrace_setup.sh examples/*.sh \
-                 examples/glidein/*.sh examples/glidein/*/*.sh bench/overhead
+                 examples/glidein/*.sh examples/glidein/*/*.sh bench/overhead .ci/run .ci/build-bash .ci/bats-bashes
 POSIX_SOURCES := shim/gwtrace-ship-spool shim/gwtrace-job-wrapper
 
 # install: what `make demo` needs; install-test: what `make test` needs.
@@ -98,15 +98,25 @@ $(VENV)/.installed-factory: $(STAMP)
 demo: install $(VENV)/.installed-factory
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
 
-test: install-test lint pytest bats
+test: install-test bashes lint pytest bats bats-bashes
 
+# GWTRACE_TEST_BASHES: the bash builds tests/test_accel.py (and the tests that read it) check
+# against, by default the ones `make bashes` built.
 pytest: $(TSTAMP) $(TOOLS)/.debian accel
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q tests
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" GWTRACE_TEST_BASHES="$${GWTRACE_TEST_BASHES-$(wildcard $(TEST_BASHES))}" \
+	  GWTRACE_TEST_SKEW_BASH="$${GWTRACE_TEST_SKEW_BASH-$(wildcard $(SKEW_BASH))}" $(PY) -m pytest -q tests
 
-# twice: with the accelerator (when built) and with the shell code alone
+# twice: with the accelerator (when built; its load check first, as `gwtrace run` does it) and
+# with the shell code alone
 bats: $(STAMP) $(BATS) accel
+	-$(PY) -m gwtrace.shim.accel
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(BATS) bats
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" GWTRACE_ACCEL=0 $(BATS) bats
+
+# once more with each bash version `make bashes` built; bats/known-failures.txt lists what fails
+# with some of them today, and why (.ci/bats-bashes)
+bats-bashes: $(STAMP) $(BATS) accel
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" .ci/bats-bashes $(BATS) bats/known-failures.txt $(PY) $(wildcard $(TEST_BASHES))
 
 bench: install-test
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bench/overhead
