@@ -29,7 +29,7 @@ from typing import Dict, List, Optional, Tuple
 import pytest
 
 from conftest import GWTRACE, REPO, TEST_BASHES, Sidecar, clean_env
-from gwtrace.shim import accel
+from gwtrace.shim import accel, accel_check
 
 sys.path.insert(0, str(REPO / "shim"))
 from glibc_needed import glibc_versions, too_new  # noqa: E402
@@ -396,7 +396,7 @@ def test_a_check_that_hangs_is_bounded_and_not_remembered(tmp_path: Path, monkey
     hang = tmp_path / "bash"
     hang.write_text("#!/bin/sh\nsleep 30 & sleep 30\n")
     hang.chmod(0o755)
-    monkeypatch.setattr(accel, "CHILD_TIMEOUT_S", 1.0)
+    monkeypatch.setattr(accel_check, "CHILD_TIMEOUT_S", 1.0)
     started = time.monotonic()
     [verdict] = accel.prepare(str(layer), [str(hang)], memo_dir=str(tmp_path / "memo"))
     assert (verdict.ok, verdict.reason) == (False, "timeout") and time.monotonic() - started < 5
