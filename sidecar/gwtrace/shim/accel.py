@@ -123,6 +123,7 @@ def prepare(layer: str, bashes: Sequence[str], memo_dir: Optional[str] = None) -
         return [Verdict(bash, False, "the shell files name no library stamp") for bash in bashes]
     out = os.path.join(layer, VERIFIED_DIR)
     memo_dirs = [os.path.join(out, "verdicts")] + ([memo_dir] if memo_dir else [_user_memo_dir()])
+    digest = hashlib.sha256(library).hexdigest()
     verdicts: List[Verdict] = []
     remembered: Dict[Tuple[int, ...], Tuple[bool, str, str]] = {}
     for bash in bashes:
@@ -135,13 +136,16 @@ def prepare(layer: str, bashes: Sequence[str], memo_dir: Optional[str] = None) -
         if fresh_copy(out, want, bash, st, library):
             verdicts.append(Verdict(bash, True, cached=True))
             continue
-        key = hashlib.sha256(repr((hashlib.sha256(library).hexdigest(), want, bash, identity)).encode()).hexdigest()[:24]
+        key = hashlib.sha256(repr((digest, want, bash, identity)).encode()).hexdigest()[:24]
         cached = True
         result = remembered.get(identity) or _recall(memo_dirs, key)
         if result is None:
             cached = False
-            result = check(bash, library, layer, want)
-            if result[1] != "timeout":
+            try:
+                result = check(bash, library, layer, want)
+            except OSError as exc:       # no room for the check's files: not the pair's fault
+                result = (False, f"cannot run the check: {exc.strerror or exc}", "")
+            if result[1] != "timeout" and result[2]:
                 _remember(memo_dirs, key, result)
         remembered[identity] = result
         ok, reason, version = result
