@@ -182,9 +182,15 @@ if [[ -z ${GWTRACE_AUTO_BASH_ENV-} ]]; then return 0; fi   # $? 0 (note 6)
 #    reads gwtrace-auto-util.sh to find out whether it was tested).
 #
 # 7. The accelerator (bash/gwtrace-accel.so, docs/shim.md): the DEBUG traps'
-#    common slow paths as loadable builtins, loaded with `enable -f` only on
-#    the bash versions whose structures bash/accel/bash_abi.h declares (4.2
-#    to 5.2) and unless GWTRACE_ACCEL=0; _gwtrace_aso names it for
+#    common slow paths as loadable builtins, loaded with `enable -f` only
+#    from the copy the load check (gwtrace/shim/accel.py, run by `gwtrace
+#    run` in a child of this very bash binary) verified: named with the
+#    library stamp these files were written for (gwa1, bash/accel/shellvars.h),
+#    this bash's version and $BASH, and carrying $BASH's mtime, which the
+#    two tests compare (four stat calls, no fork). None (a bash no check saw,
+#    one replaced since, another stamp): the shell code, and the script span
+#    says gwtrace.accel=unverified (the sidecar counts it) when a library was
+#    shipped. GWTRACE_ACCEL=0 turns it off. _gwtrace_aso names the copy for
 #    gwtrace-auto-fn.sh too. At the scripts level _gwtrace_atopc does what
 #    gwtrace-auto-top.sh does in its common cases, so that file is read only
 #    when a status has to be judged; _gwtrace_atend says who ends a pending
