@@ -15,9 +15,10 @@
  * over in _gwtrace_arc and _gwtrace_aps, as the other trap texts do. Tests run with and
  * without it.
  *
- * The accelerator is this file, scripts.c (the scripts level) and shellvars.c, built into one
+ * The accelerator is this file, scripts.c (the scripts level), shellvars.c and probe.c, built into one
  * bash/gwtrace-accel.so (`make accel`); bash_abi.h says what of bash they use. Loaded by
- * gwtrace-auto-fn.sh after gwtrace-auto.sh's version check (GWTRACE_ACCEL=0 turns it off).
+ * gwtrace-auto-fn.sh from the copy the load check verified for the bash binary (probe.c; GWTRACE_ACCEL=0
+ * turns it off).
  *
  * Licence note: a loadable builtin runs inside bash (GPL-3.0-or-later); the files of bash/accel/
  * are offered under the same terms.
