@@ -122,7 +122,7 @@ def prepare(layer: str, bashes: Sequence[str], memo_dir: Optional[str] = None) -
     if want is None:
         return [Verdict(bash, False, "the shell files name no library stamp") for bash in bashes]
     out = os.path.join(layer, VERIFIED_DIR)
-    memo_dirs = [os.path.join(out, "verdicts")] + ([memo_dir] if memo_dir else [_user_memo_dir()])
+    memo_dirs = [os.path.join(out, "verdicts")] + [d for d in [memo_dir or _user_memo_dir()] if os.path.isabs(d)]
     digest = hashlib.sha256(library).hexdigest()
     verdicts: List[Verdict] = []
     remembered: Dict[Tuple[int, ...], Tuple[bool, str, str]] = {}
@@ -158,6 +158,7 @@ def prepare(layer: str, bashes: Sequence[str], memo_dir: Optional[str] = None) -
 
 
 def _user_memo_dir() -> str:
+    """The per-user cache (relative, and so not used, when there is no home to find)."""
     cache = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return os.path.join(cache, "gwtrace", "accel")
 
