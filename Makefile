@@ -115,7 +115,7 @@ bats: $(STAMP) $(BATS) accel
 
 # once more with each bash version `make bashes` built; bats/known-failures.txt lists what fails
 # with some of them today, and why (.ci/bats-bashes)
-bats-bashes: $(STAMP) $(BATS) accel
+bats-bashes: $(STAMP) $(BATS) accel bashes
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" .ci/bats-bashes $(BATS) bats/known-failures.txt $(PY) $(wildcard $(TEST_BASHES))
 
 bench: install-test
