@@ -14,10 +14,10 @@ BATS    := $(TOOLS)/node_modules/bats/bin/bats
 STAMP   := $(VENV)/.installed
 TSTAMP  := $(VENV)/.installed-test
 
-.PHONY: install install-test accel demo test pytest bats bench lint dist clean
+.PHONY: install install-test accel bashes demo test pytest bats bats-bashes bench lint dist clean
 
 SHELL_SOURCES := bash/gwtrace.sh bash/gwtrace-auto*.sh shim/gwtrace_setup.sh examples/*.sh \
-                 examples/glidein/*.sh examples/glidein/*/*.sh bench/overhead
+                 examples/glidein/*.sh examples/glidein/*/*.sh bench/overhead .ci/run .ci/build-bash .ci/bats-bashes
 POSIX_SOURCES := shim/gwtrace-ship-spool shim/gwtrace-job-wrapper
 
 # install: what `make demo` needs; install-test: what `make test` needs.
@@ -40,15 +40,40 @@ $(TOOLS)/.debian:
 # bash/gwtrace-accel.so: the DEBUG traps' common slow paths (functions and
 # scripts levels) as bash loadable builtins (docs/shim.md, "The accelerator").
 # Optional: without a C compiler the shell code does the same work, slower.
+# -std=gnu99: a newer default standard (gcc >= 14 with glibc >= 2.38) binds
+# strtol and friends to __isoc23_*@GLIBC_2.38, which EL7-EL9 cannot load;
+# -z now: a symbol this bash lacks fails `enable -f` in the load check's child
+# bash, never a call in a traced script. ACCEL_EXTRA: tests build variants.
 ACCEL := bash/gwtrace-accel.so
 ACCEL_SRC := $(wildcard bash/accel/*.c)
-ACCEL_CFLAGS := -O2 -Wall -Wextra -shared -fPIC -fvisibility=hidden
+ACCEL_CFLAGS := -std=gnu99 -O2 -Wall -Wextra -shared -fPIC -fvisibility=hidden -Wl,-z,now $(ACCEL_EXTRA)
 accel: $(ACCEL)
 
 $(ACCEL): $(ACCEL_SRC) $(wildcard bash/accel/*.h)
 	@if command -v $(CC) >/dev/null 2>&1; then \
 	  echo "$(CC) $(ACCEL_CFLAGS) -o $@ $(ACCEL_SRC)"; $(CC) $(ACCEL_CFLAGS) -o $@ $(ACCEL_SRC); \
 	else echo "no C compiler ($(CC)): gwtrace's auto layer runs without its accelerator"; fi
+
+# The bash versions worker nodes run (EL7 4.2, EL8 4.4, EL9 5.1, Debian 13 5.2, GNU 5.3), built
+# once from GNU's sources into .tools/bash-VERSION/bin/bash (`make bashes`, under a minute each on
+# 2 cores; .ci/build-bash), and a 5.2 whose `struct variable` has one more field (SKEW_BASH): the
+# accelerator's comparison (tests/test_accel.py) and the bats suite run against each
+# (GWTRACE_TEST_BASHES); the load check must refuse the skewed one. Without the sources,
+# `make bashes` says so in one line.
+BASH_SRC ?= ../shared/bash-src
+BASH_VERSIONS := $(patsubst $(BASH_SRC)/bash-%.tar.gz,%,$(wildcard $(BASH_SRC)/bash-*.tar.gz))
+TEST_BASHES := $(foreach v,$(BASH_VERSIONS),$(CURDIR)/$(TOOLS)/bash-$(v)/bin/bash)
+SKEW_BASH := $(if $(filter 5.2.37,$(BASH_VERSIONS)),$(CURDIR)/$(TOOLS)/bash-5.2.37-skew/bin/bash)
+bashes: $(TEST_BASHES) $(SKEW_BASH)
+	@[ -n "$(TEST_BASHES)" ] || echo "no bash sources in $(BASH_SRC) (bash-VERSION.tar.gz): other bash versions are not tested"
+
+$(CURDIR)/$(TOOLS)/bash-%-skew/bin/bash: $(BASH_SRC)/bash-%.tar.gz
+	@echo "building bash $* with a skewed struct variable into $(TOOLS)/bash-$*-skew"
+	@.ci/build-bash $< $(TOOLS)/bash-$*-skew skew
+
+$(CURDIR)/$(TOOLS)/bash-%/bin/bash: $(BASH_SRC)/bash-%.tar.gz
+	@echo "building bash $* into $(TOOLS)/bash-$*"
+	@.ci/build-bash $< $(TOOLS)/bash-$*
 
 $(STAMP): setup.cfg pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -73,15 +98,25 @@ $(VENV)/.installed-factory: $(STAMP)
 demo: install $(VENV)/.installed-factory
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash examples/demo.sh
 
-test: install-test lint pytest bats
+test: install-test bashes lint pytest bats bats-bashes
 
+# GWTRACE_TEST_BASHES: the bash builds tests/test_accel.py (and the tests that read it) check
+# against, by default the ones `make bashes` built.
 pytest: $(TSTAMP) $(TOOLS)/.debian accel
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) -m pytest -q tests
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" GWTRACE_TEST_BASHES="$${GWTRACE_TEST_BASHES-$(wildcard $(TEST_BASHES))}" \
+	  GWTRACE_TEST_SKEW_BASH="$${GWTRACE_TEST_SKEW_BASH-$(wildcard $(SKEW_BASH))}" $(PY) -m pytest -q tests
 
-# twice: with the accelerator (when built) and with the shell code alone
+# twice: with the accelerator (when built; its load check first, as `gwtrace run` does it) and
+# with the shell code alone
 bats: $(STAMP) $(BATS) accel
+	-$(PY) -m gwtrace.shim.accel
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(BATS) bats
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" GWTRACE_ACCEL=0 $(BATS) bats
+
+# once more with each bash version `make bashes` built; bats/known-failures.txt lists what fails
+# with some of them today, and why (.ci/bats-bashes)
+bats-bashes: $(STAMP) $(BATS) accel bashes
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" .ci/bats-bashes $(BATS) bats/known-failures.txt $(PY) $(wildcard $(TEST_BASHES))
 
 bench: install-test
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bench/overhead
@@ -102,4 +137,4 @@ dist: $(STAMP) accel
 	$(PY) shim/build_pyz.py
 
 clean:
-	rm -rf $(VENV) $(TOOLS) build dist *.egg-info $(ACCEL)
+	rm -rf $(VENV) $(TOOLS) build dist *.egg-info $(ACCEL) bash/gwtrace-accel.d

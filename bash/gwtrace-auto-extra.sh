@@ -139,7 +139,7 @@ _gwtrace_auto_tp_norm() {
 # only bash knows.
 _gwtrace_auto_root_start() {
   _gwtrace_asp0=$_gwtrace_abase _gwtrace_aroot=$PPID
-  builtin printf '%s\n' "gw1	A	${_gwtrace_at:-$EPOCHREALTIME}	$BASHPID	$_gwtrace_atr	$_gwtrace_asp0	process.pid=$$$_gwtrace_lpath" >>"$_gwtrace_alog" || :
+  builtin printf '%s\n' "gw1	A	${_gwtrace_at:-$EPOCHREALTIME}	$BASHPID	$_gwtrace_atr	$_gwtrace_asp0	process.pid=$$$_gwtrace_lpath$_gwtrace_lacc" >>"$_gwtrace_alog" || :
   builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr" || :
 }
 

@@ -334,7 +334,7 @@ return 0
 #    and calls _gwtrace_auto_dbg for anything else, before changing anything.
 #    Its text is a single builtin call, so the `case` and its two patterns
 #    are not needed then. gwtrace-auto.sh decides whether to load it
-#    (_gwtrace_aso: bash 4.2 to 5.2, the versions whose structures it
-#    declares, unless GWTRACE_ACCEL=0); where bash cannot load it (another
-#    architecture, a noexec mount) `enable -f` fails silently (fd 2 is
-#    closed here) and the text stays the `case`.
+#    (_gwtrace_aso: the copy the load check verified for this bash binary,
+#    its note 7, unless GWTRACE_ACCEL=0); where bash cannot load it even so
+#    (a noexec mount) `enable -f` fails silently (fd 2 is closed here) and
+#    the text stays the `case`.

@@ -42,7 +42,7 @@ _gwtrace_auto_exit_post() {
 # TRACEPARENT for the children, the EXIT trap; what is rare is in
 # gwtrace-auto-extra.sh.
 while :; do                # once: `break` ends the set-up early (note 1)
-  _gwtrace_ltp=${TRACEPARENT-} _gwtrace_lu='' _gwtrace_lname=${0##*/} _gwtrace_lpath='' _gwtrace_lremote=1
+  _gwtrace_ltp=${TRACEPARENT-} _gwtrace_lu='' _gwtrace_lname=${0##*/} _gwtrace_lpath='' _gwtrace_lremote=1 _gwtrace_lacc=''
   [[ ${GWTRACE_DISABLED-} != 1 && ${OTEL_SDK_DISABLED-} != [Tt][Rr][Uu][Ee] ]] || break
   case ${GWTRACE_AUTO_LEVEL:-functions} in
     scripts) _gwtrace_alevel=1 ;; functions) _gwtrace_alevel=2 ;; commands) _gwtrace_alevel=3 ;; *) break ;;
@@ -93,13 +93,17 @@ while :; do                # once: `break` ends the set-up early (note 1)
     _gwtrace_apfx=${_gwtrace_lu:17:10} _gwtrace_actr=1000000 _gwtrace_arngpid=$BASHPID _gwtrace_arng=$(( 16#${_gwtrace_lu:17:15} ))
   fi
   (( _gwtrace_lv >= 404 )) && _gwtrace_a44=1
-  # the accelerator, on the bash versions whose structures it knows (note 7)
-  [[ ${GWTRACE_ACCEL-} == 0 || ! -f $_gwtrace_adir/gwtrace-accel.so ]] || (( _gwtrace_lv < 402 || _gwtrace_lv > 502 )) \
-    || _gwtrace_aso=$_gwtrace_adir/gwtrace-accel.so
+  # the accelerator: only the copy the load check verified for this bash binary (note 7)
+  _gwtrace_aso=$_gwtrace_adir/gwtrace-accel.d/gwa1_$BASH_VERSION${BASH//\//%}.so
+  if [[ ${GWTRACE_ACCEL-} == 0 ]]; then
+    _gwtrace_aso=''
+  elif [[ $_gwtrace_aso -nt $BASH || $_gwtrace_aso -ot $BASH ]]; then
+    _gwtrace_aso='' && [[ ! -f $_gwtrace_adir/gwtrace-accel.so ]] || _gwtrace_lacc='	gwtrace.accel=unverified'
+  fi
   if [[ ${GWTRACE_AUTO_ROOT-} == "$PPID:$_gwtrace_abase" && -n $_gwtrace_abase ]]; then
     _gwtrace_auto_extra; _gwtrace_auto_root_start   # `gwtrace run` ran this script
   else
-    builtin printf '%s\n' "gw1	B	${_gwtrace_at:-$EPOCHREALTIME}	$BASHPID	$_gwtrace_atr	$_gwtrace_asp0	${_gwtrace_abase:--}	$_gwtrace_lremote	$_gwtrace_afl	${_gwtrace_ats:--}	$_gwtrace_lname	gwtrace.kind=script	process.pid=$$$_gwtrace_lpath" >>"$_gwtrace_alog" || :
+    builtin printf '%s\n' "gw1	B	${_gwtrace_at:-$EPOCHREALTIME}	$BASHPID	$_gwtrace_atr	$_gwtrace_asp0	${_gwtrace_abase:--}	$_gwtrace_lremote	$_gwtrace_afl	${_gwtrace_ats:--}	$_gwtrace_lname	gwtrace.kind=script	process.pid=$$$_gwtrace_lpath$_gwtrace_lacc" >>"$_gwtrace_alog" || :
     builtin export GWTRACE_AUTO_OPEN="$BASHPID:$_gwtrace_atr,$_gwtrace_asp0" TRACEPARENT="00-$_gwtrace_atr-$_gwtrace_asp0-$_gwtrace_afl" || :
   fi
   [[ $_gwtrace_asp0 != "$_gwtrace_abase" ]] || _gwtrace_aprem=1   # a child of the script span is remote when the script span is
@@ -119,7 +123,7 @@ while :; do                # once: `break` ends the set-up early (note 1)
   fi
   break
 done
-builtin unset _gwtrace_ltp _gwtrace_lu _gwtrace_lname _gwtrace_lpath _gwtrace_lremote _gwtrace_l0 _gwtrace_lv
+builtin unset _gwtrace_ltp _gwtrace_lu _gwtrace_lname _gwtrace_lpath _gwtrace_lremote _gwtrace_l0 _gwtrace_lv _gwtrace_lacc
 
 # The script's `trap` (note 4): gwtrace-auto-extra.sh's _gwtrace_auto_trap_cmd.
 trap() {
@@ -187,9 +191,15 @@ if [[ -z ${GWTRACE_AUTO_BASH_ENV-} ]]; then return 0; fi   # $? 0 (note 6)
 #    reads gwtrace-auto-util.sh to find out whether it was tested).
 #
 # 7. The accelerator (bash/gwtrace-accel.so, docs/shim.md): the DEBUG traps'
-#    common slow paths as loadable builtins, loaded with `enable -f` only on
-#    the bash versions whose structures bash/accel/bash_abi.h declares (4.2
-#    to 5.2) and unless GWTRACE_ACCEL=0; _gwtrace_aso names it for
+#    common slow paths as loadable builtins, loaded with `enable -f` only
+#    from the copy the load check (gwtrace/shim/accel.py, run by `gwtrace
+#    run` in a child of this very bash binary) verified: named with the
+#    library stamp these files were written for (gwa1, bash/accel/shellvars.h),
+#    this bash's version and $BASH, and carrying $BASH's mtime, which the
+#    two tests compare (four stat calls, no fork). None (a bash no check saw,
+#    one replaced since, another stamp): the shell code, and the script span
+#    says gwtrace.accel=unverified (the sidecar counts it) when a library was
+#    shipped. GWTRACE_ACCEL=0 turns it off. _gwtrace_aso names the copy for
 #    gwtrace-auto-fn.sh too. At the scripts level _gwtrace_atopc does what
 #    gwtrace-auto-top.sh does in its common cases, so that file is read only
 #    when a status has to be judged; _gwtrace_atend says who ends a pending

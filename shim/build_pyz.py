@@ -23,7 +23,13 @@ Why these choices:
   is left out; in the archive it fails with one clear line.
 - ``bash/gwtrace-accel.so`` (``make accel``), when built, goes in with the bash
   files: the one member tied to a platform (the builder's architecture). It is
-  optional: where bash cannot load it, the shell code does its work.
+  optional: where bash cannot load it, the shell code does its work. A library
+  that needs a glibc symbol version newer than EL7's 2.17 is refused here, in
+  one line (glibc_needed.py): a worker node could not load it.
+- Licences: the archive carries LICENSE (Apache-2.0, the project's) at its top,
+  and beside the accelerator its complete source and GPL-3.0 text
+  (``gwtrace/bashlib/accel/``: the C files, ``COPYING``), the terms bash's
+  loadable builtins come under, so that the binary travels with its source.
 
 Usage: ``python shim/build_pyz.py [--output PATH] [--wheels DIR] [--python-version 3.9]``
 (``--wheels`` uses already downloaded wheels, for offline builds).
@@ -41,6 +47,8 @@ import zipapp
 import zipfile
 from pathlib import Path
 from typing import List, Optional
+
+from glibc_needed import OLDEST_GLIBC, too_new
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -102,7 +110,24 @@ def copy_gwtrace(staging: Path) -> None:
     bashlib.mkdir()
     for path in sorted((REPO / "bash").iterdir()):
         if path.suffix in (".py", ".sh", ".so") and path.is_file():
+            if path.suffix == ".so":
+                check_accelerator(path)
             shutil.copy2(path, bashlib / path.name)
+    if (bashlib / "gwtrace-accel.so").is_file():     # the GPL binary travels with its source
+        shutil.copytree(REPO / "bash" / "accel", bashlib / "accel", ignore=ignore)
+    shutil.copy2(REPO / "LICENSE", staging / "LICENSE")
+
+
+def check_accelerator(path: Path) -> None:
+    """Refuse an accelerator that the oldest worker nodes' glibc cannot load."""
+    try:
+        newer = too_new(str(path))
+    except (OSError, ValueError) as exc:
+        raise SystemExit(f"build_pyz: cannot read {path}: {exc}") from None
+    if newer:
+        raise SystemExit(f"build_pyz: {path.name} needs {', '.join(newer)}, newer than EL7's glibc "
+                         f"{'.'.join(map(str, OLDEST_GLIBC))}: worker nodes could not load it; rebuild it "
+                         f"with `make accel` (-std=gnu99), or on an older system")
 
 
 def build(output: Path, wheels_dir: Optional[Path], python_version: str) -> Path:

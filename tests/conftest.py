@@ -23,6 +23,22 @@ from otlp_receiver import OtlpReceiver  # noqa: E402
 REPO = Path(__file__).resolve().parents[1]
 LIB = REPO / "bash" / "gwtrace.sh"
 GWTRACE = shutil.which("gwtrace") or str(Path(sys.executable).parent / "gwtrace")
+#: Other bash builds to check the auto layer and its accelerator against (GWTRACE_TEST_BASHES,
+#: space-separated paths; `make test` sets it to the 4.2 ... 5.3 that `make bashes` built).
+TEST_BASHES = [b for b in os.environ.get("GWTRACE_TEST_BASHES", "").split() if b]
+
+
+@pytest.fixture(scope="session", autouse=True)
+def accelerator_checked() -> Dict[str, bool]:
+    """The accelerator's load check (gwtrace/shim/accel.py) for the bash binaries the tests run.
+
+    `gwtrace run` does it for the bash its command runs; the tests that point BASH_ENV at the auto
+    layer themselves would otherwise run the shell code alone (and mark their spans
+    gwtrace.accel=unverified). Once per session, a few stat calls when the verdicts are kept."""
+    from gwtrace.shim import accel
+
+    bashes = accel.candidate_bashes([], os.environ) + [b for b in TEST_BASHES if os.path.isabs(b)]
+    return {v.bash: v.ok for v in accel.prepare(str(REPO / "bash"), bashes)}
 
 
 def demo_factory(needs_htcondor: bool = True) -> ModuleType:

@@ -51,6 +51,20 @@ def test_the_archive_is_pure_python_and_self_contained(pyz: Path) -> None:
         (["gwtrace/bashlib/gwtrace-accel.so"] if (REPO / "bash" / "gwtrace-accel.so").is_file() else [])
 
 
+def test_the_archive_carries_its_licences_and_the_accelerators_source(pyz: Path) -> None:
+    """Apache-2.0 for gwtrace; beside the GPL accelerator, its GPL text and the source it was built from."""
+    with zipfile.ZipFile(pyz) as zf:
+        names = set(zf.namelist())
+        assert zf.read("LICENSE") == (REPO / "LICENSE").read_bytes()
+        assert b"Apache License" in zf.read("LICENSE")
+        if "gwtrace/bashlib/gwtrace-accel.so" in names:
+            sources = sorted(p.name for p in (REPO / "bash" / "accel").iterdir())
+            assert "COPYING" in sources and "probe.c" in sources
+            for name in sources:
+                assert zf.read(f"gwtrace/bashlib/accel/{name}") == (REPO / "bash" / "accel" / name).read_bytes()
+            assert b"GNU GENERAL PUBLIC LICENSE" in zf.read("gwtrace/bashlib/accel/COPYING")
+
+
 @pytest.mark.parametrize("python", interpreters())
 def test_the_sidecar_runs_from_the_archive(python: str, pyz: Path, tmp_path: Path) -> None:
     receiver = OtlpReceiver().start()

@@ -1,9 +1,11 @@
-/* bash_abi.h: the part of bash's interface the accelerator uses, as bash 4.2-5.2 export it.
+/* bash_abi.h: the part of bash's interface the accelerator uses, as GNU bash 4.2-5.3 exports it.
  *
  * Declared here rather than taken from bash's headers: these structures and functions are the
- * same in every bash from 4.2 to 5.2, except the header of bash's arrays (see shellvars.c,
+ * same in every GNU bash from 4.2 to 5.3, except the header of bash's arrays (see shellvars.c,
  * array_count), so no bash source tree is needed to build. Loadable builtins reach them because
- * bash exports its symbols to what `enable -f` loads.
+ * bash exports its symbols to what `enable -f` loads. A distribution's bash may differ: nothing
+ * here is trusted before the load check (probe.c, gwtrace/shim/accel.py) has read it back from
+ * that very bash binary.
  *
  * Licence: GPL-3.0-or-later, as bash (functions.c says why).
  */
@@ -18,6 +20,9 @@ typedef struct word_list { struct word_list *next; WORD_DESC *word; } WORD_LIST;
 typedef struct variable {
   char *name, *value, *exportstr;
   void *dynamic_value, *assign_func;
+#ifdef GWTRACE_TEST_SKEW
+  int skew; /* tests only (tests/test_accel.py): a layout bash does not have, which the load check must refuse */
+#endif
   int attributes, context;
 } SHELL_VAR;
 struct builtin {
@@ -32,6 +37,8 @@ struct builtin {
 #define att_exported 0x1
 #define att_readonly 0x2
 #define att_array 0x4
+#define att_function 0x8
+#define att_local 0x20
 #define att_assoc 0x40
 #define att_nameref 0x800
 #define att_invisible 0x1000

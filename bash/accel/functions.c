@@ -15,9 +15,10 @@
  * over in _gwtrace_arc and _gwtrace_aps, as the other trap texts do. Tests run with and
  * without it.
  *
- * The accelerator is this file, scripts.c (the scripts level) and shellvars.c, built into one
+ * The accelerator is this file, scripts.c (the scripts level), shellvars.c and probe.c, built into one
  * bash/gwtrace-accel.so (`make accel`); bash_abi.h says what of bash they use. Loaded by
- * gwtrace-auto-fn.sh after gwtrace-auto.sh's version check (GWTRACE_ACCEL=0 turns it off).
+ * gwtrace-auto-fn.sh from the copy the load check verified for the bash binary (probe.c; GWTRACE_ACCEL=0
+ * turns it off).
  *
  * Licence note: a loadable builtin runs inside bash (GPL-3.0-or-later); the files of bash/accel/
  * are offered under the same terms.
@@ -256,7 +257,7 @@ static int decide(int rc) {
   const char *mode;
   void *src = gw_array_of("BASH_SOURCE");
   long depth, ad, asl;
-  int ok = 1, same_key = 0, ps;
+  int ok = 1, same_key = 0, ps, done;
 
   if (gw_ival("_gwtrace_abusy", &ok) != 0 || !ok) return ok ? DONE : SHELL;
   if (!src) return SHELL;
@@ -269,23 +270,29 @@ static int decide(int rc) {
   mode = gw_sval("_gwtrace_amode");
   if (echo_command_at_execute || !mode || *mode || needs_shell_word(cmd)) return SHELL;
   ps = atoi(gw_aref("PIPESTATUS", 0));
-  if (subshell_level != asl) {
-    if (subshell_first(cmd, depth, ad, &same_key) == SHELL) return SHELL;
-    if (same_key) return DONE;
-  }
-  if (depth > ad) return enter(depth, ad);
-  if (depth < ad) return leave(depth, rc, ps);
-  return DONE;
+  if (subshell_level != asl && subshell_first(cmd, depth, ad, &same_key) == SHELL) return SHELL;
+  done = same_key || depth == ad ? DONE : depth > ad ? enter(depth, ad) : leave(depth, rc, ps);
+  if (done == DONE) gw_count[DONE]++;   /* a slow path, done here */
+  return done;
 }
+
+#ifdef GWTRACE_TEST_MISSING_SYMBOL /* tests only: a function this bash does not export, as another bash may lack one */
+extern int gwtrace_no_such_symbol(void);
+#endif
 
 static int gwtrace_adbgc_builtin(WORD_LIST *list) {
   int rc;
   SHELL_VAR *fn;
   WORD_LIST *args;
   const char *last;
+#ifdef GWTRACE_TEST_MISSING_SYMBOL
+  gwtrace_no_such_symbol();
+#endif
   if (gw_layout52 < 0) gw_layout52 = gw_bash52();
+  if (gw_count_request(list)) return 0;
   rc = last_command_exit_value;
   if (decide(rc) == DONE) return 0;
+  gw_count[SHELL]++;
   /* The shell code, with the script's $? and PIPESTATUS[0] handed over as the `case` text's
    * callers do (a second argument: they are in _gwtrace_arc and _gwtrace_aps already). */
   fn = find_function("_gwtrace_auto_dbg");
@@ -301,5 +308,5 @@ static int gwtrace_adbgc_builtin(WORD_LIST *list) {
 static char *gwtrace_adbgc_doc[] = {"gwtrace's DEBUG trap for the functions level (internal).", 0};
 
 __attribute__((visibility("default"))) struct builtin _gwtrace_adbgc_struct = {
-    "_gwtrace_adbgc", gwtrace_adbgc_builtin, BUILTIN_ENABLED, gwtrace_adbgc_doc, "_gwtrace_adbgc [word]", 0,
+    "_gwtrace_adbgc", gwtrace_adbgc_builtin, BUILTIN_ENABLED, gwtrace_adbgc_doc, "_gwtrace_adbgc [word | --count VAR]", 0,
 };

@@ -96,6 +96,7 @@ static int top_shell(const char *last, int rc, const char *ps) {
   SHELL_VAR *fn = find_function("_gwtrace_auto_top");
   char rcs[16], path[4096];
   WORD_LIST *args;
+  gw_count[SHELL]++;
   if (!fn) {
     const char *dir = gw_sval("_gwtrace_adir");
     if (!dir || (size_t)snprintf(path, sizeof path, "%s/gwtrace-auto-top.sh", dir) >= sizeof path) return 0;
@@ -121,8 +122,11 @@ static int gwtrace_atopc_builtin(WORD_LIST *list) {
   size_t n = strcspn(cmd, " ");
   void *src;
 
-  if (list && !strcmp(list->word->word, "--end")) {          /* the exit, or the script's own DEBUG trap */
-    top_end(list->next ? list->next->word->word : "0");
+  if (gw_count_request(list)) return 0;
+  /* the exit, or the script's own DEBUG trap: two words (the trap passes one, "$_", which may be "--end") */
+  if (list && list->next && !strcmp(list->word->word, "--end")) {
+    top_end(list->next->word->word);
+    gw_count[DONE]++;
     return 0;
   }
   snprintf(ps, sizeof ps, "%s", gw_aref("PIPESTATUS", 0));
@@ -144,8 +148,10 @@ static int gwtrace_atopc_builtin(WORD_LIST *list) {
     if (atsp && *atsp) {
       if (rc || atoi(ps)) return top_shell(last, rc, ps);   /* a status to judge */
       top_end("0");
+      gw_count[DONE]++;
     }
     if (traced && top_begin(w) == SHELL) return top_shell(last, rc, ps);
+    if (traced) gw_count[DONE]++;
   }
   return 0;
 }
@@ -153,5 +159,5 @@ static int gwtrace_atopc_builtin(WORD_LIST *list) {
 static char *gwtrace_atopc_doc[] = {"gwtrace's DEBUG trap for the scripts level (internal).", 0};
 
 __attribute__((visibility("default"))) struct builtin _gwtrace_atopc_struct = {
-    "_gwtrace_atopc", gwtrace_atopc_builtin, BUILTIN_ENABLED, gwtrace_atopc_doc, "_gwtrace_atopc [word | --end status]", 0,
+    "_gwtrace_atopc", gwtrace_atopc_builtin, BUILTIN_ENABLED, gwtrace_atopc_doc, "_gwtrace_atopc [word | --end STATUS | --count VAR]", 0,
 };

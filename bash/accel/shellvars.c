@@ -17,6 +17,16 @@
 #include "shellvars.h"
 
 int gw_layout52 = -1; /* 1: bash >= 5.2's ARRAY header; 0: 4.2-5.1's; -1: not known yet */
+long gw_count[2];
+
+int gw_count_request(WORD_LIST *list) {
+  char buf[64];
+  /* two words: the DEBUG traps pass one ("$_", which may be anything) */
+  if (!list || !list->next || list->next->next || strcmp(list->word->word, "--count")) return 0;
+  snprintf(buf, sizeof buf, "%ld %ld", gw_count[DONE], gw_count[SHELL]);
+  bind_variable(list->next->word->word, buf, 0);
+  return 1;
+}
 
 SHELL_VAR *gw_plain(const char *name, int want) {
   SHELL_VAR *v = find_variable(name);

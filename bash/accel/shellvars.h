@@ -10,6 +10,14 @@
 
 #define GW_HIDDEN __attribute__((visibility("hidden")))
 
+/* The accelerator's contract with the shell files (the variables it reads and writes, the trap
+ * texts, the builtins' arguments). The load check names the copy it verified with the stamp this
+ * library reports, and gwtrace-auto.sh loads only a copy named with the stamp it was written for
+ * (gwtrace-accel.d/STAMP_...): change both whenever that contract changes. */
+#ifndef GWTRACE_ACCEL_STAMP
+#define GWTRACE_ACCEL_STAMP "gwa1"
+#endif
+
 extern int gw_layout52 GW_HIDDEN; /* 1: bash >= 5.2's ARRAY header; 0: 4.2-5.1's; -1: not known yet */
 
 /* A variable of ours with the attributes WANT (0, att_array or att_assoc), or 0. */
@@ -35,5 +43,11 @@ int gw_strip_sid(char *open_list, const char *sid) GW_HIDDEN;   /* ${list%,"SID"
 
 /* What a case handler returns: done here, or leave it all to the shell code. */
 enum { DONE = 0, SHELL = 1 };
+
+/* Slow paths done here (gw_count[DONE]) and handed to the shell code (gw_count[SHELL]), in this
+ * process: the load check and tests/test_accel.py read them (`BUILTIN --count VAR`), so that a
+ * comparison with the shell code cannot pass with the C code doing nothing. */
+extern long gw_count[2] GW_HIDDEN;
+int gw_count_request(WORD_LIST *list) GW_HIDDEN; /* `--count VAR`: VAR="DONE SHELL"; 1 if LIST asked */
 
 #endif

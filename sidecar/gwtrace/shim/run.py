@@ -47,6 +47,20 @@ def auto_lib_path(work_dir: Optional[str]) -> Optional[str]:
         return None
 
 
+def check_accelerator(layer: str, command: Sequence[str], environ: Dict[str, str]) -> None:
+    """The accelerator's load check (gwtrace/shim/accel.py) for the bash binaries COMMAND is likely
+    to run, before it runs: a traced bash loads only a copy verified for its binary. Once per bash
+    binary and library (then a few stat calls); a failure here only leaves the shell code to work."""
+    if environ.get("GWTRACE_ACCEL") == "0":
+        return
+    try:
+        from gwtrace.shim import accel
+
+        accel.prepare(layer, accel.candidate_bashes(command, environ))
+    except Exception:  # noqa: BLE001 - tracing trouble never stops the command
+        pass
+
+
 # --- entry points -----------------------------------------------------------
 
 def child_environment(environ: Dict[str, str], sink_env: Dict[str, str], span: Span,
@@ -134,6 +148,8 @@ def run_main(argv: List[str]) -> int:
         auto = auto_lib_path(sink.directory if sink else None) if sink else None
     except OSError:
         auto = None
+    if auto:
+        check_accelerator(os.path.dirname(auto), args.command, environ)
     env = child_environment(environ, sink_env, span, args.level, auto)
     return _run_in_span(span, args.command, env, "run", sink)
 

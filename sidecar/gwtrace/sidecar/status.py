@@ -26,7 +26,7 @@ STATUS_COUNTERS = (
     "events_received", "events_malformed", "events_unknown_span", "events_duplicate", "events_rejected_job",
     "spans_finished", "spans_exported", "spans_retried", "spans_shipped", "spans_incomplete",
     "spans_dropped", "spans_rejected", "spans_dropped_outbox_cap", "spans_maybe_duplicated",
-    "export_failures", "log_resets",
+    "export_failures", "log_resets", "bash_accel_unverified",
 )
 
 
