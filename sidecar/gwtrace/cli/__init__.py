@@ -43,7 +43,8 @@ def build_parser() -> argparse.ArgumentParser:
     lib = sub.add_parser("lib", help="print the path of gwtrace.sh, for `source \"$(gwtrace lib)\"`")
     lib.add_argument("--auto", action="store_true",
                      help="the auto layer's gwtrace-auto.sh instead (BASH_ENV; docs/shim.md), copied with the "
-                          "files it loads into --dir when this gwtrace runs from a .pyz")
+                          "files it loads into --dir when this gwtrace runs from a .pyz; the accelerator is "
+                          "checked for PATH's bash first (docs/shim.md, the load check)")
     lib.add_argument("--dir", help="where a .pyz copies the files (default: a per-user cache)")
 
     show = sub.add_parser("show", help="print a trace from the embedded store as a tree")
@@ -157,9 +158,13 @@ def _dispatch(parser: argparse.ArgumentParser, args: argparse.Namespace) -> int:
 
     if args.command == "lib":
         if args.auto:
-            from gwtrace.shim.run import auto_lib_path
+            import os
+
+            from gwtrace.shim.run import auto_lib_path, check_accelerator
 
             path = auto_lib_path(args.dir)
+            if path is not None:          # the accelerator, checked for the bash that will source it
+                check_accelerator(os.path.dirname(path), ["bash"], dict(os.environ))
             if path is None:
                 print("gwtrace: the auto layer is not in this gwtrace; give --dir to copy it out of a .pyz",
                       file=sys.stderr)
