@@ -12,6 +12,7 @@ from ..store import TraceStore
 from . import accounting, analysis, api, jobs, now, otlp_http, snapshot_http, ui
 from .answers import RETRY_AFTER_SECONDS, envelope_answer, to_response
 from .auth import PUBLIC_ENDPOINTS, BearerAuth, common_headers
+from .budget import DEFAULT_DECODE_BUDGET, DecodeBudget
 
 log = logging.getLogger("gwtrace.server")
 
@@ -20,6 +21,7 @@ def create_app(
     token: Optional[str] = None,
     *,
     max_body_bytes: int = otlp_http.DEFAULT_MAX_BODY_BYTES,
+    decode_budget: int = DEFAULT_DECODE_BUDGET,
 ) -> Flask:
     """Build the app over an open store.
 
@@ -27,7 +29,8 @@ def create_app(
     ``Authorization: Bearer <token>``.  ``POST /v1/traces`` is answered by
     ``otlp_http.IngestMiddleware`` in front of Flask (and ``POST
     /v1/gwtrace/snapshot``, live snapshots, by ``snapshot_http``); the blueprints serve
-    the rest.
+    the rest.  ``decode_budget``: what the ingest requests in flight may take
+    together to decode (``budget.DecodeBudget``).
     """
     app = Flask(__name__, static_folder=None)
     app.config.update(GWTRACE_STORE=store)
@@ -38,8 +41,9 @@ def create_app(
     app.register_blueprint(analysis.bp)
     app.register_blueprint(now.bp)
     app.register_blueprint(jobs.bp)
-    app.wsgi_app = otlp_http.IngestMiddleware(app.wsgi_app, store, auth, max_body_bytes)  # type: ignore[method-assign]
-    app.wsgi_app = snapshot_http.SnapshotMiddleware(app.wsgi_app, store, auth, max_body_bytes)  # type: ignore[method-assign]
+    budget = DecodeBudget(decode_budget)
+    app.wsgi_app = otlp_http.IngestMiddleware(app.wsgi_app, store, auth, max_body_bytes, budget)  # type: ignore[method-assign]
+    app.wsgi_app = snapshot_http.SnapshotMiddleware(app.wsgi_app, store, auth, max_body_bytes, budget)  # type: ignore[method-assign]
     _register_hooks(app, auth)
     return app
 

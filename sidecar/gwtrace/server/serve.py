@@ -30,6 +30,12 @@ TOKEN_ENV = "GWTRACE_SERVER_TOKEN"
 DRAIN_SECONDS = 10.0
 #: How often the retention purge runs (it also runs at start).
 PURGE_INTERVAL_SECONDS = 3600.0
+#: Open connections waitress keeps (its default, 100, let 120 idle half-sent requests, no token needed,
+#: lock everyone else out); bounded by the open-file limit.
+CONNECTION_LIMIT = 1000
+#: A connection silent this long is closed (half-sent requests included), checked every CLEANUP_SECONDS.
+CHANNEL_TIMEOUT_SECONDS = 30
+CLEANUP_SECONDS = 5
 
 
 def is_loopback(host: str) -> bool:
@@ -143,8 +149,18 @@ def serve_main(argv: List[str]) -> int:
     return 0
 
 
+def connection_limit() -> int:
+    """CONNECTION_LIMIT, or fewer when the open-file limit would not allow it (a few kept for the store)."""
+    import resource
+
+    soft, _ = resource.getrlimit(resource.RLIMIT_NOFILE)
+    if soft == resource.RLIM_INFINITY:
+        return CONNECTION_LIMIT
+    return max(16, min(CONNECTION_LIMIT, soft - 64))
+
+
 def _waitress(app: Any, host: str, port: int) -> Any:
-    """waitress, tuned for OTLP batches; raises OSError if it cannot listen."""
+    """waitress, tuned for OTLP batches and slow clients; raises OSError if it cannot listen."""
     from waitress import create_server
 
     from .otlp_http import DEFAULT_MAX_BODY_BYTES
@@ -153,13 +169,18 @@ def _waitress(app: Any, host: str, port: int) -> Any:
         app,
         host=host,
         port=port,
-        threads=4,
+        # 8, not 4: a thread stays free for /healthz and reads while costly requests are decoded
+        threads=8,
         ident="gwtrace",
         # OTLP batches are ~100 KB: read them in a few large recv() calls.
         recv_bytes=65536,
         # waitress refuses larger bodies itself (413) before buffering them.
         max_request_body_size=DEFAULT_MAX_BODY_BYTES,
         clear_untrusted_proxy_headers=True,
+        # Slow or silent clients (slowloris): many may wait, none for long.
+        connection_limit=connection_limit(),
+        channel_timeout=CHANNEL_TIMEOUT_SECONDS,
+        cleanup_interval=CLEANUP_SECONDS,
     )
 
 

@@ -62,7 +62,8 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from gwtrace.home import gwtrace_home
 from . import glideins, live
-from .chunks import plan_request
+from . import limits
+from .chunks import plan_request, request_slices
 from .connections import BUSY_TIMEOUT_MS, CHECKPOINT_BYTES, Connections
 from .query import TraceFinder, TraceQuery
 from .reader import ChunkRow, Reader, ResourceCache
@@ -160,15 +161,22 @@ class TraceStore:
     def ingest(self, request: ExportTraceServiceRequest, raw: Optional[bytes] = None) -> Tuple[int, int, str]:
         """Store the spans of an export request; return (accepted, rejected, message).
 
-        Spans with malformed ids or times are rejected and counted; the others
-        are stored in one transaction.  The message names the first problems,
-        in the form OTLP's partial success ``error_message`` expects.  ``raw``,
-        the request's own encoding when the caller has it, lets whole
-        ScopeSpans be stored without re-serializing them.
+        What is over the limits (``store.limits``: attributes, events, links,
+        string sizes) is cut and marked ``gwtrace.truncated`` first, in place;
+        more spans than one request may hold raise ``limits.TooLarge``.  Spans
+        with malformed ids or times are rejected and counted; the others are
+        stored in one transaction.  The message names the first problems (and
+        the cut spans), in the form OTLP's partial success ``error_message``
+        expects.  ``raw``, the request's own encoding when the caller has it,
+        lets whole ScopeSpans be stored without re-serializing them.
         """
         # Planned before taking the write lock: this is the Python part, and
         # other threads may write meanwhile (sqlite3 releases the GIL).
-        plan, rejected, message = plan_request(request, raw)
+        slices = request_slices(request, raw)
+        cut = limits.enforce(request, slices)
+        if cut:
+            raw, slices = None, None      # the cut ScopeSpans are encoded again
+        plan, rejected, message = plan_request(request, raw, slices, cut)
         if plan:
             self._writer.write(plan)
         return sum(c.n_spans for _, _, chunks in plan for c in chunks), rejected, message
