@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import random
 import sys
 import time
@@ -11,6 +12,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 import synthetic
+from gwtrace.cli.show import show
 from gwtrace.server import create_app
 from gwtrace.store import TraceStore, limits
 from test_store import TRACE_A, make_request
@@ -189,3 +191,58 @@ def test_json_depth(body, problem):
 
 def test_json_cost_grows_with_containers():
     assert limits.json_cost(b"[" + b"{}," * 100_000 + b"{}]") > 100_000 * 140
+
+
+# ------------------------------------------------------------------ reading back
+
+
+def store_without_limits(path, requests):
+    """A store holding ``requests`` as a gwtrace before the ingest limits would have stored them."""
+    store = TraceStore(path)
+    real = limits.enforce
+    limits.enforce = lambda request, raws=None: 0
+    try:
+        for req in requests:
+            store.ingest(req, req.SerializeToString())
+    finally:
+        limits.enforce = real
+    return store
+
+
+def test_a_trace_stored_before_the_limits_is_refused_not_decoded(tmp_path):
+    """A chunk of 3 million empty attributes (6 MB, ~290 MB to decode) is not read: one line, at once."""
+    from abuse_harness import empty_attributes_body
+
+    req = ExportTraceServiceRequest.FromString(empty_attributes_body(3_000_000))
+    trace_hex = req.resource_spans[0].scope_spans[0].spans[0].trace_id.hex()
+    with store_without_limits(tmp_path / "old.db", [req]) as store:
+        client = create_app(store).test_client()
+        began = time.monotonic()
+        for path in (f"/api/traces/{trace_hex}", f"/api/v3/traces/{trace_hex}", f"/ui/api/critical/{trace_hex}"):
+            resp = client.get(path)
+            assert resp.status_code == 413, (path, resp.status_code)
+            assert "more than one answer may decode" in resp.get_data(as_text=True)
+        assert time.monotonic() - began < 2
+    with pytest.raises(LookupError, match="not read"):
+        show(trace_hex, False, str(tmp_path / "old.db"), io.StringIO())
+
+
+def test_a_trace_too_big_for_one_answer_is_cut_with_a_warning(tmp_path, monkeypatch):
+    from gwtrace.store import reader
+
+    monkeypatch.setattr(reader, "MAX_READ_SPANS", 50)
+    requests = [make_request([dict(span=100 * batch + i + 1) for i in range(20)]) for batch in range(5)]
+    with TraceStore(tmp_path / "big.db") as store:
+        for req in requests:
+            store.ingest(req)
+        client = create_app(store).test_client()
+        trace = client.get(f"/api/traces/{TRACE_A.hex()}").json["data"][0]
+        assert len(trace["spans"]) == 40
+        assert trace["warnings"] == ["trace cut: 60 span(s) not read, the answer would hold more spans than one "
+                                     "answer holds"]
+        v3 = client.get(f"/api/v3/traces/{TRACE_A.hex()}").json
+        assert v3["warnings"] and len(v3["result"]["resourceSpans"][0]["scopeSpans"][0]["spans"]) == 40
+        assert client.get("/ui/api/glidein/u-1").json["warnings"]
+        assert len(store.get_trace(TRACE_A)) == 40 and store.get_trace(TRACE_A).cut
+        search = client.get("/api/traces", query_string={"service": "glidein", "traceID": [TRACE_A.hex()] * 2}).json
+        assert len(search["data"]) == 1 and search["errors"][0]["code"] == 413

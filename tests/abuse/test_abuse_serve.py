@@ -98,3 +98,31 @@ def test_idle_half_sent_connections_do_not_stop_healthz(server):
         assert time.monotonic() - began < HEALTHZ_SECONDS
     finally:
         close_all(socks)
+
+
+def test_reading_back_a_trace_stored_before_the_limits(tmp_path):
+    """The issue's trace of 33 M empty attributes, as a store written before the limits holds it (one 66 MB
+    chunk): reading it back is one 413 line within a second, not 138 s and a MemoryError at 8.6 GB."""
+    from abuse_harness import TRACE_ID, field, span_head
+
+    from gwtrace.store import TraceStore
+    from test_store import make_request
+
+    db = tmp_path / "old.db"
+    with TraceStore(db) as store:
+        store.ingest(make_request([dict(span=1)]))
+        hostile = field(0x0A, b"") + field(0x12, span_head() + b"\x4a\x00" * 33_000_000)   # a ScopeSpans
+        with store.transaction() as conn:
+            conn.execute("UPDATE chunks SET body = ?, trace_id = ?", (hostile, TRACE_ID))
+            conn.execute("UPDATE traces SET trace_id = ?", (TRACE_ID,))
+        del hostile
+    server = WatchedServer(str(db))
+    try:
+        began = time.monotonic()
+        for path in ("/api/traces/", "/api/v3/traces/", "/ui/api/critical/"):
+            resp = requests.get(server.url + path + TRACE_ID.hex(), timeout=60)
+            assert resp.status_code == 413 and "not read" in resp.text
+        assert time.monotonic() - began < 3
+        assert server.peak_rss() < PEAK_RSS_BYTES
+    finally:
+        server.stop()

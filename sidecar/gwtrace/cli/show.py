@@ -146,9 +146,12 @@ def show(trace_id: Optional[str], last: bool, db: Optional[str], out: TextIO, cr
                 raise LookupError(f"no traces in {store.path}")
         spans = store.get_trace(trace_id)
         if not spans:
-            raise LookupError(f"no trace {trace_id} in {store.path}")
+            raise LookupError(f"trace {trace_id} not read: {spans.cut}" if spans.cut
+                              else f"no trace {trace_id} in {store.path}")
         service = spans[0].get("service") or "?"
         out.write(f"trace {trace_id}  service={service}  spans={len(spans)}\n")
+        if spans.cut:
+            out.write(f"trace {spans.cut}\n")
         if critical:
             out.write("* = on the critical path; [critical T] = the time of the path spent in the span itself\n")
             render_tree(spans, out, critical_marks(spans))

@@ -66,7 +66,7 @@ from . import limits
 from .chunks import plan_request, request_slices
 from .connections import BUSY_TIMEOUT_MS, CHECKPOINT_BYTES, Connections
 from .query import TraceFinder, TraceQuery
-from .reader import ChunkRow, Reader, ResourceCache
+from .reader import ChunkRow, ReadBudget, Reader, ReadList, ResourceCache
 from .schema import SCHEMA_VERSION, migrate
 from .tags import SPAN_KIND_NAMES
 from .values import (
@@ -86,7 +86,8 @@ from .writer import GLIDEIN_UUID_KEYS, Writer
 REFRESH_BATCH = 500
 
 __all__ = [
-    "BUSY_TIMEOUT_MS", "CHECKPOINT_BYTES", "GLIDEIN_UUID_KEYS", "SCHEMA_VERSION", "SPAN_KIND_NAMES",
+    "BUSY_TIMEOUT_MS", "CHECKPOINT_BYTES", "GLIDEIN_UUID_KEYS", "ReadBudget", "ReadList", "SCHEMA_VERSION",
+    "SPAN_KIND_NAMES",
     "STATUS_ERROR", "STATUS_OK", "STATUS_UNSET", "StoreUnreadable", "TraceStore", "any_value_to_python",
     "attributes_to_dict", "default_store_path", "normalize_trace_id", "scope_spans_slices", "span_to_dict",
     "tag_text",
@@ -210,13 +211,17 @@ class TraceStore:
         """(resource id, ScopeSpans) of each chunk of a trace, oldest first."""
         return self._reader.chunks(trace_id, resource_ids)
 
-    def trace_chunks(self, trace_id: "str | bytes") -> List[ChunkRow]:
+    def trace_chunks(self, trace_id: "str | bytes", budget: Optional[ReadBudget] = None) -> ReadList:
         """A trace as stored: (resource id, service, resource attributes, ScopeSpans) per chunk.
 
         For readers that convert spans straight from OTLP (the query API)
-        without building the dicts of ``get_trace`` first.
+        without building the dicts of ``get_trace`` first.  As much as one
+        answer may read (``budget``, shared by the traces of one answer; a
+        fresh ``ReadBudget`` by default): ``cut`` on the list says what was
+        left out.  ``get_trace``, ``get_trace_otlp`` and ``glidein_chunks``
+        are bounded the same way.
         """
-        return self._reader.trace_chunks(trace_id)
+        return self._reader.trace_chunks(trace_id, budget)
 
     def get_trace(self, trace_id: "str | bytes") -> List[Dict[str, Any]]:
         """All spans of a trace as plain dicts, sorted by start time ([] if unknown)."""

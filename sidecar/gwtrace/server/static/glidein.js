@@ -120,7 +120,9 @@
 
   async function main() {
     try {
-      render(await api("/ui/api/glidein/" + encodeURIComponent(uuid)));
+      const data = await api("/ui/api/glidein/" + encodeURIComponent(uuid));
+      render(data);
+      if (data.warnings && data.warnings.length) showMessage(data.warnings.join("; "), "info");
     } catch (e) {
       showMessage(e.status === 404 ? "No spans for glidein " + uuid + " in this store." : "Cannot load the glidein: " + e.message);
     } finally {

@@ -255,6 +255,7 @@
     try {
       const body = await api("/api/traces/" + encodeURIComponent(traceId));
       render(body.data[0]);
+      if (body.data[0].warnings && body.data[0].warnings.length) showMessage(body.data[0].warnings.join("; "), "info");
       try {
         await critical();
       } catch (e) {
