@@ -105,7 +105,8 @@ def _open_store(db: Optional[str]) -> "TraceStore":
 
     path = pathlib.Path(db) if db else default_store_path()
     if not path.exists():
-        raise LookupError(f"no traces in {path} (no store there)")
+        raise LookupError(f"no traces in {path} (no store there: the sidecar's embedded exporter, "
+                          "`gwtrace ingest` or `gwtrace serve` makes it)")
     try:
         return TraceStore(path, create=False)
     except StoreUnreadable as exc:

@@ -95,8 +95,8 @@ def find_traces() -> Response:
     try:
         start = jaeger.parse_micros("start", args.get("start"))
         end = jaeger.parse_micros("end", args.get("end"))
-        min_dur = jaeger.parse_duration(args["minDuration"]) if args.get("minDuration") else None
-        max_dur = jaeger.parse_duration(args["maxDuration"]) if args.get("maxDuration") else None
+        min_dur = jaeger.parse_duration(args["minDuration"], "minDuration") if args.get("minDuration") else None
+        max_dur = jaeger.parse_duration(args["maxDuration"], "maxDuration") if args.get("maxDuration") else None
         if min_dur is not None and max_dur is not None and max_dur < min_dur:
             raise jaeger.QueryError("'maxDuration' should be greater than 'minDuration'")
         if start is not None and end is not None and end < start:

@@ -75,6 +75,12 @@ def _register_hooks(app: Flask, auth: BearerAuth) -> None:
     def not_allowed(_exc: Exception) -> Response:
         return to_response(envelope_answer(405, f"{request.method} not allowed on {request.path}"))
 
+    @app.errorhandler(OverflowError)
+    def out_of_range(exc: OverflowError) -> Response:
+        # The parameters are checked where they are parsed; this is the net for a number that still
+        # reaches SQLite or int() too large: a 400 in one line, never a 500.
+        return to_response(envelope_answer(400, f"a number in the request is out of range ({exc})"))
+
     @app.errorhandler(sqlite3.DatabaseError)
     def store_unavailable(exc: sqlite3.DatabaseError) -> Response:
         # A locked, full or damaged store: a time to retry, never a traceback.

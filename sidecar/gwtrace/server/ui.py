@@ -148,11 +148,11 @@ def search() -> Response:
         if status is None:
             return _bad("status must be one of error, ok, unset")
     try:
-        min_duration = jaeger.parse_duration(args["minDuration"]) if args.get("minDuration") else None
+        min_duration = jaeger.parse_duration(args["minDuration"], "minDuration") if args.get("minDuration") else None
         start = jaeger.parse_micros("start", args.get("start"))
         end = jaeger.parse_micros("end", args.get("end"))
         if args.get("lookback"):
-            start = time.time_ns() - jaeger.parse_duration(args["lookback"])
+            start = max(0, time.time_ns() - jaeger.parse_duration(args["lookback"], "lookback"))
         limit = min(jaeger.parse_limit(args.get("limit"), 20), 1000)
     except jaeger.QueryError as exc:
         return _bad(str(exc))

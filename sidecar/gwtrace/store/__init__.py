@@ -53,6 +53,7 @@ from __future__ import annotations
 import math
 import os
 import pathlib
+import sqlite3
 import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -124,18 +125,28 @@ class TraceStore:
         self.retention_days = retention_days
         if create:
             _create_file(self.path)
+        elif not self.path.exists():
+            raise StoreUnreadable(f"no store at {self.path} yet: `gwtrace ingest` or `gwtrace serve` makes it "
+                                  "(run one first), or give the path of one")
         elif not self.path.is_file():
-            raise StoreUnreadable(f"{self.path} is not a file")
+            raise StoreUnreadable(f"{self.path} is not a file: give the path of a gwtrace store (traces.db)")
         elif self.path.stat().st_size == 0:
             raise StoreUnreadable(f"{self.path} is empty, not a gwtrace store")
-        self._connections = Connections(self.path, create=create)
+        try:
+            self._connections = Connections(self.path, create=create)
+        except sqlite3.OperationalError:
+            raise                         # locked, no permission...: sqlite's own words say it
+        except sqlite3.DatabaseError as exc:
+            raise _not_a_store(self.path, exc) from None
         self._resources = ResourceCache()
         self._reader = Reader(self._connections, self._resources)
         self._writer = Writer(self._connections)
         try:
             self._init_schema(create)
-        except BaseException:
+        except BaseException as exc:
             self._connections.close()
+            if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+                raise _not_a_store(self.path, exc) from None
             raise
         if retention_days is not None:
             self.purge()
@@ -401,6 +412,15 @@ class TraceStore:
         """(group, GlideinWMS per-glidein figures) of the glideins that ended in [since, until)."""
         self.refresh_glidein_records()
         return glideins.gwms_figures(self._connections.reader(), by, since, until, **filters)
+
+
+def _not_a_store(path: pathlib.Path, exc: sqlite3.DatabaseError) -> StoreUnreadable:
+    """Another program's file, or a damaged store: one line, with what to do."""
+    if "malformed" in str(exc):
+        return StoreUnreadable(f"{path} is a damaged store ({exc}): restore it from a backup, or move it "
+                               "away and let `gwtrace ingest` or `gwtrace serve` make a new one")
+    return StoreUnreadable(f"{path} is not a gwtrace store ({exc}): give the traces.db that `gwtrace serve` "
+                           "or `gwtrace ingest` writes")
 
 
 def _create_file(path: pathlib.Path) -> None:

@@ -4,7 +4,7 @@
 (() => {
   const { el, clear, api, showMessage, fmtDuration, fmtTime, statusOf, renderDetail, ticks, tagValue } = gw;
 
-  const uuid = decodeURIComponent(location.pathname.replace(/^\/glidein\//, ""));
+  const uuid = gw.subject(location.pathname.replace(/^\/glidein\//, ""), "glidein");
   const PHASE_LABELS = {
     glidein: "Glidein",
     validation: "Validation & setup scripts",
@@ -130,5 +130,5 @@
     }
   }
 
-  document.addEventListener("DOMContentLoaded", main);
+  if (uuid !== null) document.addEventListener("DOMContentLoaded", main);
 })();
