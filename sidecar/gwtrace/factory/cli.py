@@ -80,7 +80,7 @@ def load_records(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], List[s
     """The selected records as dicts (``GlideinRecord.to_dict()`` shape) and the lines for unreadable files."""
     if args.factory_logs:
         found = collect(args.factory_logs)
-        return [r.to_dict() for r in select(found.records, args)], list(found.errors)
+        return [r.to_dict() for r in select(found.records, args)], found.errors + found.skipped
     if getattr(args, "source", None):
         from gwtrace.analysis.jaeger_source import load_from_jaeger
 

@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import argparse
 import gzip
+import mmap
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, TextIO
+from typing import Any, Iterable, Iterator, List, Optional, TextIO
 
 import requests
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
@@ -32,7 +34,8 @@ from gwtrace.sidecar.assembler import Assembler
 from gwtrace.export.otlp import RETRYABLE_STATUS, parse_retry_after, to_readable_spans
 from gwtrace.export.otlpenv import otlp_env
 from gwtrace.wire.events import ProtocolError, parse_line
-from gwtrace.wire.blocks import BadBlock, Block, find_blocks
+from gwtrace.store import limits
+from gwtrace.wire.blocks import SPANS_PER_BLOCK, BadBlock, Block, find_blocks
 from gwtrace.sidecar.daemon import now_us
 from gwtrace.factory.ledger import DEFAULT_LOCK_WAIT_S, LEDGER_NAME, Ledger, LedgerBusy, default_ledger
 
@@ -111,10 +114,10 @@ class Forwarder:
             self.store.close()
 
 
-def events_to_request(payload: bytes, host: str) -> "tuple[ExportTraceServiceRequest, int, int]":
-    """Raw event-log lines (a bash-only node's spool) into one OTLP request.
+def events_to_requests(payload: bytes, host: str) -> "tuple[List[ExportTraceServiceRequest], int, int]":
+    """Raw event-log lines (a bash-only node's spool) into OTLP requests of at most SPANS_PER_BLOCK spans.
 
-    Returns (request, spans, malformed lines). Spans that never ended are
+    Returns (requests, spans, malformed lines). Spans that never ended are
     ended at the time of their last event, as incomplete errors.
     """
     asm = Assembler()
@@ -135,7 +138,18 @@ def events_to_request(payload: bytes, host: str) -> "tuple[ExportTraceServiceReq
             spans.append(done)
     spans.extend(asm.end_all(last_ts or now_us(), "spool shipped without a sidecar"))
     resource = Resource({"service.name": os.environ.get("OTEL_SERVICE_NAME") or "glidein", "host.name": host})
-    return encode_spans(to_readable_spans(spans, resource)), len(spans), malformed
+    requests = [encode_spans(to_readable_spans(spans[at:at + SPANS_PER_BLOCK], resource))
+                for at in range(0, len(spans), SPANS_PER_BLOCK)]
+    return requests, len(spans), malformed
+
+
+def otlp_block_request(payload: bytes) -> ExportTraceServiceRequest:
+    """A block's OTLP request, decoded only if decoding it stays within the server's own bound."""
+    cost = limits.decode_cost(payload)
+    if cost > limits.MAX_DECODE_COST:
+        raise limits.TooLarge(f"over the limit: would take ~{cost >> 20} MiB to decode "
+                              f"(at most {limits.MAX_DECODE_COST >> 20} MiB)")
+    return ExportTraceServiceRequest.FromString(payload)
 
 
 def iter_files(paths: Iterable[str]) -> Iterator[Path]:
@@ -154,45 +168,68 @@ def ingest_files(paths: List[str], forwarder: Forwarder, ledger: Ledger, err: Te
     ok = True
     for path in iter_files(paths):
         try:
-            data = path.read_bytes()
+            with mapped(path) as data:
+                ok = _ingest_blocks(path, data, forwarder, ledger, totals, err) and ok
         except OSError as exc:
             print(f"gwtrace: {path}: {exc.strerror or exc}", file=err)
             ok = False
-            continue
-        for block in find_blocks(data):
-            if isinstance(block, BadBlock):
-                print(f"gwtrace: {path}:{block.offset}: skipped block: {block.reason}", file=err)
-                totals["bad"] += 1
-                ok = False
-                continue
-            assert isinstance(block, Block)
-            if block.sha256 in ledger.seen:
-                totals["already"] += 1
-                continue
-            try:
-                if block.kind == "otlp":
-                    request = ExportTraceServiceRequest.FromString(block.payload)
-                    n = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-                else:
-                    request, n, malformed = events_to_request(block.payload, block.meta.get("host", "unknown"))
-                    if malformed:
-                        print(f"gwtrace: {path}:{block.offset}: {malformed} malformed event line(s) skipped",
-                              file=err)
-                forwarder.send(request)
-            except IngestError as exc:
-                print(f"gwtrace: {path}:{block.offset}: {exc}", file=err)
-                totals["failed"] += 1
-                ok = False
-                continue
-            except Exception as exc:  # noqa: BLE001 - a bad payload must not stop the others
-                print(f"gwtrace: {path}:{block.offset}: skipped block: {type(exc).__name__}: {exc}", file=err)
-                totals["bad"] += 1
-                ok = False
-                continue
-            ledger.add(block.sha256)
-            totals["blocks"] += 1
-            totals["spans"] += n
     return totals, ok
+
+
+@contextmanager
+def mapped(path: Path) -> Iterator[Any]:
+    """The file's bytes as a read-only map: glidein output can be large, and only its blocks are read."""
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            yield b""
+            return
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            yield view
+
+
+def _ingest_blocks(path: Path, data: Any, forwarder: Forwarder, ledger: Ledger, totals: dict, err: TextIO) -> bool:
+    """Forward the blocks of one file; False if one was bad or could not go."""
+    ok = True
+    for block in find_blocks(data):
+        if isinstance(block, BadBlock):
+            print(f"gwtrace: {path}:{block.offset}: skipped block: {block.reason}", file=err)
+            totals["bad"] += 1
+            ok = False
+            continue
+        assert isinstance(block, Block)
+        if block.sha256 in ledger.seen:
+            totals["already"] += 1
+            continue
+        try:
+            if block.kind == "otlp":
+                requests = [otlp_block_request(block.payload)]
+                n = sum(len(ss.spans) for rs in requests[0].resource_spans for ss in rs.scope_spans)
+            else:
+                requests, n, malformed = events_to_requests(block.payload, block.meta.get("host", "unknown"))
+                if malformed:
+                    print(f"gwtrace: {path}:{block.offset}: {malformed} malformed event line(s) skipped",
+                          file=err)
+            for request in requests:
+                forwarder.send(request)
+        except IngestError as exc:
+            print(f"gwtrace: {path}:{block.offset}: {exc}", file=err)
+            totals["failed"] += 1
+            ok = False
+            continue
+        except limits.TooLarge as exc:
+            print(f"gwtrace: {path}:{block.offset}: skipped block: {exc}", file=err)
+            totals["bad"] += 1
+            ok = False
+            continue
+        except Exception as exc:  # noqa: BLE001 - a bad payload must not stop the others
+            print(f"gwtrace: {path}:{block.offset}: skipped block: {type(exc).__name__}: {exc}", file=err)
+            totals["bad"] += 1
+            ok = False
+            continue
+        ledger.add(block.sha256)
+        totals["blocks"] += 1
+        totals["spans"] += n
+    return ok
 
 
 class Watcher:
@@ -292,7 +329,8 @@ def ingest_spool(directory: str, err: TextIO) -> int:
 
 
 def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
-    """Backfill glideins from factory files; 1 if a file could not be read (the rest is sent)."""
+    """Backfill glideins from factory files; 1 if a file could not be read or a block was skipped (the rest
+    is sent)."""
     from .backfill import backfill
 
     try:
@@ -302,15 +340,15 @@ def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
         return 1
     try:
         keep = forwarder.store.put_glidein_records if forwarder.store is not None else None
-        glideins, spans, unreadable = backfill(dirs, forwarder.send, err, keep)
+        glideins, spans, problems = backfill(dirs, forwarder.send, err, keep)
     except IngestError as exc:
         print(f"gwtrace: {exc}; nothing is lost: run the same command again", file=err)
         return 1
     finally:
         forwarder.close()
     print(f"gwtrace: backfilled {glideins} glidein(s), {spans} span(s) into {forwarder.destination}; "
-          f"{unreadable} file(s) unreadable", file=err)
-    return 1 if unreadable else 0
+          f"{problems} file(s) unreadable or block(s) skipped", file=err)
+    return 1 if problems else 0
 
 
 def _parser() -> argparse.ArgumentParser:
