@@ -27,7 +27,12 @@ MAX_LABEL_CHARS = 60
 def label(text: Any) -> str:
     """Text from a worker node as a chart label: printable, at most MAX_LABEL_CHARS (what is cut ends in …)."""
     clean = "".join(c if c.isprintable() else "?" for c in str(text)[:MAX_LABEL_CHARS + 1])
-    return clean if len(clean) <= MAX_LABEL_CHARS else clean[:MAX_LABEL_CHARS - 1] + "…"
+    clean = clean if len(clean) <= MAX_LABEL_CHARS else clean[:MAX_LABEL_CHARS - 1] + "…"
+    import matplotlib
+
+    if "text.parse_math" not in matplotlib.rcParams:    # an old matplotlib: escape what mathtext would read
+        clean = clean.replace("$", "\\$")
+    return clean
 
 
 @contextmanager
@@ -40,7 +45,7 @@ def plain_text() -> Iterator[None]:
     whole drawing, saving included, runs inside.
     """
     plt = _pyplot()
-    with plt.rc_context({"text.usetex": False, "text.parse_math": False}):
+    with plt.rc_context({key: False for key in ("text.usetex", "text.parse_math") if key in plt.rcParams}):
         yield
 
 
