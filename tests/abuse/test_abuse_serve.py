@@ -13,8 +13,8 @@ import pytest
 import requests
 
 from abuse_harness import (
-    HealthProbe, WatchedServer, close_all, empty_attributes_body, empty_attributes_json, gzipped,
-    half_sent_connections, in_parallel,
+    HealthProbe, WatchedServer, close_all, empty_attributes_body, empty_attributes_json, field, gzipped,
+    half_sent_connections, in_parallel, request_of_span, span_head,
 )
 
 #: the issue's target for the server's peak resident size with four amplification requests in flight
@@ -56,6 +56,41 @@ def test_four_amplification_requests_keep_memory_and_healthz(server, count):
         span = trace.json()["data"][0]["spans"][0]
         assert {"key": "gwtrace.truncated", "type": "bool", "value": True} in span["tags"]
         assert len(span["tags"]) <= 128 + 8   # the span's own tags plus kind, status and scope ones
+    assert server.peak_rss() < PEAK_RSS_BYTES, f"peak RSS {server.peak_rss() >> 20} MB"
+
+
+SHAPES = {   # what a node could craft instead: each the most of it a request may hold (decode_cost at the limit)
+    "empty spans": lambda n: field(0x0A, field(0x12, b"\x12\x00" * n)),
+    "empty links": lambda n: request_of_span(span_head() + b"\x6a\x00" * n),
+    "attributes with empty values": lambda n: request_of_span(span_head() + b"\x4a\x02\x12\x00" * n),
+    "an array of empty values": lambda n: request_of_span(
+        span_head() + field(0x4a, field(0x12, field(0x2a, b"\x0a\x00" * n)))),
+}
+
+
+def largest_allowed(make) -> bytes:
+    """The body of ``make(n)`` for the largest n whose decode cost is within the server's limit."""
+    from gwtrace.store import limits
+
+    low, high = 1000, 10_000_000
+    while high - low > 1000:
+        mid = (low + high) // 2
+        low, high = (mid, high) if limits.decode_cost(make(mid)) <= limits.MAX_DECODE_COST else (low, mid)
+    return make(low)
+
+
+@pytest.mark.parametrize("shape", sorted(SHAPES))
+def test_four_largest_allowed_requests_of_each_shape(server, shape):
+    """Four requests at once, each as costly as the limit allows: answered (200, or 413 for too many spans,
+    or 503 to retry), peak RSS under 300 MB, /healthz under 1 s."""
+    body = gzipped(largest_allowed(SHAPES[shape]))
+    with HealthProbe(server.url, limit_s=90) as probe:
+        answers = in_parallel([lambda: post(server, body, "application/x-protobuf")] * 4, timeout_s=90)
+        time.sleep(0.3)
+    assert server.killed_at is None, f"server killed at {server.killed_at >> 20} MB"
+    codes = [a.status_code if isinstance(a, requests.Response) else repr(a) for a in answers]
+    assert all(c in (200, 413, 503) for c in codes), codes
+    assert not probe.failures and max(probe.latencies) < HEALTHZ_SECONDS, (probe.failures, max(probe.latencies))
     assert server.peak_rss() < PEAK_RSS_BYTES, f"peak RSS {server.peak_rss() >> 20} MB"
 
 
