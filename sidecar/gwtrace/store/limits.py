@@ -168,8 +168,8 @@ def _looks_from_bytes(raw: bytes, n_spans: int) -> Optional[List[Tuple[int, bool
     """
     try:
         encoded = list(_span_bytes(raw))       # each element is made once: the passes below read the list
-    except DecodeError:
-        return None
+    except (DecodeError, AttributeError, TypeError):   # bytes that do not parse, or a protobuf without the
+        return None                                     # look-alike's API: the decoded spans tell instead
     if len(encoded) != n_spans:
         return None
     sizes = list(map(len, encoded))
