@@ -254,3 +254,19 @@ def test_the_factory_xml_in_the_docs_is_the_tested_file():
     assert shown == [xml]
     files = ET.fromstring(xml).findall("./files/file")
     assert [f.get("after_entry") for f in files] == [None, None, None, None]   # main list: early (docs/deploy.md)
+
+
+def test_the_ingest_unit_restarts_after_a_crash_but_never_loops():
+    """deploy/gwtrace-ingest.service: Restart=on-failure, and a start limit the restart delay can reach (5 starts
+    30 s apart fit in its interval), so a crash that repeats leaves the unit failed instead of looping."""
+    import configparser
+
+    from conftest import REPO
+
+    unit = configparser.ConfigParser(strict=False, interpolation=None)
+    unit.optionxform = str  # type: ignore[assignment]
+    unit.read(REPO / "deploy" / "gwtrace-ingest.service")
+    assert unit["Service"]["Restart"] == "on-failure"
+    burst = int(unit["Unit"]["StartLimitBurst"])
+    interval = int(unit["Unit"]["StartLimitIntervalSec"])
+    assert 1 <= burst <= 10 and burst * int(unit["Service"]["RestartSec"]) < interval

@@ -263,3 +263,23 @@ def test_a_log_read_in_small_chunks_gives_the_same_journey(tmp_path, monkeypatch
         assert strip(job(chunked, ident)) == strip(job(whole, ident))
     with TraceStore(whole) as a, TraceStore(chunked) as b:
         assert a.span_count() == b.span_count()
+
+
+def test_over_long_events_are_skipped_wherever_they_are(tmp_path, monkeypatch):
+    """Events over MAX_EVENT_BYTES (here made 2 KiB) are never read by the bindings: one between events, one
+    across a scan block, one at the end without its end line (still being written, but too long already)."""
+    from gwtrace.journey import eventlog
+
+    monkeypatch.setattr(eventlog, "MAX_EVENT_BYTES", 2048)
+    monkeypatch.setattr(eventlog, "SCAN_BLOCK", 1000)
+    long_hold = gen.held(9, 0, T0 + 3, "y" * 5000, 34, 102)
+    text = (gen.submitted(9, 0, T0) + long_hold + gen.executing(9, 0, T0 + 5) + gen.held(9, 0, T0 + 6, "z" * 3000, 1, 0)
+            + gen.released(9, 0, T0 + 7))
+    tail = gen.header(5, 9, 0, T0 + 9) + "Job terminated.\n" + "w" * 4000
+    log = tmp_path / "long.log"
+    log.write_text(text + tail)
+    result = read_events(str(log))
+    assert [e.code for e in result.events] == [0, 1, 13]
+    starts = [len(gen.submitted(9, 0, T0)), text.index(gen.held(9, 0, T0 + 6, "z" * 3000, 1, 0)), len(text)]
+    assert [at for at, _ in result.skipped] == starts
+    assert result.skipped[0][1] == len(long_hold) and result.offset == len(text + tail)

@@ -269,7 +269,8 @@ def test_missing_store_is_one_clear_line(tmp_path, capsys):
     from gwtrace.cli import main
 
     assert main(["job", "1.0", "--store", str(tmp_path / "none.db")]) == 1
-    assert capsys.readouterr().err.strip() == f"gwtrace: {tmp_path / 'none.db'} is not a file"
+    assert capsys.readouterr().err.strip() == (f"gwtrace: no store at {tmp_path / 'none.db'} yet: `gwtrace ingest` "
+                                               "or `gwtrace serve` makes it (run one first), or give the path of one")
 
 
 def test_traced_glideins_count_too(tmp_path):

@@ -494,8 +494,10 @@ def test_a_damaged_store_fails_with_a_database_error(tmp_path):
 
 def test_opening_an_existing_store_creates_nothing(tmp_path):
     missing = tmp_path / "no" / "such" / "traces.db"
-    with pytest.raises(StoreUnreadable, match="is not a file"):
+    with pytest.raises(StoreUnreadable, match="no store at .* yet: `gwtrace ingest` or `gwtrace serve` makes it"):
         TraceStore(missing, create=False)
+    with pytest.raises(StoreUnreadable, match="is not a file: give the path of a gwtrace store"):
+        TraceStore(tmp_path, create=False)
     assert not (tmp_path / "no").exists()
     empty = tmp_path / "empty.db"
     empty.touch()
@@ -533,8 +535,9 @@ def test_show_on_unreadable_stores_says_so_in_one_line(tmp_path):
     garbage.write_bytes(b"not sqlite at all " * 100)
     cases = [
         (damaged_store(tmp_path / "damaged.db"), "store unreadable: {}: database disk image is malformed"),
-        (garbage, "store unreadable: {}: file is not a database"),
-        (tmp_path, "store unreadable: {} is not a file"),
+        (garbage, "store unreadable: {} is not a gwtrace store (file is not a database): give the traces.db "
+                  "that `gwtrace serve` or `gwtrace ingest` writes"),
+        (tmp_path, "store unreadable: {} is not a file: give the path of a gwtrace store (traces.db)"),
     ]
     for path, message in cases:
         out = run_show("--db", str(path), home=tmp_path / "home")
@@ -546,7 +549,8 @@ def test_show_on_unreadable_stores_says_so_in_one_line(tmp_path):
 def test_show_db_never_creates_files_or_directories(tmp_path):
     for db in (tmp_path / "typo" / "traces.db", tmp_path / "traces.db"):
         out = run_show("--db", str(db), home=tmp_path / "home")
-        assert out.returncode == 1 and out.stderr == f"gwtrace: no traces in {db} (no store there)\n"
+        assert out.returncode == 1 and out.stderr == (f"gwtrace: no traces in {db} (no store there: the sidecar's "
+                                                      "embedded exporter, `gwtrace ingest` or `gwtrace serve` makes it)\n")
     out = run_show("--last", home=tmp_path / "home")
     assert out.returncode == 1 and "no store there" in out.stderr
     assert list(tmp_path.iterdir()) == []

@@ -10,7 +10,9 @@ store's own answers).
 The fetch is bounded and paged: the Jaeger API has a result limit and no
 offset, so the period is cut into time windows, and a window that comes back
 full is halved and asked again, down to a minute; a minute still full is
-taken as it is and counted, never silently cut.
+taken as it is and counted, never silently cut. An answer ``gwtrace serve`` had
+to cut (more than one answer may read: traces left out as errors with code
+413, or a trace with ``warnings``) counts as full.
 """
 
 from __future__ import annotations
@@ -87,13 +89,20 @@ def fetch_traces(base: str, start_us: int, end_us: int, page: int = PAGE) -> Ite
         body = _get(base, [("service", SERVICE), ("operation", ROOT), ("start", str(lo)), ("end", str(hi)),
                            ("limit", str(page))])
         data = body.get("data") or []
-        if len(data) >= page and hi - lo > MIN_WINDOW_US:
+        if (len(data) >= page or _cut(body)) and hi - lo > MIN_WINDOW_US:
             windows.extend(reversed(_split(lo, hi, data, page)))   # full: ask again in smaller windows
             continue
         for trace in data:
             if trace.get("traceID") not in seen:
                 seen.add(trace.get("traceID"))
                 yield trace
+
+
+def _cut(body: Dict[str, Any]) -> bool:
+    """Whether the answer was cut to what one answer may read (``gwtrace serve``: traces left out are errors
+    with code 413, a trace cut short has ``warnings``): as good as full, so the window is asked again smaller."""
+    return (any(e.get("code") == 413 for e in body.get("errors") or [])
+            or any(t.get("warnings") for t in body.get("data") or []))
 
 
 def _root_start(trace: Dict[str, Any]) -> Optional[int]:

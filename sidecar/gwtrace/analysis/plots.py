@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
-from gwtrace.factory.account_plot import _pyplot
+from gwtrace.factory.account_plot import _pyplot, label, plain_text
 from .phases import phases
 from .stats import ORDER, QUEUED
 from .summary import PHASES
@@ -71,13 +71,14 @@ def _figure(out: Target, fmt: str, *args: Any, **kwargs: Any) -> Iterator[Tuple[
     """A matplotlib figure (``plt.subplots(*args, **kwargs)``), laid out and
     saved to ``out`` when the block ends without error, closed in any case."""
     plt = _pyplot()
-    fig, axes = plt.subplots(*args, **kwargs)
-    try:
-        yield fig, axes
-        fig.tight_layout()
-        fig.savefig(out, format=fmt)
-    finally:
-        plt.close(fig)
+    with plain_text():   # names from worker nodes are never markup (account_plot.plain_text)
+        fig, axes = plt.subplots(*args, **kwargs)
+        try:
+            yield fig, axes
+            fig.tight_layout()
+            fig.savefig(out, format=fmt)
+        finally:
+            plt.close(fig)
 
 
 def draw_phase_bars(report: Dict[str, Any], out: Target, fmt: str = "svg",
@@ -91,13 +92,16 @@ def draw_phase_bars(report: Dict[str, Any], out: Target, fmt: str = "svg",
     hours = {(r[group_key], r["phase"]): r["canonical_hours"] or 0.0 for r in rows}
     with _figure(out, fmt, figsize=(10, 0.4 * len(groups) + 2)) as (fig, ax):
         left = [0.0] * len(groups)
+        rows_at = list(range(len(groups)))   # by position: two long names may share their shown label
         for colour, kind in zip(COLOURS, kinds):
             values = [hours.get((g, kind), 0.0) for g in groups]
-            bars = ax.barh(groups, values, left=left, label=kind.replace("_", " "), color=colour)
+            bars = ax.barh(rows_at, values, left=left, label=kind.replace("_", " "), color=colour)
             for rect, group, value in zip(bars, groups, values):
                 if value > 0:
                     rect.set_url(links.bar(group_key, group, kind))
             left = [a + b for a, b in zip(left, values)]
+        ax.set_yticks(rows_at)
+        ax.set_yticklabels([label(g) for g in groups])
         ax.set_xlabel("canonical hours")
         ax.set_title(f"where glidein time goes, per {group_key}")
         ax.legend(fontsize="small", ncol=4, loc="lower right")
@@ -137,7 +141,7 @@ def draw_failure_rates(report: Dict[str, Any], out: Target, fmt: str = "svg",
         for colour, site in zip(COLOURS * 4, trend_rows):
             days = [datetime.fromtimestamp(d["day"], tz=timezone.utc) for d in site["days"]]
             rates = [100 * d["failure_rate"] for d in site["days"]]
-            ax.plot(days, rates, color=colour, label=site["site"] + (" (worse)" if site["worse"] else ""))
+            ax.plot(days, rates, color=colour, label=label(site["site"]) + (" (worse)" if site["worse"] else ""))
             points = ax.scatter(days, rates, color=colour, s=30, zorder=3)
             urls = [links.point(site["site"], d["day"]) if d["failed"] else None for d in site["days"]]
             if any(urls):

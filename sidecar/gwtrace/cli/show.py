@@ -105,7 +105,8 @@ def _open_store(db: Optional[str]) -> "TraceStore":
 
     path = pathlib.Path(db) if db else default_store_path()
     if not path.exists():
-        raise LookupError(f"no traces in {path} (no store there)")
+        raise LookupError(f"no traces in {path} (no store there: the sidecar's embedded exporter, "
+                          "`gwtrace ingest` or `gwtrace serve` makes it)")
     try:
         return TraceStore(path, create=False)
     except StoreUnreadable as exc:
@@ -146,9 +147,12 @@ def show(trace_id: Optional[str], last: bool, db: Optional[str], out: TextIO, cr
                 raise LookupError(f"no traces in {store.path}")
         spans = store.get_trace(trace_id)
         if not spans:
-            raise LookupError(f"no trace {trace_id} in {store.path}")
+            raise LookupError(f"trace {trace_id} not read: {spans.cut}" if spans.cut
+                              else f"no trace {trace_id} in {store.path}")
         service = spans[0].get("service") or "?"
         out.write(f"trace {trace_id}  service={service}  spans={len(spans)}\n")
+        if spans.cut:
+            out.write(f"trace {spans.cut}\n")
         if critical:
             out.write("* = on the critical path; [critical T] = the time of the path spent in the span itself\n")
             render_tree(spans, out, critical_marks(spans))

@@ -107,7 +107,7 @@ def from_files(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], Dict[str
     found = collect(args.factory_logs)
     records = select(found.records, args)
     rows = rows_of(series(records, BUCKETS[args.bucket], args.by, args.since, args.until), args.by)
-    return rows, entries_totals(records, args.by, args.since, args.until), list(found.errors)
+    return rows, entries_totals(records, args.by, args.since, args.until), found.errors + found.skipped
 
 
 def from_store(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], Dict[str, Dict[str, Any]], List[str]]:

@@ -8,8 +8,9 @@ legends and both SVG and PNG come with it.  It is a factory-side dependency
 from __future__ import annotations
 
 from collections import defaultdict
+from contextlib import contextmanager
 from datetime import datetime, timezone
-from typing import Any, Dict, List
+from typing import Any, Dict, Iterator, List
 
 from .canonical import CATEGORIES
 
@@ -17,6 +18,35 @@ from .canonical import CATEGORIES
 COLOURS = {"goodput": "#2e7d32", "overhead": "#9e9e9e", "validation_fail": "#c62828", "decision_problem": "#ef6c00",
            "misconfig_badput": "#6a1b9a", "preemption_badput": "#1565c0"}
 ORDER = ("goodput", "overhead", "preemption_badput", "misconfig_badput", "decision_problem", "validation_fail")
+
+
+#: Longest label drawn (a site or entry name from a node could be any length); the rest is elided.
+MAX_LABEL_CHARS = 60
+
+
+def label(text: Any) -> str:
+    """Text from a worker node as a chart label: printable, at most MAX_LABEL_CHARS (what is cut ends in …)."""
+    clean = "".join(c if c.isprintable() else "?" for c in str(text)[:MAX_LABEL_CHARS + 1])
+    clean = clean if len(clean) <= MAX_LABEL_CHARS else clean[:MAX_LABEL_CHARS - 1] + "…"
+    import matplotlib
+
+    if "text.parse_math" not in matplotlib.rcParams:    # an old matplotlib: escape what mathtext would read
+        clean = clean.replace("$", "\\$")
+    return clean
+
+
+@contextmanager
+def plain_text() -> Iterator[None]:
+    """Every text drawn in the block is plain text: no mathtext (``$...$``) and no TeX.
+
+    Why: site, entry and script names come from worker nodes. Parsed as mathtext, ``$\\foo$`` made every
+    chart an error, 60 nested ``\\sqrt{`` a RecursionError and ``$xxxx...$`` 23 s of CPU. Text artists
+    read these settings when they are made, and tick labels are made while the figure is saved, so the
+    whole drawing, saving included, runs inside.
+    """
+    plt = _pyplot()
+    with plt.rc_context({key: False for key in ("text.usetex", "text.parse_math") if key in plt.rcParams}):
+        yield
 
 
 def _pyplot() -> Any:
@@ -35,6 +65,11 @@ def stacked_area(rows: List[Dict[str, Any]], path: str, title: str, width: int =
     if not path.endswith((".svg", ".png")):
         raise ValueError(f"--plot writes .svg or .png files: {path}")
     plt = _pyplot()
+    with plain_text():
+        _stacked_area(plt, rows, path, label(title) if len(title) > 200 else title, width)
+
+
+def _stacked_area(plt: Any, rows: List[Dict[str, Any]], path: str, title: str, width: int) -> None:
     per_bucket: Dict[int, Dict[str, float]] = defaultdict(lambda: dict.fromkeys(CATEGORIES, 0.0))
     for row in rows:
         for cat in CATEGORIES:

@@ -28,14 +28,15 @@ BATCH = 200  # glideins per request: a few MB at most, few enough round trips
 
 def backfill(dirs: List[str], send: Callable[[ExportTraceServiceRequest], None], err: TextIO,
              keep: Optional[Callable[[Sequence[GlideinRecord]], None]] = None) -> "tuple[int, int, int]":
-    """Send every glidein of ``dirs``; returns (glideins, spans, files that could not be read).
+    """Send every glidein of ``dirs``; returns (glideins, spans, files that could not be read and blocks skipped:
+    one line each on ``err``).
 
     ``keep`` receives the records themselves (the embedded store keeps them for accounting).
     """
     found = collect(dirs)
     if keep is not None:
         keep(found.records)
-    for line in found.errors:
+    for line in found.errors + found.skipped:
         err.write(f"gwtrace ingest: {line}\n")
     glideins = spans = 0
     batch = []
@@ -51,4 +52,4 @@ def backfill(dirs: List[str], send: Callable[[ExportTraceServiceRequest], None],
             batch = []
     if batch:
         send(encode_spans(batch))
-    return glideins, spans, len(found.errors)
+    return glideins, spans, len(found.errors) + len(found.skipped)

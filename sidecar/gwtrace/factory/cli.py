@@ -23,19 +23,25 @@ TABLE = ("cluster", "proc", "site", "entry", "status", "failed_script", "cpus", 
          "ended", "incomplete")
 
 
+#: Epoch seconds the store can hold (its times are int64 nanoseconds: up to the year 2262).
+MAX_EPOCH_SECONDS = ((1 << 63) - 1) // 10**9
+
+
 def parse_time(text: str) -> int:
-    """Epoch seconds from an integer or an ISO-8601 time (UTC when no offset)."""
+    """Epoch seconds from an integer or an ISO-8601 time (UTC when no offset), within what the store holds."""
     try:
-        return int(text)
+        seconds = int(text)
     except ValueError:
-        pass
-    try:
-        moment = datetime.fromisoformat(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"not a time (epoch seconds or ISO-8601): {text!r}") from None
-    if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return int(moment.timestamp())
+        try:
+            moment = datetime.fromisoformat(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"not a time (epoch seconds or ISO-8601): {text[:40]!r}") from None
+        if moment.tzinfo is None:
+            moment = moment.replace(tzinfo=timezone.utc)
+        seconds = int(moment.timestamp())
+    if abs(seconds) > MAX_EPOCH_SECONDS:
+        raise argparse.ArgumentTypeError(f"time out of range (the years 1678 to 2262): {text[:40]!r}")
+    return seconds
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -76,7 +82,7 @@ def load_records(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], List[s
     """The selected records as dicts (``GlideinRecord.to_dict()`` shape) and the lines for unreadable files."""
     if args.factory_logs:
         found = collect(args.factory_logs)
-        return [r.to_dict() for r in select(found.records, args)], list(found.errors)
+        return [r.to_dict() for r in select(found.records, args)], found.errors + found.skipped
     if getattr(args, "source", None):
         from gwtrace.analysis.jaeger_source import load_from_jaeger
 

@@ -22,16 +22,26 @@ ACTIVITY_FILE = re.compile(r"^condor_activity_.*\.log$")
 
 @dataclass
 class Collection:
-    """Records found, and one line per file that could not be read."""
+    """Records found, one line per file that could not be read, and one per block skipped (over its bound;
+    the glidein's record says what it lacks)."""
 
     records: List[GlideinRecord] = field(default_factory=list)
     errors: List[str] = field(default_factory=list)
+    skipped: List[str] = field(default_factory=list)
+
+
+#: The largest .out/.err read (a glidein's output with its shipped logs is a few MB; the file comes from a node).
+MAX_FILE_BYTES = 256 << 20
 
 
 def _read(path: str, errors: List[str]) -> Optional[bytes]:
     try:
         with open(path, "rb") as handle:
-            return handle.read()
+            size = os.fstat(handle.fileno()).st_size
+            if size > MAX_FILE_BYTES:
+                errors.append(f"{path}: skipped, {size} bytes is over the {MAX_FILE_BYTES >> 20} MiB limit")
+                return None
+            return handle.read(MAX_FILE_BYTES + 1)
     except OSError as err:
         errors.append(f"{path}: cannot read ({err.strerror})")
         return None
@@ -67,6 +77,8 @@ def collect_dir(dirpath: str, names: Iterable[str], found: Collection) -> None:
             data = _read(files["err"], found.errors)
             err = parse_err(data) if data is not None else None
         found.records.append(build_record(key[0], key[1], out, err, condorg.get(key), _entry_of(dirpath)))
+        if err is not None:
+            found.skipped.extend(f"{files['err']}: {line}" for line in err.skipped)
 
 
 def collect(dirs: Iterable[str]) -> Collection:

@@ -16,106 +16,31 @@ directory, ending unfinished spans as incomplete.
 from __future__ import annotations
 
 import argparse
-import gzip
+import mmap
 import os
 import sys
 import time
+from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterable, Iterator, List, Optional, TextIO
+from typing import Any, Iterable, Iterator, List, TextIO
 
-import requests
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from opentelemetry.sdk.resources import Resource
 
 from gwtrace.sidecar.assembler import Assembler
-from gwtrace.export.otlp import RETRYABLE_STATUS, parse_retry_after, to_readable_spans
-from gwtrace.export.otlpenv import otlp_env
+from gwtrace.export.otlp import to_readable_spans
+from gwtrace.factory.forward import Forwarder, IngestError  # noqa: F401  (re-exported: tests, callers)
 from gwtrace.wire.events import ProtocolError, parse_line
-from gwtrace.wire.blocks import BadBlock, Block, find_blocks
+from gwtrace.store import limits
+from gwtrace.wire.blocks import SPANS_PER_BLOCK, BadBlock, Block, find_blocks
 from gwtrace.sidecar.daemon import now_us
 from gwtrace.factory.ledger import DEFAULT_LOCK_WAIT_S, LEDGER_NAME, Ledger, LedgerBusy, default_ledger
-from gwtrace.wire.redact import strip_userinfo
 
-HTTP_ATTEMPTS = 5
+def events_to_requests(payload: bytes, host: str) -> "tuple[List[ExportTraceServiceRequest], int, int]":
+    """Raw event-log lines (a bash-only node's spool) into OTLP requests of at most SPANS_PER_BLOCK spans.
 
-
-class IngestError(RuntimeError):
-    """A block could not be forwarded (the collector refused or is away)."""
-
-
-class Forwarder:
-    """Sends an OTLP request to the configured endpoint, else the embedded store.
-
-    Its settings are the exporter's (export/otlpenv.py); it posts the request
-    bytes itself because block payloads are already-encoded requests. It
-    retries in place, a few times, where the sidecar keeps an outbox: ingest
-    is a command someone waits for, and a failed block is ingested again later.
-    """
-
-    def __init__(self) -> None:
-        self.store = None
-        self.endpoint: Optional[str] = None
-        otlp = otlp_env()
-        if otlp.configured:
-            if otlp.token_problem:          # unauthenticated, every block would be refused
-                raise IngestError(f"{otlp.token_problem}; nothing sent")
-            self.endpoint = otlp.endpoint
-            self.headers = {"Content-Type": "application/x-protobuf", **otlp.headers}
-            self.gzip = otlp.compression == "gzip"
-            if self.gzip:
-                self.headers["Content-Encoding"] = "gzip"
-            self.timeout = otlp.timeout_s
-            self.verify = otlp.certificate or True
-            self.cert = (otlp.client_certificate, otlp.client_key) if otlp.client_certificate and otlp.client_key \
-                else otlp.client_certificate
-            self.session = requests.Session()
-        else:
-            from gwtrace.store import TraceStore
-
-            self.store = TraceStore()
-
-    @property
-    def destination(self) -> str:
-        return f"OTLP/HTTP {strip_userinfo(self.endpoint)}" if self.endpoint else f"embedded store {self.store.path}"
-
-    def send(self, request: ExportTraceServiceRequest) -> None:
-        if self.store is not None:
-            self.store.ingest(request)
-            return
-        body = request.SerializeToString()
-        if self.gzip:
-            body = gzip.compress(body)
-        delay = 1.0
-        for attempt in range(HTTP_ATTEMPTS):
-            try:
-                r = self.session.post(self.endpoint, data=body, headers=self.headers,
-                                      timeout=self.timeout, verify=self.verify, cert=self.cert)
-            except requests.RequestException as exc:
-                reason = f"{type(exc).__name__}"
-            else:
-                if 200 <= r.status_code < 300:
-                    return
-                if r.status_code not in RETRYABLE_STATUS:
-                    raise IngestError(f"collector refused the block: HTTP {r.status_code}")
-                reason = f"HTTP {r.status_code}"
-                retry_after = parse_retry_after(r.headers.get("Retry-After"))
-                if retry_after is not None:
-                    delay = retry_after
-            if attempt + 1 < HTTP_ATTEMPTS:
-                time.sleep(delay)
-                delay = min(delay * 2, 30.0)
-        raise IngestError(f"collector unavailable after {HTTP_ATTEMPTS} attempts ({reason})")
-
-    def close(self) -> None:
-        if self.store is not None:
-            self.store.close()
-
-
-def events_to_request(payload: bytes, host: str) -> "tuple[ExportTraceServiceRequest, int, int]":
-    """Raw event-log lines (a bash-only node's spool) into one OTLP request.
-
-    Returns (request, spans, malformed lines). Spans that never ended are
+    Returns (requests, spans, malformed lines). Spans that never ended are
     ended at the time of their last event, as incomplete errors.
     """
     asm = Assembler()
@@ -136,7 +61,18 @@ def events_to_request(payload: bytes, host: str) -> "tuple[ExportTraceServiceReq
             spans.append(done)
     spans.extend(asm.end_all(last_ts or now_us(), "spool shipped without a sidecar"))
     resource = Resource({"service.name": os.environ.get("OTEL_SERVICE_NAME") or "glidein", "host.name": host})
-    return encode_spans(to_readable_spans(spans, resource)), len(spans), malformed
+    requests = [encode_spans(to_readable_spans(spans[at:at + SPANS_PER_BLOCK], resource))
+                for at in range(0, len(spans), SPANS_PER_BLOCK)]
+    return requests, len(spans), malformed
+
+
+def otlp_block_request(payload: bytes) -> ExportTraceServiceRequest:
+    """A block's OTLP request, decoded only if decoding it stays within the server's own bound."""
+    cost = limits.decode_cost(payload)
+    if cost > limits.MAX_DECODE_COST:
+        raise limits.TooLarge(f"over the limit: would take ~{cost >> 20} MiB to decode "
+                              f"(at most {limits.MAX_DECODE_COST >> 20} MiB)")
+    return ExportTraceServiceRequest.FromString(payload)
 
 
 def iter_files(paths: Iterable[str]) -> Iterator[Path]:
@@ -155,45 +91,68 @@ def ingest_files(paths: List[str], forwarder: Forwarder, ledger: Ledger, err: Te
     ok = True
     for path in iter_files(paths):
         try:
-            data = path.read_bytes()
+            with mapped(path) as data:
+                ok = _ingest_blocks(path, data, forwarder, ledger, totals, err) and ok
         except OSError as exc:
             print(f"gwtrace: {path}: {exc.strerror or exc}", file=err)
             ok = False
-            continue
-        for block in find_blocks(data):
-            if isinstance(block, BadBlock):
-                print(f"gwtrace: {path}:{block.offset}: skipped block: {block.reason}", file=err)
-                totals["bad"] += 1
-                ok = False
-                continue
-            assert isinstance(block, Block)
-            if block.sha256 in ledger.seen:
-                totals["already"] += 1
-                continue
-            try:
-                if block.kind == "otlp":
-                    request = ExportTraceServiceRequest.FromString(block.payload)
-                    n = sum(len(ss.spans) for rs in request.resource_spans for ss in rs.scope_spans)
-                else:
-                    request, n, malformed = events_to_request(block.payload, block.meta.get("host", "unknown"))
-                    if malformed:
-                        print(f"gwtrace: {path}:{block.offset}: {malformed} malformed event line(s) skipped",
-                              file=err)
-                forwarder.send(request)
-            except IngestError as exc:
-                print(f"gwtrace: {path}:{block.offset}: {exc}", file=err)
-                totals["failed"] += 1
-                ok = False
-                continue
-            except Exception as exc:  # noqa: BLE001 - a bad payload must not stop the others
-                print(f"gwtrace: {path}:{block.offset}: skipped block: {type(exc).__name__}: {exc}", file=err)
-                totals["bad"] += 1
-                ok = False
-                continue
-            ledger.add(block.sha256)
-            totals["blocks"] += 1
-            totals["spans"] += n
     return totals, ok
+
+
+@contextmanager
+def mapped(path: Path) -> Iterator[Any]:
+    """The file's bytes as a read-only map: glidein output can be large, and only its blocks are read."""
+    with open(path, "rb") as handle:
+        if os.fstat(handle.fileno()).st_size == 0:
+            yield b""
+            return
+        with mmap.mmap(handle.fileno(), 0, access=mmap.ACCESS_READ) as view:
+            yield view
+
+
+def _ingest_blocks(path: Path, data: Any, forwarder: Forwarder, ledger: Ledger, totals: dict, err: TextIO) -> bool:
+    """Forward the blocks of one file; False if one was bad or could not go."""
+    ok = True
+    for block in find_blocks(data):
+        if isinstance(block, BadBlock):
+            print(f"gwtrace: {path}:{block.offset}: skipped block: {block.reason}", file=err)
+            totals["bad"] += 1
+            ok = False
+            continue
+        assert isinstance(block, Block)
+        if block.sha256 in ledger.seen:
+            totals["already"] += 1
+            continue
+        try:
+            if block.kind == "otlp":
+                requests = [otlp_block_request(block.payload)]
+                n = sum(len(ss.spans) for rs in requests[0].resource_spans for ss in rs.scope_spans)
+            else:
+                requests, n, malformed = events_to_requests(block.payload, block.meta.get("host", "unknown"))
+                if malformed:
+                    print(f"gwtrace: {path}:{block.offset}: {malformed} malformed event line(s) skipped",
+                          file=err)
+            for request in requests:
+                forwarder.send(request)
+        except IngestError as exc:
+            print(f"gwtrace: {path}:{block.offset}: {exc}", file=err)
+            totals["failed"] += 1
+            ok = False
+            continue
+        except limits.TooLarge as exc:
+            print(f"gwtrace: {path}:{block.offset}: skipped block: {exc}", file=err)
+            totals["bad"] += 1
+            ok = False
+            continue
+        except Exception as exc:  # noqa: BLE001 - a bad payload must not stop the others
+            print(f"gwtrace: {path}:{block.offset}: skipped block: {type(exc).__name__}: {exc}", file=err)
+            totals["bad"] += 1
+            ok = False
+            continue
+        ledger.add(block.sha256)
+        totals["blocks"] += 1
+        totals["spans"] += n
+    return ok
 
 
 class Watcher:
@@ -293,7 +252,8 @@ def ingest_spool(directory: str, err: TextIO) -> int:
 
 
 def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
-    """Backfill glideins from factory files; 1 if a file could not be read (the rest is sent)."""
+    """Backfill glideins from factory files; 1 if a file could not be read or a block was skipped (the rest
+    is sent)."""
     from .backfill import backfill
 
     try:
@@ -303,15 +263,15 @@ def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
         return 1
     try:
         keep = forwarder.store.put_glidein_records if forwarder.store is not None else None
-        glideins, spans, unreadable = backfill(dirs, forwarder.send, err, keep)
+        glideins, spans, problems = backfill(dirs, forwarder.send, err, keep)
     except IngestError as exc:
         print(f"gwtrace: {exc}; nothing is lost: run the same command again", file=err)
         return 1
     finally:
         forwarder.close()
     print(f"gwtrace: backfilled {glideins} glidein(s), {spans} span(s) into {forwarder.destination}; "
-          f"{unreadable} file(s) unreadable", file=err)
-    return 1 if unreadable else 0
+          f"{problems} file(s) unreadable or block(s) skipped", file=err)
+    return 1 if problems else 0
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -10,6 +10,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Dict, List, Optional, Tuple
 
+from .xmlresult import MAX_XML_BYTES
+
 MARKER = re.compile(rb"=== ([A-Z][^\n]*?) ===")
 EPOCH = re.compile(rb"\((\d{9,11})\)")
 AFTER = re.compile(rb"after (\d+)$")
@@ -286,7 +288,9 @@ def _read_context(data: bytes, out: OutFile, limit: int, since: int) -> None:
     xml_at = data.find(b"=== XML description of glidein activity ===", since)
     if xml_at >= 0:
         xml_end = data.find(b"=== End XML description of glidein activity ===", xml_at)
-        out.xml = data[xml_at + 43 : xml_end if xml_end >= 0 else len(data)]
+        end = xml_end if xml_end >= 0 else len(data)
+        # at most one byte past xmlresult's bound: a longer result is refused there, and never copied whole
+        out.xml = data[xml_at + 43 : min(end, xml_at + 43 + MAX_XML_BYTES + 1)]
 
 
 def _first_all(data: bytes, prefix: bytes, since: int = 0) -> List[bytes]:

@@ -3,8 +3,15 @@
 The long form holds one ``OSGTestResult`` per executed script with
 ``tStart``/``tEnd``: a per-script timeline at 1 s resolution.  Script command
 lines (``<cmd>``) are deliberately not kept: they can carry credentials.
+
+The XML is written on a worker node, so it is untrusted: it is parsed with
+``defusedxml`` (the ``[factory]`` extra), which refuses DTDs and entity
+declarations (billion laughs, external entities); without it, XML that holds
+``<!DOCTYPE`` or ``<!ENTITY`` is refused here before the standard parser sees
+it. GlideinWMS writes neither. A result over ``MAX_XML_BYTES`` is refused too.
 """
 
+import re
 import xml.etree.ElementTree as ET
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -85,12 +92,34 @@ def _script(node: ET.Element) -> ScriptResult:
     return result
 
 
+#: The largest XML result parsed (the long one is tens of KB; errfile bounds its inflation the same).
+MAX_XML_BYTES = 4 << 20
+_DECLARATION = re.compile(rb"<!\s*(DOCTYPE|ENTITY)", re.I)
+
+
+def _fromstring(text: bytes) -> ET.Element:
+    """Parse untrusted XML: defusedxml when installed, else the standard parser after refusing declarations."""
+    try:
+        from defusedxml import DefusedXmlException
+        from defusedxml.ElementTree import fromstring
+    except ImportError:
+        if _DECLARATION.search(text):
+            raise ValueError("XML result declares a DTD or entities: refused (GlideinWMS writes none)") from None
+        return ET.fromstring(text)
+    try:
+        return fromstring(text, forbid_dtd=True)
+    except DefusedXmlException as err:
+        raise ValueError(f"XML result refused ({type(err).__name__}: GlideinWMS writes no DTD or entity)") from None
+
+
 def parse_xml_result(data: Optional[bytes]) -> XmlResult:
     """Parse an XML result; raises ``ValueError`` with one clear line if it is not one."""
     if not data or not data.strip():
         raise ValueError("empty XML result")
+    if len(data) > MAX_XML_BYTES:
+        raise ValueError(f"XML result of {len(data)} bytes, over the {MAX_XML_BYTES >> 20} MiB limit: skipped")
     try:
-        root = ET.fromstring(data.strip())
+        root = _fromstring(data.strip())
     except ET.ParseError as err:
         raise ValueError(f"malformed XML result ({err})") from None
     if root.tag != "OSGTestResult":

@@ -9,6 +9,13 @@ reader restarts them after the bad part (found by looking for the next
 event header) and counts what it skipped; a partial event at the end of
 the file (still being written) is left for the next run, whose offset
 points at its start.
+
+An event longer than ``MAX_EVENT_BYTES`` is never handed to the bindings
+(they read an event whole: one 1 GB line took 5.3 GB, then the store refused
+it and no offset was saved, so every later run failed the same way).  Such
+events are found first by a scan of the bytes for the ``...`` lines that end
+events (``_long_events``, 1 MiB at a time), the bindings are stopped before
+each, and each is skipped and reported (``ReadResult.skipped``).
 """
 
 import calendar
@@ -68,6 +75,7 @@ class ReadResult:
     bad_bytes: int = 0
     partial_tail: int = 0         # bytes of an unfinished last event, left for the next run
     more: bool = False            # stopped at the event limit: read again from ``offset``
+    skipped: List[Tuple[int, int]] = field(default_factory=list)   # (offset, bytes) of events over the limit
 
 
 _HOUR_START: Dict[str, int] = {}
@@ -120,6 +128,49 @@ def _open_at(htcondor: Any, path: str, offset: int) -> Any:
 
 
 SCAN_BLOCK = 1 << 20
+#: The longest event handed to the bindings (job ad events are the longest real ones: tens of KB).
+MAX_EVENT_BYTES = 1 << 20
+_END = b"\n...\n"            # an event's last line
+#: (device, inode, size) -> (where the scan began, the long events from there): a log read in chunks is scanned once
+_LONG: Dict[Tuple[int, int, int], Tuple[int, List[Tuple[int, int]]]] = {}
+
+
+def _long_events(path: str, offset: int) -> List[Tuple[int, int]]:
+    """(start, end) of each stretch from ``offset`` on with no event end for more than MAX_EVENT_BYTES: an
+    over-long event (or junk) that the bindings must not read. It starts after the previous event's end
+    and runs to the end of its own (or of the file).
+
+    One pass of C-level ``find``/``rfind`` per SCAN_BLOCK: gaps inside one block are shorter than the limit,
+    so only the first and last event end of each block matter.
+    """
+    st = os.stat(path)
+    key = (st.st_dev, st.st_ino, st.st_size)
+    cached = _LONG.get(key)
+    if cached is not None and cached[0] <= offset:
+        return [r for r in cached[1] if r[1] > offset]
+    found: List[Tuple[int, int]] = []
+    last = offset                  # where the event being scanned began (just after the previous end)
+    with open(path, "rb") as handle:
+        at = offset
+        handle.seek(max(0, offset - 1))
+        carry = handle.read(1) if offset else b"\n"      # an event end needs the newline before it
+        while at < st.st_size:
+            block = carry + handle.read(SCAN_BLOCK)
+            base = at - len(carry)                        # file offset of block[0]
+            first = block.find(_END)
+            if first >= 0:
+                end = base + first + len(_END)            # just after the "...\n" line
+                if end - last > MAX_EVENT_BYTES:
+                    found.append((last, end))
+                last = base + block.rfind(_END) + len(_END)
+            at = base + len(block)
+            carry = block[-(len(_END) - 1):]
+    if st.st_size - last > MAX_EVENT_BYTES:
+        found.append((last, st.st_size))
+    if len(_LONG) > 64:
+        _LONG.clear()
+    _LONG[key] = (offset, found)
+    return found
 
 
 def _next_header(path: str, offset: int, after: int) -> Tuple[Optional[int], int]:
@@ -147,7 +198,8 @@ def _next_header(path: str, offset: int, after: int) -> Tuple[Optional[int], int
 CHECKPOINT_EVERY = 1024   # events between two offsets noted while reading (see _run)
 
 
-def _run(htcondor: Any, path: str, offset: int, result: ReadResult, limit: int) -> Tuple[int, bool]:
+def _run(htcondor: Any, path: str, offset: int, result: ReadResult, limit: int,
+         stop_at: Optional[int] = None) -> Tuple[int, bool]:
     """Read from ``offset`` until the bindings stop; return where, and whether on an unknown event code
     (the bindings have read past that event: carry on from there).
 
@@ -156,10 +208,17 @@ def _run(htcondor: Any, path: str, offset: int, result: ReadResult, limit: int) 
     how far differs from run to run.  So the offset returned is the end of the last event they did
     return (re-read from the last offset noted, at most CHECKPOINT_EVERY events back): the caller
     resumes at the first event header from there, and no complete event is lost.
+
+    ``stop_at``: an over-long event starts there; the bindings are stopped before they read it. Each event
+    they return is at most 2 * MAX_EVENT_BYTES long (longer ones are in ``_long_events``), so their offset is
+    asked for only when that many more events could reach ``stop_at``.
     """
     failure = getattr(htcondor, "HTCondorException", RuntimeError)
+    if stop_at is not None and offset >= stop_at:
+        return offset, False
     log = _open_at(htcondor, path, offset)
     checkpoint, since = offset, 0
+    unchecked = 0 if stop_at is None else (stop_at - offset) // (2 * MAX_EVENT_BYTES)
     append = result.events.append
     try:
         for raw in log.events(stop_after=0):
@@ -170,6 +229,14 @@ def _run(htcondor: Any, path: str, offset: int, result: ReadResult, limit: int) 
                 return int(log.__getstate__()[1]), False
             if since == CHECKPOINT_EVERY:
                 checkpoint, since = int(log.__getstate__()[1]), 0
+            if stop_at is not None:
+                if unchecked:
+                    unchecked -= 1
+                else:
+                    at = int(log.__getstate__()[1])
+                    if at >= stop_at:
+                        return at, False
+                    unchecked = (stop_at - at) // (2 * MAX_EVENT_BYTES)
     except ValueError as err:
         match = _UNKNOWN.match(str(err))
         if not match:
@@ -222,15 +289,27 @@ def _read(path: str, offset: int, limit: int) -> ReadResult:
     failure = getattr(htcondor, "HTCondorException", RuntimeError)
     result = ReadResult(offset=offset)
     at = offset
+    long_events = _long_events(path, offset)
     while True:
+        while long_events and long_events[0][1] <= at:
+            long_events.pop(0)
+        if long_events and long_events[0][0] <= at:     # an over-long event starts here: skip it whole
+            start, end = long_events.pop(0)
+            result.skipped.append((start, end - start))
+            at = end
+            if at >= os.path.getsize(path):
+                result.offset = at
+                return result
+            continue
+        stop_at = long_events[0][0] if long_events else None
         try:
-            stopped, unknown = _run(htcondor, path, at, result, limit)
+            stopped, unknown = _run(htcondor, path, at, result, limit, stop_at)
         except (OSError, RuntimeError, failure) as err:
             raise ValueError(f"{path}: not a readable HTCondor event log ({err})") from None
         if result.more:
             result.offset = stopped
             return result
-        if unknown:
+        if unknown or (stop_at is not None and stopped >= stop_at):
             at = stopped
             continue
         nxt, size = _next_header(path, stopped, 0)

@@ -20,7 +20,9 @@ from typing import Any, Dict, List, Optional, TextIO, Tuple
 
 from . import table
 from .ads import read_ads
-from .eventlog import read_events
+from gwtrace.wire.inflate import describe
+
+from .eventlog import MAX_EVENT_BYTES, read_events
 from .otlp import to_request
 from .spans import state_to_spans
 from .state import apply, apply_ad, new_state
@@ -41,6 +43,7 @@ class Totals:
     unused: int = 0
     bad: int = 0
     partial: int = 0
+    skipped: List[str] = field(default_factory=list)   # one line per event over eventlog.MAX_EVENT_BYTES
 
 
 def schedd_of(host: Optional[str]) -> str:
@@ -117,6 +120,8 @@ def ingest_log(store: Any, path: str, schedd: Optional[str], totals: Totals,
         totals.events += len(result.events)
         totals.jobs += len(states)
         totals.bad += result.bad
+        totals.skipped.extend(f"{path}: skipped an event of {size} bytes at byte {at} (over the "
+                              f"{describe(MAX_EVENT_BYTES)} limit)" for at, size in result.skipped)
         totals.partial = result.partial_tail
         for code, count in result.unknown.items():
             totals.unknown[code] = totals.unknown.get(code, 0) + count
@@ -179,7 +184,7 @@ def summary(totals: Totals) -> List[str]:
         lines.append(f"skipped {totals.bad} damaged region(s) of the log (unreadable events or junk between events)")
     if totals.partial:
         lines.append(f"left {totals.partial} byte(s) of an unfinished last event for the next run")
-    return lines
+    return totals.skipped + lines
 
 
 def ingest_condor(paths: List[str], ads: List[str], schedd: Optional[str], store_path: Optional[str],

@@ -13,7 +13,7 @@ from typing import Any, Dict, List
 from flask import Blueprint, Response, current_app, request
 from opentelemetry.proto.trace.v1.trace_pb2 import ResourceSpans, TracesData
 
-from ..store import TraceStore, normalize_trace_id
+from ..store import ReadBudget, ReadList, TraceStore, normalize_trace_id
 from . import jaeger
 from .jsonutil import gc_paused, json_response
 from .otlp_json import message_to_json
@@ -76,13 +76,16 @@ def find_traces() -> Response:
     store = _store()
     args = request.args
     trace_ids = args.getlist("traceID")
+    budget = ReadBudget()   # one answer, however many traces it holds
     if trace_ids:
         data, errors = [], []
         with gc_paused():
             for tid in trace_ids:
-                chunks = store.trace_chunks(tid)
+                chunks = store.trace_chunks(tid, budget)
                 if chunks:
-                    data.append(jaeger.trace_from_chunks(chunks))
+                    data.append(_trace(chunks))
+                elif chunks.cut:
+                    errors.append({"code": 413, "msg": f"trace not read: {chunks.cut}", "traceID": tid})
                 else:
                     errors.append({"code": 404, "msg": "trace not found", "traceID": tid})
             return json_response(jaeger.envelope(data, errors or None))
@@ -92,8 +95,8 @@ def find_traces() -> Response:
     try:
         start = jaeger.parse_micros("start", args.get("start"))
         end = jaeger.parse_micros("end", args.get("end"))
-        min_dur = jaeger.parse_duration(args["minDuration"]) if args.get("minDuration") else None
-        max_dur = jaeger.parse_duration(args["maxDuration"]) if args.get("maxDuration") else None
+        min_dur = jaeger.parse_duration(args["minDuration"], "minDuration") if args.get("minDuration") else None
+        max_dur = jaeger.parse_duration(args["maxDuration"], "maxDuration") if args.get("maxDuration") else None
         if min_dur is not None and max_dur is not None and max_dur < min_dur:
             raise jaeger.QueryError("'maxDuration' should be greater than 'minDuration'")
         if start is not None and end is not None and end < start:
@@ -115,8 +118,22 @@ def find_traces() -> Response:
         limit=limit,
     )
     with gc_paused():
-        data = [jaeger.trace_from_chunks(c) for c in (store.trace_chunks(t["trace_id"]) for t in found) if c]
-        return json_response(jaeger.envelope(data))
+        data, errors = [], []
+        for t in found:
+            chunks = store.trace_chunks(t["trace_id"], budget)
+            if chunks:
+                data.append(_trace(chunks))
+            elif chunks.cut:
+                errors.append({"code": 413, "msg": f"trace not read: {chunks.cut}", "traceID": t["trace_id"]})
+        return json_response(jaeger.envelope(data, errors or None))
+
+
+def _trace(chunks: ReadList) -> Dict[str, Any]:
+    """A Jaeger trace; one the answer could not hold whole says so in its ``warnings`` (Jaeger's place)."""
+    trace = jaeger.trace_from_chunks(chunks)
+    if chunks.cut:
+        trace["warnings"] = [f"trace {chunks.cut}"]
+    return trace
 
 
 @bp.route("/api/traces/<trace_id>")
@@ -126,15 +143,17 @@ def get_trace(trace_id: str) -> Response:
     with gc_paused():
         chunks = _store().trace_chunks(trace_id)
         if not chunks:
+            if chunks.cut:
+                return json_response(jaeger.error_envelope(413, f"trace not read: {chunks.cut}", trace_id), 413)
             return json_response(jaeger.error_envelope(404, "trace not found", trace_id), 404)
-        return json_response(jaeger.envelope([jaeger.trace_from_chunks(chunks)]))
+        return json_response(jaeger.envelope([_trace(chunks)]))
 
 
 # ------------------------------------------------------------------ API v3
 
 
 def _v3_error(http_code: int, grpc_code: int, message: str) -> Response:
-    status = {400: "Bad Request", 404: "Not Found"}.get(http_code, "Error")
+    status = {400: "Bad Request", 404: "Not Found", 413: "Content Too Large"}.get(http_code, "Error")
     return json_response(
         {"error": {"grpcCode": grpc_code, "httpCode": http_code, "message": message, "httpStatus": status}},
         http_code,
@@ -147,6 +166,8 @@ def v3_get_trace(trace_id: str) -> Response:
         return _v3_error(400, 3, f"malformed trace id {trace_id!r}")
     parts = _store().get_trace_otlp(trace_id)
     if not parts:
+        if parts.cut:
+            return _v3_error(413, 8, f"trace not read: {parts.cut}")
         return _v3_error(404, 5, "trace not found")
     traces = TracesData()
     for resource, schema_url, scope_spans in parts:
@@ -162,7 +183,10 @@ def v3_get_trace(trace_id: str) -> Response:
             else:
                 merged[key] = rs.scope_spans.add()
                 merged[key].CopyFrom(ss)
-    return json_response({"result": message_to_json(traces)})
+    answer: Dict[str, Any] = {"result": message_to_json(traces)}
+    if parts.cut:
+        answer["warnings"] = [f"trace {parts.cut}"]   # not Jaeger's: clients that do not know it ignore it
+    return json_response(answer)
 
 
 @bp.route("/api/v3/services")

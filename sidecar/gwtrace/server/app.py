@@ -12,6 +12,7 @@ from ..store import TraceStore
 from . import accounting, analysis, api, jobs, now, otlp_http, snapshot_http, ui
 from .answers import RETRY_AFTER_SECONDS, envelope_answer, to_response
 from .auth import PUBLIC_ENDPOINTS, BearerAuth, LoopbackHostCheck, common_headers
+from .budget import DEFAULT_DECODE_BUDGET, DecodeBudget
 
 log = logging.getLogger("gwtrace.server")
 
@@ -21,6 +22,7 @@ def create_app(
     *,
     max_body_bytes: int = otlp_http.DEFAULT_MAX_BODY_BYTES,
     host: str = "",
+    decode_budget: int = DEFAULT_DECODE_BUDGET,
 ) -> Flask:
     """Build the app over an open store.
 
@@ -30,7 +32,8 @@ def create_app(
     /v1/gwtrace/snapshot``, live snapshots, by ``snapshot_http``); the blueprints serve
     the rest. Without a token (the loopback default), only requests whose
     ``Host:`` names loopback (or ``host``, the name served on) are answered
-    (auth.LoopbackHostCheck: DNS rebinding).
+    (auth.LoopbackHostCheck: DNS rebinding). ``decode_budget``: what the ingest requests in flight may take
+    together to decode (``budget.DecodeBudget``).
     """
     app = Flask(__name__, static_folder=None)
     app.config.update(GWTRACE_STORE=store)
@@ -41,8 +44,9 @@ def create_app(
     app.register_blueprint(analysis.bp)
     app.register_blueprint(now.bp)
     app.register_blueprint(jobs.bp)
-    app.wsgi_app = otlp_http.IngestMiddleware(app.wsgi_app, store, auth, max_body_bytes)  # type: ignore[method-assign]
-    app.wsgi_app = snapshot_http.SnapshotMiddleware(app.wsgi_app, store, auth, max_body_bytes)  # type: ignore[method-assign]
+    budget = DecodeBudget(decode_budget)
+    app.wsgi_app = otlp_http.IngestMiddleware(app.wsgi_app, store, auth, max_body_bytes, budget)  # type: ignore[method-assign]
+    app.wsgi_app = snapshot_http.SnapshotMiddleware(app.wsgi_app, store, auth, max_body_bytes, budget)  # type: ignore[method-assign]
     if token is None:
         app.wsgi_app = LoopbackHostCheck(app.wsgi_app, [host])  # type: ignore[method-assign]
     _register_hooks(app, auth)
@@ -75,6 +79,12 @@ def _register_hooks(app: Flask, auth: BearerAuth) -> None:
     @app.errorhandler(405)
     def not_allowed(_exc: Exception) -> Response:
         return to_response(envelope_answer(405, f"{request.method} not allowed on {request.path}"))
+
+    @app.errorhandler(OverflowError)
+    def out_of_range(exc: OverflowError) -> Response:
+        # The parameters are checked where they are parsed; this is the net for a number that still
+        # reaches SQLite or int() too large: a 400 in one line, never a 500.
+        return to_response(envelope_answer(400, f"a number in the request is out of range ({exc})"))
 
     @app.errorhandler(sqlite3.DatabaseError)
     def store_unavailable(exc: sqlite3.DatabaseError) -> Response:

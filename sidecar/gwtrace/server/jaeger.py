@@ -45,8 +45,18 @@ class QueryError(ValueError):
     """A query parameter Jaeger would refuse; answered with HTTP 400."""
 
 
-def parse_duration(text: str) -> int:
-    """A Go ``time.ParseDuration`` string ("10ms", "1.5s", "1m30s") in nanoseconds."""
+#: Times and durations are int64 nanoseconds in the store (and in OTLP); a query beyond them is refused.
+INT64_MAX = (1 << 63) - 1
+
+
+def _in_int64(name: str, nanos: int) -> int:
+    if not -INT64_MAX <= nanos <= INT64_MAX:
+        raise QueryError(f"'{name}' is out of range: times and durations are within ±292 years of 1970 (int64 ns)")
+    return nanos
+
+
+def parse_duration(text: str, name: str = "duration") -> int:
+    """A Go ``time.ParseDuration`` string ("10ms", "1.5s", "1m30s") in nanoseconds (within int64)."""
     s = text.strip()
     if s in ("0", "+0", "-0"):
         return 0
@@ -64,7 +74,9 @@ def parse_duration(text: str) -> int:
             raise QueryError(f"invalid duration {text!r}: use a number and a unit (ns, us, ms, s, m, h), e.g. 1.5s")
         total += float(m.group(1)) * _DURATION_UNITS[m.group(2)]
         pos = m.end()
-    return sign * int(round(total))
+    if not total <= INT64_MAX:        # also inf and nan (a number of 400 digits is inf as a float)
+        _in_int64(name, INT64_MAX + 1)
+    return _in_int64(name, sign * int(round(total)))
 
 
 def parse_tags(values_json: List[str], values_pairs: List[str]) -> Dict[str, str]:
@@ -94,9 +106,10 @@ def parse_micros(name: str, value: Optional[str]) -> Optional[int]:
     if value in (None, ""):
         return None
     try:
-        return int(value) * 1000
+        micros = int(value)
     except ValueError:
         raise QueryError(f"'{name}' must be an integer number of microseconds since the epoch") from None
+    return _in_int64(name, micros * 1000)
 
 
 def parse_limit(value: Optional[str], default: int) -> int:

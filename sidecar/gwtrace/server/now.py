@@ -8,7 +8,6 @@ both). Query parameters: ``stale`` (seconds), and the health rule's
 
 from __future__ import annotations
 
-import math
 from typing import Dict, Optional
 
 from flask import Blueprint, Response, current_app, render_template, request
@@ -28,13 +27,17 @@ def now_page() -> str:
     return render_template("now.html", page="now")
 
 
+#: The largest number a parameter of /ui/api/now takes (seconds, days, factors, counts): ~3,000 years.
+_LARGEST = 1e11
+
+
 def _number(name: str) -> Optional[float]:
     raw = request.args.get(name)
     if raw is None or raw == "":
         return None
     value = float(raw)               # ValueError: answered 400 below
-    if math.isnan(value) or value < 0:
-        raise ValueError(f"{name} must be a number >= 0")
+    if not 0 <= value <= _LARGEST:     # nan, inf and numbers no period could use
+        raise ValueError(f"{name} must be a number from 0 to {_LARGEST:.0e}")
     return value
 
 

@@ -8,6 +8,13 @@ exporter can point at gwtrace and later at Jaeger or Tempo unchanged:
 * ``Content-Encoding: gzip`` (and ``deflate``, which the Python exporter
   offers); the *decompressed* size is capped as well as the wire size, and
   both caps answer 413, so a small gzip bomb cannot exhaust memory.
+* Before a body is decoded, what decoding it would cost is bounded from its
+  bytes (``store.limits.decode_cost``, ``json_cost``, the JSON nesting):
+  over the limit is 413, and requests in flight share a budget
+  (``budget.DecodeBudget``): one that does not fit is 503 with
+  ``Retry-After``.  What is decoded is cut to the span limits by the store
+  (``store.limits.enforce``); a cut is reported as a partial-success warning
+  with ``rejected_spans`` 0.
 * A body that does not decode is 400 with a ``google.rpc.Status`` saying why;
   400 is not retried by exporters, which is right for a bad body.
 * Spans the store rejects (bad ids, times) are reported as partial success:
@@ -21,8 +28,9 @@ from __future__ import annotations
 import logging
 import sqlite3
 import zlib
+from contextlib import contextmanager
 from http import HTTPStatus
-from typing import Any, Callable, Dict, Iterable, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple
 
 from google.protobuf import json_format
 from google.protobuf.message import DecodeError
@@ -32,10 +40,11 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
-from ..store import TraceStore
+from ..store import TraceStore, limits
 from . import otlp_json
 from .answers import JSON, RETRY_AFTER_SECONDS, PROTOBUF, Answer, envelope_answer, rpc_status_answer
 from .auth import BearerAuth, common_headers
+from .budget import BudgetExhausted, DecodeBudget
 from .jsonutil import dumps
 
 log = logging.getLogger("gwtrace.server")
@@ -43,8 +52,12 @@ log = logging.getLogger("gwtrace.server")
 _PROTOBUF_TYPES = {PROTOBUF, "application/protobuf"}
 _ENCODINGS = {"", "identity", "gzip", "x-gzip", "deflate"}
 
-#: The OTLP specification's default cap on a decompressed request.
-DEFAULT_MAX_BODY_BYTES = 64 * 1024 * 1024
+#: The cap on a request body, on the wire and decompressed: 16 times a 4,096-span gwtrace block, far
+#: above an SDK batch (512 spans, ~120 KB); what decoding a body may cost is bounded apart
+#: (``store.limits.MAX_DECODE_COST``).
+DEFAULT_MAX_BODY_BYTES = 8 * 1024 * 1024
+#: Retry-After of a 503 for a full decode budget: room comes back as soon as a request is stored.
+BUSY_RETRY_AFTER_SECONDS = 2
 
 #: The one path this module answers.
 PATH = "/v1/traces"
@@ -86,25 +99,54 @@ def _decompress(data: bytes, encoding: str, max_bytes: int) -> bytes:
         return data
     # wbits 32+: accept a gzip or zlib header; raw deflate is tried after.
     for wbits in (zlib.MAX_WBITS | 32, -zlib.MAX_WBITS):
-        out = bytearray()
+        parts = []
+        size = 0
         pending = data
         try:
             while pending:
                 inflater = zlib.decompressobj(wbits)
-                out += inflater.decompress(pending, max_bytes + 1 - len(out))
-                if len(out) > max_bytes or inflater.unconsumed_tail:
+                part = inflater.decompress(pending, max_bytes + 1 - size)
+                size += len(part)
+                if size > max_bytes or inflater.unconsumed_tail:
                     raise _Refused(
                         413, code_pb2.RESOURCE_EXHAUSTED, f"decompressed body exceeds {max_bytes} bytes"
                     )
                 if not inflater.eof:
                     raise zlib.error("compressed data is truncated")
+                parts.append(part)
                 pending = inflater.unused_data  # concatenated gzip members
-            return bytes(out)
+            return parts[0] if len(parts) == 1 else b"".join(parts)  # one member: no copy
         except zlib.error as exc:
             error = exc
             if encoding != "deflate":
                 break
     raise _Refused(400, code_pb2.INVALID_ARGUMENT, f"cannot decompress {encoding} body: {error}")
+
+
+def decode_cost(body: bytes, as_json: bool) -> int:
+    """What decoding ``body`` may take, in bytes; refused (413, 400 for JSON nested too deep) over the limits."""
+    if as_json:
+        problem = limits.json_depth_problem(body)
+        if problem is not None:
+            raise _Refused(400, code_pb2.INVALID_ARGUMENT, f"body is not OTLP/JSON: {problem}")
+    cost = limits.json_cost(body) if as_json else limits.decode_cost(body)
+    most = limits.MAX_JSON_DECODE_COST if as_json else limits.MAX_DECODE_COST
+    if cost > most:
+        raise _Refused(413, code_pb2.RESOURCE_EXHAUSTED,
+                       f"request would take ~{cost >> 20} MiB to decode (limit {most >> 20} MiB): "
+                       "it holds too many small items; send fewer spans per request")
+    return cost
+
+
+@contextmanager
+def decoding(budget: DecodeBudget, cost: int) -> Iterator[None]:
+    """Hold ``cost`` of the budget while a request is decoded and stored; 503 when there is no room."""
+    try:
+        with budget.hold(cost):
+            yield
+    except BudgetExhausted as exc:
+        raise _Refused(503, code_pb2.UNAVAILABLE, f"server busy decoding other requests ({exc}); retry later",
+                       retry_after=BUSY_RETRY_AFTER_SECONDS) from None
 
 
 def _decode(body: bytes, as_json: bool) -> Tuple[ExportTraceServiceRequest, int, list]:
@@ -121,7 +163,7 @@ def _decode(body: bytes, as_json: bool) -> Tuple[ExportTraceServiceRequest, int,
     return req, 0, []
 
 
-def export(environ: Dict[str, Any], store: TraceStore, max_bytes: int) -> Answer:
+def export(environ: Dict[str, Any], store: TraceStore, max_bytes: int, budget: DecodeBudget) -> Answer:
     """Answer one ``POST /v1/traces`` from its WSGI environ."""
     mimetype = _mimetype(environ)
     if mimetype not in _PROTOBUF_TYPES and mimetype != JSON:
@@ -133,19 +175,24 @@ def export(environ: Dict[str, Any], store: TraceStore, max_bytes: int) -> Answer
         if encoding not in _ENCODINGS:
             raise _Refused(415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}; use gzip")
         body = _decompress(_read_body(environ, max_bytes), encoding, max_bytes)
-        req, rejected, problems = _decode(body, as_json)
-        try:
-            _, store_rejected, message = store.ingest(req, None if as_json else body)
-        except sqlite3.DatabaseError as exc:  # locked, disk full, damaged file: retry later
-            log.warning("store unavailable: %s", exc)
-            raise _Refused(503, code_pb2.UNAVAILABLE, f"trace store busy or unavailable: {exc}", retry_after=RETRY_AFTER_SECONDS) from None
+        with decoding(budget, decode_cost(body, as_json)):
+            req, rejected, problems = _decode(body, as_json)
+            try:
+                _, store_rejected, message = store.ingest(req, None if as_json else body)
+            except limits.TooLarge as exc:
+                raise _Refused(413, code_pb2.RESOURCE_EXHAUSTED, str(exc)) from None
+            except sqlite3.DatabaseError as exc:  # locked, disk full, damaged file: retry later
+                log.warning("store unavailable: %s", exc)
+                raise _Refused(503, code_pb2.UNAVAILABLE, f"trace store busy or unavailable: {exc}",
+                               retry_after=RETRY_AFTER_SECONDS) from None
+            del req
     except _Refused as refused:
         return rpc_status_answer(refused.status, refused.code, refused.message, as_json, refused.retry_after)
     resp = ExportTraceServiceResponse()
     rejected += store_rejected
-    if rejected:
-        if message:
-            problems.append(message)
+    if message:
+        problems.append(message)
+    if rejected or message:  # a cut without rejection is a warning: rejected_spans 0 and a message
         resp.partial_success.rejected_spans = rejected
         resp.partial_success.error_message = "; ".join(problems)
     if as_json:
@@ -163,8 +210,9 @@ class IngestMiddleware:
     headers and a 405 for other methods included), built by the same code.
     """
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], store: TraceStore, auth: BearerAuth, max_bytes: int):
-        self.app, self.store, self.auth, self.max_bytes = app, store, auth, max_bytes
+    def __init__(self, app: Callable[..., Iterable[bytes]], store: TraceStore, auth: BearerAuth, max_bytes: int,
+                 budget: DecodeBudget):
+        self.app, self.store, self.auth, self.max_bytes, self.budget = app, store, auth, max_bytes, budget
 
     def __call__(self, environ: Dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") != PATH:
@@ -181,4 +229,4 @@ class IngestMiddleware:
         if method != "POST":
             status, headers, body = envelope_answer(405, f"{method} not allowed on {PATH}")
             return status, headers + [("Allow", "POST")], body
-        return export(environ, self.store, self.max_bytes)
+        return export(environ, self.store, self.max_bytes, self.budget)

@@ -17,7 +17,7 @@ import json
 from typing import Any, Dict, List, Tuple
 
 from google.protobuf import json_format
-from google.protobuf.message import Message
+from google.protobuf.message import DecodeError, Message
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 # Where ids live in a TracesData / ExportTraceServiceRequest document.
@@ -66,6 +66,8 @@ def parse_request(body: bytes) -> Tuple[ExportTraceServiceRequest, int, List[str
         doc = json.loads(body)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise OtlpJsonError(f"body is not JSON: {exc}") from None
+    except RecursionError:  # the caller bounds the nesting first (store.limits); one line if that was not enough
+        raise OtlpJsonError("body is not JSON: nested too deep") from None
     if not isinstance(doc, dict):
         raise OtlpJsonError("body must be a JSON object with 'resourceSpans'")
     rejected = 0
@@ -104,7 +106,20 @@ def parse_request(body: bytes) -> Tuple[ExportTraceServiceRequest, int, List[str
         json_format.ParseDict(doc, request, ignore_unknown_fields=True)
     except json_format.ParseError as exc:
         raise OtlpJsonError(f"not OTLP/JSON: {exc}") from None
+    except RecursionError:
+        raise OtlpJsonError("not OTLP/JSON: nested too deep") from None
+    _readable(request)
     return request, rejected, problems
+
+
+def _readable(request: ExportTraceServiceRequest) -> None:
+    """Refuse values nested deeper than protobuf decodes (100 messages): built from JSON they would be
+    stored, and then every read of their trace would fail. A JSON request is already slow to decode
+    (pure Python); this re-parse of its encoding costs a few per cent of that."""
+    try:
+        ExportTraceServiceRequest.FromString(request.SerializeToString())
+    except DecodeError:
+        raise OtlpJsonError("not OTLP/JSON: values nested deeper than protobuf allows (100 levels)") from None
 
 
 def _ids_to_hex(obj: Dict[str, Any], keys: Tuple[str, ...]) -> None:

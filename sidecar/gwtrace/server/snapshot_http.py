@@ -11,7 +11,8 @@ and whose every span carries ``gwtrace.snapshot=true``; anything else is 400.
 Answers: 200 stored; 409 a heartbeat (``gwtrace.snapshot.unchanged``) for a
 glidein the store has no snapshot of (the sidecar then sends a full one);
 400 not a snapshot; 413/415 as ``/v1/traces``; 503 with Retry-After when the
-store is busy.
+store is busy or the decode budget full.  The same decode bounds and span
+limits as ``/v1/traces`` apply.
 """
 
 from __future__ import annotations
@@ -23,18 +24,21 @@ from typing import Any, Callable, Dict, Iterable
 
 from google.rpc import code_pb2
 
-from ..store import TraceStore
+from ..store import TraceStore, limits
 from ..store.live import BadSnapshot
 from .answers import JSON, RETRY_AFTER_SECONDS, Answer, envelope_answer, rpc_status_answer
 from .auth import BearerAuth, common_headers
-from .otlp_http import _ENCODINGS, _decode, _decompress, _mimetype, _read_body, _Refused, _PROTOBUF_TYPES
+from .budget import DecodeBudget
+from .otlp_http import (
+    _ENCODINGS, _PROTOBUF_TYPES, _decode, _decompress, _mimetype, _read_body, _Refused, decode_cost, decoding,
+)
 
 log = logging.getLogger("gwtrace.server")
 
 PATH = "/v1/gwtrace/snapshot"
 
 
-def receive(environ: Dict[str, Any], store: TraceStore, max_bytes: int) -> Answer:
+def receive(environ: Dict[str, Any], store: TraceStore, max_bytes: int, budget: DecodeBudget) -> Answer:
     """Answer one ``POST /v1/gwtrace/snapshot``."""
     mimetype = _mimetype(environ)
     as_json = mimetype == JSON
@@ -45,15 +49,10 @@ def receive(environ: Dict[str, Any], store: TraceStore, max_bytes: int) -> Answe
     try:
         if encoding not in _ENCODINGS:
             raise _Refused(415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}; use gzip")
-        req, _, _ = _decode(_decompress(_read_body(environ, max_bytes), encoding, max_bytes), as_json)
-        try:
-            known = store.put_live_snapshot(req)
-        except BadSnapshot as exc:
-            raise _Refused(400, code_pb2.INVALID_ARGUMENT, f"not a gwtrace snapshot: {exc}") from None
-        except sqlite3.DatabaseError as exc:
-            log.warning("store unavailable for a snapshot: %s", exc)
-            raise _Refused(503, code_pb2.UNAVAILABLE, f"trace store busy or unavailable: {exc}",
-                           retry_after=RETRY_AFTER_SECONDS) from None
+        body = _decompress(_read_body(environ, max_bytes), encoding, max_bytes)
+        with decoding(budget, decode_cost(body, as_json)):
+            req, _, _ = _decode(body, as_json)
+            known = _put(store, req)
         if not known:
             raise _Refused(409, code_pb2.NOT_FOUND, "no snapshot of this glidein: send a full one")
     except _Refused as refused:
@@ -61,11 +60,27 @@ def receive(environ: Dict[str, Any], store: TraceStore, max_bytes: int) -> Answe
     return 200, [("Content-Type", JSON)], b'{"stored":true}'
 
 
+def _put(store: TraceStore, req: Any) -> bool:
+    """The snapshot, cut to the span limits as stored spans are, into the store."""
+    try:
+        limits.enforce(req)
+        return store.put_live_snapshot(req)
+    except limits.TooLarge as exc:
+        raise _Refused(413, code_pb2.RESOURCE_EXHAUSTED, str(exc)) from None
+    except BadSnapshot as exc:
+        raise _Refused(400, code_pb2.INVALID_ARGUMENT, f"not a gwtrace snapshot: {exc}") from None
+    except sqlite3.DatabaseError as exc:
+        log.warning("store unavailable for a snapshot: %s", exc)
+        raise _Refused(503, code_pb2.UNAVAILABLE, f"trace store busy or unavailable: {exc}",
+                       retry_after=RETRY_AFTER_SECONDS) from None
+
+
 class SnapshotMiddleware:
     """Answers ``/v1/gwtrace/snapshot`` before Flask sees it, as ``IngestMiddleware`` does ``/v1/traces``."""
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], store: TraceStore, auth: BearerAuth, max_bytes: int):
-        self.app, self.store, self.auth, self.max_bytes = app, store, auth, max_bytes
+    def __init__(self, app: Callable[..., Iterable[bytes]], store: TraceStore, auth: BearerAuth, max_bytes: int,
+                 budget: DecodeBudget):
+        self.app, self.store, self.auth, self.max_bytes, self.budget = app, store, auth, max_bytes, budget
 
     def __call__(self, environ: Dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
         if environ.get("PATH_INFO") != PATH:
@@ -76,7 +91,7 @@ class SnapshotMiddleware:
             status, headers, body = envelope_answer(405, f"{environ.get('REQUEST_METHOD')} not allowed on {PATH}")
             headers = headers + [("Allow", "POST")]
         else:
-            status, headers, body = receive(environ, self.store, self.max_bytes)
+            status, headers, body = receive(environ, self.store, self.max_bytes, self.budget)
         headers = headers + [("Content-Length", str(len(body)))] + common_headers("")
         start_response(f"{status} {HTTPStatus(status).phrase}", headers)
         return [body]

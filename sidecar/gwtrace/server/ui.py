@@ -148,11 +148,11 @@ def search() -> Response:
         if status is None:
             return _bad("status must be one of error, ok, unset")
     try:
-        min_duration = jaeger.parse_duration(args["minDuration"]) if args.get("minDuration") else None
+        min_duration = jaeger.parse_duration(args["minDuration"], "minDuration") if args.get("minDuration") else None
         start = jaeger.parse_micros("start", args.get("start"))
         end = jaeger.parse_micros("end", args.get("end"))
         if args.get("lookback"):
-            start = time.time_ns() - jaeger.parse_duration(args["lookback"])
+            start = max(0, time.time_ns() - jaeger.parse_duration(args["lookback"], "lookback"))
         limit = min(jaeger.parse_limit(args.get("limit"), 20), 1000)
     except jaeger.QueryError as exc:
         return _bad(str(exc))
@@ -178,8 +178,10 @@ def critical(trace_id: str) -> Response:
     except ValueError as exc:
         return _bad(str(exc))
     if not spans:
-        return json_response({"error": f"no trace {trace_id}"}, 404)
+        return json_response({"error": f"no trace {trace_id}" + (f" read: {spans.cut}" if spans.cut else "")},
+                             413 if spans.cut else 404)
     return json_response({
+        "warnings": [f"trace {spans.cut}"] if spans.cut else None,
         "onPath": sorted(on_path(spans)),
         "share": {k: v // 1000 for k, v in path_share(spans).items()},
         "selfTime": {k: v // 1000 for k, v in self_times(spans).items()},
@@ -212,6 +214,8 @@ def glidein(uuid: str) -> Response:
 def _glidein(uuid: str) -> Response:
     chunks = _store().glidein_chunks(uuid)
     if not chunks:
+        if chunks.cut:
+            return json_response({"error": f"glidein {uuid} not read: {chunks.cut}"}, 413)
         return json_response({"error": f"no spans for glidein {uuid}"}, 404)
     spans = jaeger.spans_from_chunks(chunks, _lane)
     resources = {(resource_id, service): resource for resource_id, service, resource, _ in chunks}
@@ -222,6 +226,7 @@ def _glidein(uuid: str) -> Response:
         "resource": [jaeger.tag(k, v) for k, v in resources[first].items()],
         "phases": list(PHASES),
         "spans": [row[2] for row in spans],
+        "warnings": [f"glidein's spans {chunks.cut}"] if chunks.cut else None,
     })
 
 

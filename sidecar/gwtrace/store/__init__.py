@@ -53,6 +53,7 @@ from __future__ import annotations
 import math
 import os
 import pathlib
+import sqlite3
 import time
 from typing import Any, Dict, Iterator, List, Optional, Sequence, Tuple
 
@@ -62,10 +63,11 @@ from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from gwtrace.home import check_store_files, gwtrace_home, open_own_file
 from . import glideins, live
-from .chunks import plan_request
+from . import limits
+from .chunks import plan_request, request_slices
 from .connections import BUSY_TIMEOUT_MS, CHECKPOINT_BYTES, Connections
 from .query import TraceFinder, TraceQuery
-from .reader import ChunkRow, Reader, ResourceCache
+from .reader import ChunkRow, ReadBudget, Reader, ReadList, ResourceCache
 from .schema import SCHEMA_VERSION, migrate
 from .tags import SPAN_KIND_NAMES
 from .values import (
@@ -85,7 +87,8 @@ from .writer import GLIDEIN_UUID_KEYS, Writer
 REFRESH_BATCH = 500
 
 __all__ = [
-    "BUSY_TIMEOUT_MS", "CHECKPOINT_BYTES", "GLIDEIN_UUID_KEYS", "SCHEMA_VERSION", "SPAN_KIND_NAMES",
+    "BUSY_TIMEOUT_MS", "CHECKPOINT_BYTES", "GLIDEIN_UUID_KEYS", "ReadBudget", "ReadList", "SCHEMA_VERSION",
+    "SPAN_KIND_NAMES",
     "STATUS_ERROR", "STATUS_OK", "STATUS_UNSET", "StoreUnreadable", "TraceStore", "any_value_to_python",
     "attributes_to_dict", "default_store_path", "normalize_trace_id", "scope_spans_slices", "span_to_dict",
     "tag_text",
@@ -122,18 +125,28 @@ class TraceStore:
         self.retention_days = retention_days
         if create:
             _create_file(self.path)
+        elif not self.path.exists():
+            raise StoreUnreadable(f"no store at {self.path} yet: `gwtrace ingest` or `gwtrace serve` makes it "
+                                  "(run one first), or give the path of one")
         elif not self.path.is_file():
-            raise StoreUnreadable(f"{self.path} is not a file")
+            raise StoreUnreadable(f"{self.path} is not a file: give the path of a gwtrace store (traces.db)")
         elif self.path.stat().st_size == 0:
             raise StoreUnreadable(f"{self.path} is empty, not a gwtrace store")
-        self._connections = Connections(self.path, create=create)
+        try:
+            self._connections = Connections(self.path, create=create)
+        except sqlite3.OperationalError:
+            raise                         # locked, no permission...: sqlite's own words say it
+        except sqlite3.DatabaseError as exc:
+            raise _not_a_store(self.path, exc) from None
         self._resources = ResourceCache()
         self._reader = Reader(self._connections, self._resources)
         self._writer = Writer(self._connections)
         try:
             self._init_schema(create)
-        except BaseException:
+        except BaseException as exc:
             self._connections.close()
+            if isinstance(exc, sqlite3.DatabaseError) and not isinstance(exc, sqlite3.OperationalError):
+                raise _not_a_store(self.path, exc) from None
             raise
         if retention_days is not None:
             self.purge()
@@ -160,15 +173,22 @@ class TraceStore:
     def ingest(self, request: ExportTraceServiceRequest, raw: Optional[bytes] = None) -> Tuple[int, int, str]:
         """Store the spans of an export request; return (accepted, rejected, message).
 
-        Spans with malformed ids or times are rejected and counted; the others
-        are stored in one transaction.  The message names the first problems,
-        in the form OTLP's partial success ``error_message`` expects.  ``raw``,
-        the request's own encoding when the caller has it, lets whole
-        ScopeSpans be stored without re-serializing them.
+        What is over the limits (``store.limits``: attributes, events, links,
+        string sizes) is cut and marked ``gwtrace.truncated`` first, in place;
+        more spans than one request may hold raise ``limits.TooLarge``.  Spans
+        with malformed ids or times are rejected and counted; the others are
+        stored in one transaction.  The message names the first problems (and
+        the cut spans), in the form OTLP's partial success ``error_message``
+        expects.  ``raw``, the request's own encoding when the caller has it,
+        lets whole ScopeSpans be stored without re-serializing them.
         """
         # Planned before taking the write lock: this is the Python part, and
         # other threads may write meanwhile (sqlite3 releases the GIL).
-        plan, rejected, message = plan_request(request, raw)
+        slices = request_slices(request, raw)
+        cut = limits.enforce(request, slices)
+        if cut:
+            raw, slices = None, None      # the cut ScopeSpans are encoded again
+        plan, rejected, message = plan_request(request, raw, slices, cut)
         if plan:
             self._writer.write(plan)
         return sum(c.n_spans for _, _, chunks in plan for c in chunks), rejected, message
@@ -202,13 +222,17 @@ class TraceStore:
         """(resource id, ScopeSpans) of each chunk of a trace, oldest first."""
         return self._reader.chunks(trace_id, resource_ids)
 
-    def trace_chunks(self, trace_id: "str | bytes") -> List[ChunkRow]:
+    def trace_chunks(self, trace_id: "str | bytes", budget: Optional[ReadBudget] = None) -> ReadList:
         """A trace as stored: (resource id, service, resource attributes, ScopeSpans) per chunk.
 
         For readers that convert spans straight from OTLP (the query API)
-        without building the dicts of ``get_trace`` first.
+        without building the dicts of ``get_trace`` first.  As much as one
+        answer may read (``budget``, shared by the traces of one answer; a
+        fresh ``ReadBudget`` by default): ``cut`` on the list says what was
+        left out.  ``get_trace``, ``get_trace_otlp`` and ``glidein_chunks``
+        are bounded the same way.
         """
-        return self._reader.trace_chunks(trace_id)
+        return self._reader.trace_chunks(trace_id, budget)
 
     def get_trace(self, trace_id: "str | bytes") -> List[Dict[str, Any]]:
         """All spans of a trace as plain dicts, sorted by start time ([] if unknown)."""
@@ -388,6 +412,15 @@ class TraceStore:
         """(group, GlideinWMS per-glidein figures) of the glideins that ended in [since, until)."""
         self.refresh_glidein_records()
         return glideins.gwms_figures(self._connections.reader(), by, since, until, **filters)
+
+
+def _not_a_store(path: pathlib.Path, exc: sqlite3.DatabaseError) -> StoreUnreadable:
+    """Another program's file, or a damaged store: one line, with what to do."""
+    if "malformed" in str(exc):
+        return StoreUnreadable(f"{path} is a damaged store ({exc}): restore it from a backup, or move it "
+                               "away and let `gwtrace ingest` or `gwtrace serve` make a new one")
+    return StoreUnreadable(f"{path} is not a gwtrace store ({exc}): give the traces.db that `gwtrace serve` "
+                           "or `gwtrace ingest` writes")
 
 
 def _create_file(path: pathlib.Path) -> None:

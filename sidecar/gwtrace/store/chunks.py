@@ -16,6 +16,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTrace
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
+from . import limits
 from .ops import ranges_of
 from .values import STATUS_ERROR, STATUS_OK, STATUS_UNSET, ZERO_SPAN, ZERO_TRACE, is_root
 from .wire import scope_spans_slices, spans_field
@@ -133,17 +134,24 @@ def chunk_of_spans(trace_id: bytes, ss: ScopeSpans, spans: Sequence[Span]) -> Ch
     return Chunk(trace_id, list(map(SPAN_FIELDS, spans)), body)
 
 
-def chunks_of(ss: ScopeSpans, raw: Optional[bytes] = None) -> Tuple[List[Chunk], List[Tuple[int, str]]]:
-    """Split one ScopeSpans into per-trace chunks; also return rejected spans (index, reason)."""
+def chunks_of(ss: ScopeSpans, raw: Optional[bytes] = None) -> Tuple[List[Chunk], List[Tuple[int, str]], int]:
+    """Split one ScopeSpans into per-trace chunks; also return rejected spans (index, reason) and how many
+    span names were cut to ``limits.MAX_NAME_CHARS`` (here, where every name is read anyway)."""
     spans = ss.spans
     rows = list(map(SPAN_FIELDS, spans))
     columns = list(zip(*rows))
+    cut = 0
+    if max(map(len, columns[_NAME])) > limits.MAX_NAME_CHARS:
+        cut = limits.cut_names(spans)
+        rows = list(map(SPAN_FIELDS, spans))
+        columns = list(zip(*rows))
+        raw = None
     if _all_valid(columns):
         tids = columns[_TID]
         if tids.count(tids[0]) == len(rows) and len(set(columns[_SID])) == len(rows):
             # The common case: one trace, nothing to drop; keep the message as is.
             body = raw if raw is not None else ss.SerializeToString()
-            return [Chunk(tids[0], rows, body, columns)], []
+            return [Chunk(tids[0], rows, body, columns)], [], cut
         bad: List[Tuple[int, str]] = []
     else:
         bad = [(i, p) for i, p in ((i, _span_problem(r)) for i, r in enumerate(rows)) if p is not None]
@@ -155,10 +163,10 @@ def chunks_of(ss: ScopeSpans, raw: Optional[bytes] = None) -> Tuple[List[Chunk],
             groups.setdefault(r[_TID], {})[r[_SID]] = i
     chunks = [chunk_of_spans(trace_id, ss, [spans[i] for i in sorted(by_id.values())])
               for trace_id, by_id in groups.items()]
-    return chunks, bad
+    return chunks, bad, cut
 
 
-def _request_slices(request: ExportTraceServiceRequest, raw: Optional[bytes]) -> Optional[List[List[bytes]]]:
+def request_slices(request: ExportTraceServiceRequest, raw: Optional[bytes]) -> Optional[List[List[bytes]]]:
     """The encoded ScopeSpans of ``raw`` if it is the encoding of ``request``, else None."""
     if raw is None:
         return None
@@ -173,13 +181,17 @@ def _request_slices(request: ExportTraceServiceRequest, raw: Optional[bytes]) ->
     return slices
 
 
-def plan_request(request: ExportTraceServiceRequest, raw: Optional[bytes] = None) -> Tuple[Plan, int, str]:
+def plan_request(request: ExportTraceServiceRequest, raw: Optional[bytes] = None,
+                 slices: Optional[List[List[bytes]]] = None, cut: int = 0) -> Tuple[Plan, int, str]:
     """What to write for a request: (plan, rejected span count, partial-success message).
 
     ``raw``, the request's own encoding when the caller has it, lets whole
-    ScopeSpans be stored without re-serializing them.
+    ScopeSpans be stored without re-serializing them (``slices``: its
+    ScopeSpans, when the caller has already found them).  ``cut``: how many
+    spans ``limits.enforce`` cut; with the names cut here, the message says so.
     """
-    slices = _request_slices(request, raw)
+    if slices is None:
+        slices = request_slices(request, raw)
     rejected = 0
     problems: List[str] = []
     plan: Plan = []
@@ -188,7 +200,8 @@ def plan_request(request: ExportTraceServiceRequest, raw: Optional[bytes] = None
         for si, ss in enumerate(rs.scope_spans):
             if not ss.spans:
                 continue
-            chunks, bad = chunks_of(ss, slices[ri][si] if slices is not None else None)
+            chunks, bad, names_cut = chunks_of(ss, slices[ri][si] if slices is not None else None)
+            cut += names_cut
             for index, reason in bad:
                 rejected += 1
                 if len(problems) < _PROBLEMS_NAMED:
@@ -196,9 +209,11 @@ def plan_request(request: ExportTraceServiceRequest, raw: Optional[bytes] = None
             resource_chunks.extend(chunks)
         if resource_chunks:
             plan.append((rs.resource, rs.schema_url, resource_chunks))
-    message = ""
+    notes = []
     if rejected:
-        message = f"rejected {rejected} span(s): " + "; ".join(problems)
+        notes.append(f"rejected {rejected} span(s): " + "; ".join(problems))
         if rejected > len(problems):
-            message += f"; and {rejected - len(problems)} more"
-    return plan, rejected, message
+            notes.append(f"and {rejected - len(problems)} more")
+    if cut:
+        notes.append(f"cut {cut} span(s), resource(s) or scope(s) to gwtrace's limits (marked {limits.TRUNCATED_KEY})")
+    return plan, rejected, "; ".join(notes)

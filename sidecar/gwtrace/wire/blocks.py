@@ -35,12 +35,16 @@ from opentelemetry.sdk.resources import Resource
 
 from gwtrace.export.otlp import to_readable_spans
 from gwtrace.sidecar.statedir import Spool
+from gwtrace.wire.inflate import InflateLimit, describe, gunzip
 
 BEGIN_RE = re.compile(rb"^=== gwtrace block v1 begin (?P<meta>[^\n]*?) ===\r?$", re.M)
 END_RE = re.compile(rb"^=== gwtrace block v1 end sha256=(?P<sha>[0-9a-f]{64}) ===\r?$")
 B64_LINE_RE = re.compile(rb"^[A-Za-z0-9+/=]+\r?$")
 LINE_WIDTH = 76
-MAX_PAYLOAD_BYTES = 512 << 20
+#: What one block may inflate to (docs/protocol.md, "Blocks"): a block of otlp holds at most SPANS_PER_BLOCK
+#: spans (a few MB), one of events a node's spool (~200 bytes an event). A block over it is skipped, named by
+#: file and offset, without being inflated further: the factory must not be exhausted by a node's output.
+MAX_PAYLOAD_BYTES = 64 << 20
 
 
 def frame(kind: str, payload: bytes, spans: Optional[int] = None, host: Optional[str] = None) -> str:
@@ -158,9 +162,13 @@ def _verify(offset: int, meta: Dict[str, str], lines: List[bytes], end_sha: Opti
         return BadBlock(offset, "truncated: no end line")
     if end_sha != sha:
         return BadBlock(offset, "end line does not match the header")
+    if meta.get("bytes", "").isdigit() and int(meta["bytes"]) > MAX_PAYLOAD_BYTES:
+        return BadBlock(offset, f"over the limit: {meta['bytes']} bytes, at most {describe(MAX_PAYLOAD_BYTES)}")
     try:
         packed = base64.b64decode(b"".join(lines), validate=True)
-        payload = _gunzip(packed)
+        payload = gunzip(packed, MAX_PAYLOAD_BYTES)
+    except InflateLimit as exc:
+        return BadBlock(offset, f"over the limit: {exc}")
     except (ValueError, OSError, EOFError, zlib.error) as exc:
         return BadBlock(offset, f"corrupt: {exc}")
     if meta.get("bytes", "").isdigit() and int(meta["bytes"]) != len(payload):
@@ -169,13 +177,4 @@ def _verify(offset: int, meta: Dict[str, str], lines: List[bytes], end_sha: Opti
         return BadBlock(offset, "corrupt: sha256 mismatch")
     return Block(offset, kind, payload, sha, meta)
 
-
-def _gunzip(packed: bytes) -> bytes:
-    d = zlib.decompressobj(16 + zlib.MAX_WBITS)
-    out = d.decompress(packed, MAX_PAYLOAD_BYTES)
-    if d.unconsumed_tail:
-        raise ValueError("payload larger than 512 MiB")
-    if not d.eof:
-        raise EOFError("compressed data ends early")
-    return out
 

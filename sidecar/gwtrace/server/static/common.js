@@ -268,11 +268,38 @@ const gw = (() => {
     return q;
   }
 
+  /**
+   * The page's subject from its address (a trace id, a job id, a glidein uuid), decoded; null, with one
+   * line on the page, when the address holds a malformed %-escape (decodeURIComponent throws on those,
+   * and a throw here used to leave the page blank).
+   */
+  function subject(encoded, what) {
+    try {
+      return decodeURIComponent(encoded);
+    } catch (e) {
+      document.addEventListener("DOMContentLoaded", () => {
+        showMessage("This address names no " + what + ": it holds a malformed %-escape (" + encoded.slice(0, 200) + ").");
+        ready();
+      });
+      return null;
+    }
+  }
+
+  /** The #… part of the address decoded, or "" (with a note on the page) when its %-escapes are malformed. */
+  function hashPart() {
+    try {
+      return decodeURIComponent(location.hash.slice(1));
+    } catch (e) {
+      showMessage("Ignored the #… part of the address: it holds a malformed %-escape.", "info");
+      return "";
+    }
+  }
+
   /** Mark the page as drawn; readyMs (ms since navigation start) is what bench/serve reports. */
   function ready() {
     document.body.dataset.readyMs = String(Math.round(performance.now()));
     document.body.dataset.ready = "1";
   }
 
-  return { el, clear, api, picture, svgChart, cleanSvg, pageQuery, ready, ApiError, showMessage, fmtDuration, fmtTime, fmtValue, statusOf, tagValue, kvTable, renderDetail, ticks };
+  return { el, clear, api, picture, svgChart, cleanSvg, pageQuery, ready, subject, hashPart, ApiError, showMessage, fmtDuration, fmtTime, fmtValue, statusOf, tagValue, kvTable, renderDetail, ticks };
 })();

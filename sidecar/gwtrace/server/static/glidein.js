@@ -4,7 +4,7 @@
 (() => {
   const { el, clear, api, showMessage, fmtDuration, fmtTime, statusOf, renderDetail, ticks, tagValue } = gw;
 
-  const uuid = decodeURIComponent(location.pathname.replace(/^\/glidein\//, ""));
+  const uuid = gw.subject(location.pathname.replace(/^\/glidein\//, ""), "glidein");
   const PHASE_LABELS = {
     glidein: "Glidein",
     validation: "Validation & setup scripts",
@@ -120,7 +120,9 @@
 
   async function main() {
     try {
-      render(await api("/ui/api/glidein/" + encodeURIComponent(uuid)));
+      const data = await api("/ui/api/glidein/" + encodeURIComponent(uuid));
+      render(data);
+      if (data.warnings && data.warnings.length) showMessage(data.warnings.join("; "), "info");
     } catch (e) {
       showMessage(e.status === 404 ? "No spans for glidein " + uuid + " in this store." : "Cannot load the glidein: " + e.message);
     } finally {
@@ -128,5 +130,5 @@
     }
   }
 
-  document.addEventListener("DOMContentLoaded", main);
+  if (uuid !== null) document.addEventListener("DOMContentLoaded", main);
 })();

@@ -4,7 +4,7 @@
 (() => {
   const { el, clear, api, showMessage, fmtDuration, fmtTime } = gw;
 
-  const jobId = decodeURIComponent(location.pathname.replace(/^\/job\//, ""));
+  const jobId = gw.subject(location.pathname.replace(/^\/job\//, ""), "job");
   const SHOWN = ["hold.code", "hold.subcode", "hold.label", "hold.meaning", "hold.suggestion", "htcondor.slot",
     "glidein.name", "glidein.site", "host.name", "htcondor.run.end_reason", "process.exit.code",
     "htcondor.exit_signal", "htcondor.aborted_reason", "htcondor.memory_usage_mb", "htcondor.disconnect_reason"];
@@ -136,5 +136,5 @@
     }
   }
 
-  document.addEventListener("DOMContentLoaded", main);
+  if (jobId !== null) document.addEventListener("DOMContentLoaded", main);
 })();

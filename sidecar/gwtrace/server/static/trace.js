@@ -4,7 +4,7 @@
 (() => {
   const { el, clear, api, showMessage, fmtDuration, fmtTime, statusOf, renderDetail, ticks } = gw;
 
-  const traceId = decodeURIComponent(location.pathname.split("/").filter(Boolean).pop() || "");
+  const traceId = gw.subject(location.pathname.split("/").filter(Boolean).pop() || "", "trace");
 
   /** Spans in display order (depth first, children by start time), with depth and subtree size. */
   function layout(trace) {
@@ -183,7 +183,7 @@
     });
     container.append(fragment);
 
-    const wanted = decodeURIComponent(location.hash.slice(1));
+    const wanted = gw.hashPart();
     const initial = wanted ? rows.findIndex((r) => r.span.spanID === wanted) : -1;
     if (initial >= 0) {
       select(initial);
@@ -255,6 +255,7 @@
     try {
       const body = await api("/api/traces/" + encodeURIComponent(traceId));
       render(body.data[0]);
+      if (body.data[0].warnings && body.data[0].warnings.length) showMessage(body.data[0].warnings.join("; "), "info");
       try {
         await critical();
       } catch (e) {
@@ -272,5 +273,5 @@
     }
   }
 
-  document.addEventListener("DOMContentLoaded", main);
+  if (traceId !== null) document.addEventListener("DOMContentLoaded", main);
 })();

@@ -1,0 +1,91 @@
+"""Where ``gwtrace ingest`` sends what it found: the configured OTLP endpoint, else the embedded store.
+
+Kept apart from the command (``ingest.py``) so each stays small; ``ingest`` re-exports both names.
+"""
+
+from __future__ import annotations
+
+import gzip
+import time
+from typing import Optional
+
+import requests
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+from gwtrace.export.otlp import RETRYABLE_STATUS, parse_retry_after
+from gwtrace.export.otlpenv import otlp_env
+from gwtrace.wire.redact import strip_userinfo
+
+HTTP_ATTEMPTS = 5
+
+
+class IngestError(RuntimeError):
+    """A block could not be forwarded (the collector refused or is away)."""
+
+
+class Forwarder:
+    """Sends an OTLP request to the configured endpoint, else the embedded store.
+
+    Its settings are the exporter's (export/otlpenv.py); it posts the request
+    bytes itself because block payloads are already-encoded requests. It
+    retries in place, a few times, where the sidecar keeps an outbox: ingest
+    is a command someone waits for, and a failed block is ingested again later.
+    """
+
+    def __init__(self) -> None:
+        self.store = None
+        self.endpoint: Optional[str] = None
+        otlp = otlp_env()
+        if otlp.configured:
+            if otlp.token_problem:          # unauthenticated, every block would be refused
+                raise IngestError(f"{otlp.token_problem}; nothing sent")
+            self.endpoint = otlp.endpoint
+            self.headers = {"Content-Type": "application/x-protobuf", **otlp.headers}
+            self.gzip = otlp.compression == "gzip"
+            if self.gzip:
+                self.headers["Content-Encoding"] = "gzip"
+            self.timeout = otlp.timeout_s
+            self.verify = otlp.certificate or True
+            self.cert = (otlp.client_certificate, otlp.client_key) if otlp.client_certificate and otlp.client_key \
+                else otlp.client_certificate
+            self.session = requests.Session()
+        else:
+            from gwtrace.store import TraceStore
+
+            self.store = TraceStore()
+
+    @property
+    def destination(self) -> str:
+        return f"OTLP/HTTP {strip_userinfo(self.endpoint)}" if self.endpoint else f"embedded store {self.store.path}"
+
+    def send(self, request: ExportTraceServiceRequest) -> None:
+        if self.store is not None:
+            self.store.ingest(request)
+            return
+        body = request.SerializeToString()
+        if self.gzip:
+            body = gzip.compress(body)
+        delay = 1.0
+        for attempt in range(HTTP_ATTEMPTS):
+            try:
+                r = self.session.post(self.endpoint, data=body, headers=self.headers,
+                                      timeout=self.timeout, verify=self.verify, cert=self.cert)
+            except requests.RequestException as exc:
+                reason = f"{type(exc).__name__}"
+            else:
+                if 200 <= r.status_code < 300:
+                    return
+                if r.status_code not in RETRYABLE_STATUS:
+                    raise IngestError(f"collector refused the block: HTTP {r.status_code}")
+                reason = f"HTTP {r.status_code}"
+                retry_after = parse_retry_after(r.headers.get("Retry-After"))
+                if retry_after is not None:
+                    delay = retry_after
+            if attempt + 1 < HTTP_ATTEMPTS:
+                time.sleep(delay)
+                delay = min(delay * 2, 30.0)
+        raise IngestError(f"collector unavailable after {HTTP_ATTEMPTS} attempts ({reason})")
+
+    def close(self) -> None:
+        if self.store is not None:
+            self.store.close()
