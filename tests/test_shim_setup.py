@@ -50,6 +50,9 @@ def glidein(tmp_path: Path) -> Dict[str, Path]:
     launcher_pyz(main / "gwtrace-sidecar.pyz")
     shutil.copy2(DATA / "add_config_line.source", base / "add_config_line.source")
     shutil.copy2(DATA / "error_gen.sh", main / "error_gen.sh")
+    # A stand-in for GlideinWMS's error_augment.sh (glidein_startup.sh runs it around every script).
+    (main / "error_augment.sh").write_text("#!/bin/bash\n# stand-in: the glidein's per-script XML result\nexit 0\n")
+    (main / "error_augment.sh").chmod(0o755)
     (main / "condor_vars.lst").write_text('GLIDEIN_WRAPPER_EXEC S \\"\\\\\\$@\\" + N N -\n')
     config = base / "glidein_config"
     config.write_text(
@@ -152,8 +155,15 @@ def test_traces_the_glidein_its_scripts_and_its_jobs(glidein, receiver) -> None:
     assert gconfig(config, "GLIDEIN_WRAPPER_EXEC") == f'"{glidein["main"] / "gwtrace-job-wrapper"}" "$@"'
     assert "REG" in (glidein["base"] / "glidein_config.history").read_text()
 
-    # A later validation script, instrumented with the library it was given.
+    # A later validation script, instrumented with the library it was given, run as
+    # glidein_startup.sh runs it: error_augment.sh (now with the step hook) before and after.
+    augment = glidein["main"] / "error_augment.sh"
+    assert "gwtrace step hook" in augment.read_text() and augment.read_text().endswith("exit 0\n")
+    hook = [str(augment)]
+    assert subprocess.run(hook + ["-init"], cwd=glidein["base"], env=clean_env(), timeout=30).returncode == 0
     run_later_validation_script(glidein)
+    assert subprocess.run(hook + ["-process", "0", "main/validate_node.sh", str(glidein["base"]), "cmd", "1", "2"],
+                          cwd=glidein["base"], env=clean_env(), timeout=30).returncode == 0
 
     # A user job, through condor_job_wrapper.sh as the glidein's condor would run it.
     ad = glidein["base"] / ".job.ad"
@@ -171,14 +181,17 @@ def test_traces_the_glidein_its_scripts_and_its_jobs(glidein, receiver) -> None:
     assert not os.path.exists(sidecar_dir / "sidecar.pid")
 
     spans = {s.name: s for s in receiver.spans}
-    assert set(spans) >= {"glidein", "validate_node.sh", "check_tmp", "user_job", "cleanup"}
+    assert set(spans) >= {"glidein", "main/validate_node.sh", "validate_node.sh", "check_tmp", "user_job", "cleanup"}
     root = spans["glidein"]
     assert root.trace_id == "4bf92f3577b34da6a3ce929d0e0e4736" and root.parent_id == "00f067aa0ba902b7"
     assert root.status_code == Status.STATUS_CODE_OK and not root.attributes.get("gwtrace.incomplete")
     assert root.attributes["glidein.exit_code"] == 0
     assert root.resource["glidein.site"] == "Test_Site" and root.resource["service.instance.id"].startswith("1b0c3f7e")
-    for name in ("validate_node.sh", "cleanup"):
+    for name in ("main/validate_node.sh", "validate_node.sh", "cleanup"):
         assert spans[name].parent_id == root.span_id, name
+    step = spans["main/validate_node.sh"]                 # the hook's span: the script as the glidein ran it
+    assert step.start_ns <= spans["validate_node.sh"].start_ns and step.end_ns >= spans["validate_node.sh"].end_ns
+    assert step.attributes["process.exit.code"] == 0 and step.status_code == Status.STATUS_CODE_OK
     # User jobs are children of HTCondor's span (its id published before HTCondor starts).
     condor = gconfig(config, "GWTRACE_GLIDEIN_TRACEPARENT").split("-")
     assert condor[1] == root.trace_id and spans["user_job"].parent_id == condor[2] != root.span_id
