@@ -79,7 +79,7 @@ def test_a_backfilled_trace_rebuilds_the_record_its_files_gave(tmp_path):
             store.ingest(encode_spans(to_readable_spans(record_to_spans(rec), Resource(resource_attributes(rec)))))
         rebuilt = {r["trace_id"]: r for r in store.glidein_records()}
     for rec in files:
-        mine = rebuilt[glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc)]
+        mine = rebuilt[glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc, rec.glidein_uuid)]
         for key in ("cluster", "proc", "schedd", "factory", "site", "entry", "frontend", "glidein_uuid", "cpus",
                     "memory_mb", "gpus", "submitted", "started", "ended", "failed_script"):
             assert mine[key] == getattr(rec, key), (rec.cluster, key)

@@ -61,7 +61,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from gwtrace.home import gwtrace_home
-from . import glideins, live
+from . import glidein_parts, glideins, live
 from .chunks import plan_request
 from .connections import BUSY_TIMEOUT_MS, CHECKPOINT_BYTES, Connections
 from .query import TraceFinder, TraceQuery
@@ -297,18 +297,46 @@ class TraceStore:
 
     # ---------------------------------------------------------- glidein records
 
-    def put_glidein_records(self, records: Sequence[Any]) -> None:
-        """Store (or replace) ``GlideinRecord``s, keyed by their trace id, with their hourly cells."""
-        pairs = [(glideins.record_key(r), r) for r in records]
+    def put_glidein_records(self, records: Sequence[Any]) -> Dict[int, str]:
+        """Store the records the factory's files gave, keyed by their glidein's trace id, with their hourly
+        cells; return {index in ``records``: trace id} for those whose spans belong in another trace than
+        their identity's (a Condor-G-only record of a glidein already known by its live trace).
+
+        A record that names its uuid replaces what was kept under its uuid-less key (a record, and a trace
+        of backfilled spans only). A glidein that also has a live trace gets the two merged on the next
+        read (``refresh_glidein_records``).
+        """
+        moved: Dict[int, str] = {}
+        pairs = []
         with self._connections.transaction() as conn:
-            glideins.put_many(conn, pairs)
+            for index, rec in enumerate(records):
+                key = glideins.record_key(rec)
+                self._drop_queued(conn, glidein_parts.queued_of(conn, rec, key))
+                host = glidein_parts.traced_of_job(conn, rec, key)
+                if host is not None:
+                    key = host
+                    moved[index] = host.hex()
+                pairs.append((key, rec))
+            keys = [key for key, _ in pairs]
+            traces = keys + glidein_parts.traces_of(conn, keys)     # where their live spans are, if elsewhere
+            glidein_parts.put_files(conn, pairs)
+            glideins.put_many(conn, pairs, source="files")
+            glideins.mark(conn, glidein_parts.with_live_spans(conn, traces))
+        return moved
+
+    def _drop_queued(self, conn: Any, keys: List[bytes]) -> None:
+        """What was kept of a glidein under a uuid-less key: its record, and its trace if only backfilled."""
+        glideins.forget(conn, keys)
+        for key in keys:
+            self._writer.drop_backfilled_trace(conn, key)
 
     def refresh_glidein_records(self) -> int:
         """(Re)make the records of traced glideins whose spans arrived since; return how many were made.
 
         Ingest only marks such traces (cheap, in its own transaction); the spans are read back and
-        turned into records here, before any read of records. A glidein the factory's files were
-        backfilled for keeps the record made from the files.
+        turned into records here, before any read of records. A glidein the factory's files were read for
+        gets the two merged (``factory/merge.py``); one whose trace holds backfilled spans only keeps the
+        files' record as it is (nothing to add, nothing decoded).
         """
         from gwtrace.factory.from_trace import record_from_trace
 
@@ -321,17 +349,31 @@ class TraceStore:
                    for at in range(0, len(pending), REFRESH_BATCH))
 
     def _refresh(self, reader: Any, pending: List[bytes], record_from_trace: Any) -> int:
-        from_files = glideins.from_files(reader, pending)
-        made = []
+        from gwtrace.factory.record import GlideinRecord
+
+        files = glidein_parts.files_records(reader, pending)
+        live = glidein_parts.with_live_spans(reader, [t for t in pending if t in files])
+        made: List[Tuple[bytes, Any]] = []
         for trace_id in pending:
-            if trace_id in from_files:
-                continue
+            if trace_id in files and trace_id not in live:
+                continue                    # backfilled spans only: the files' record stands
             rec = record_from_trace(self.get_trace(trace_id))
             if rec is not None:
                 rec.trace_id = trace_id.hex()  # type: ignore[attr-defined]  # where its spans are
                 made.append((glideins.record_key(rec, trace_id), rec))
         with self._connections.transaction() as conn:
-            glideins.put_many(conn, made, source="trace")
+            known = glidein_parts.files_records(conn, [key for key, _ in made])
+            pairs: Dict[str, List[Tuple[bytes, Any]]] = {"trace": [], "files+trace": []}
+            for key, rec in made:
+                mine = known.get(key)
+                queued = glidein_parts.queued_of(conn, rec, key)
+                if mine is None and len(queued) == 1:     # its Condor-G job, kept before its uuid was known
+                    mine = glidein_parts.files_records(conn, queued)[queued[0]]
+                    self._drop_queued(conn, queued)
+                    glidein_parts.put_files(conn, [(key, GlideinRecord.from_dict(mine))])
+                pairs["trace" if mine is None else "files+trace"].append((key, rec if mine is None else _merged(mine, rec)))
+            for source, items in pairs.items():
+                glideins.put_many(conn, items, source=source)
             glideins.clean(conn, pending)
         return len(made)
 
@@ -388,6 +430,16 @@ class TraceStore:
         """(group, GlideinWMS per-glidein figures) of the glideins that ended in [since, until)."""
         self.refresh_glidein_records()
         return glideins.gwms_figures(self._connections.reader(), by, since, until, **filters)
+
+
+def _merged(files: Dict[str, Any], traced: Any) -> Any:
+    """The record the files gave (JSON form) merged with the one the trace gave (``factory/merge.py``)."""
+    from gwtrace.factory.merge import merge_records
+    from gwtrace.factory.record import GlideinRecord
+
+    merged = merge_records(GlideinRecord.from_dict(files), traced)
+    merged.trace_id = traced.trace_id
+    return merged
 
 
 def _create_file(path: pathlib.Path) -> None:

@@ -1,0 +1,149 @@
+"""Where a glidein's one record comes from: its files' record as it came, its trace, its Condor-G key.
+
+Why apart from ``glideins``: that module keeps the rows every read wants (and
+their hourly cells); this one keeps what the rows are made from when a
+glidein is known both from the factory's files and from its live trace
+(``factory/merge.py`` merges them), and finds a glidein's parts under the
+keys they arrive with:
+
+- ``glidein_files`` holds the record the files gave, unmerged, so the merge
+  can be made again whenever the trace changes, in any order of arrival;
+- a glidein the factory knows by its Condor-G job only has no uuid yet (nor,
+  from the Condor-G log alone, its factory and schedd names), so its key is
+  a uuid-less id; once the ``.out`` names the uuid, or its live trace (whose
+  resource names it) arrives, what was kept under that key is folded into
+  the glidein's own (``same_job``: the same cluster.proc, and the same
+  factory, schedd and entry wherever both sides name them; times that agree);
+- only traces holding live spans are worth a merge (``with_live_spans``):
+  a glidein only backfilled keeps its files' record without a decode.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
+
+SCHEMA = """
+-- the record made from the factory's files, before any merge with the glidein's trace
+CREATE TABLE IF NOT EXISTS glidein_files (trace_id BLOB PRIMARY KEY, record TEXT NOT NULL) WITHOUT ROWID;
+"""
+
+
+def put_files(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]]) -> None:
+    """Keep the records the factory's files gave, as they came (``glidein_files``)."""
+    conn.executemany("INSERT OR REPLACE INTO glidein_files (trace_id, record) VALUES (?, ?)",
+                     [(key, json.dumps(rec.to_dict(), separators=(",", ":"))) for key, rec in items])
+
+
+def files_records(conn: sqlite3.Connection, keys: Sequence[bytes]) -> Dict[bytes, Dict[str, Any]]:
+    """The records the factory's files gave the glideins of ``keys`` (JSON form), where they were read;
+    a store written before ``glidein_files`` existed has them as the rows of source ``files``."""
+    out: Dict[bytes, Dict[str, Any]] = {}
+    for at in range(0, len(keys), 500):
+        batch = list(keys[at:at + 500])
+        marks = ",".join("?" * len(batch))
+        for key, text in conn.execute(f"SELECT trace_id, record FROM glidein_files WHERE trace_id IN ({marks})",
+                                      batch):
+            out[bytes(key)] = json.loads(text)
+        for key, text in conn.execute(f"SELECT trace_id, record FROM glideins WHERE source = 'files'"
+                                      f" AND trace_id IN ({marks})", batch):
+            out.setdefault(bytes(key), json.loads(text))
+    return out
+
+
+def traces_of(conn: sqlite3.Connection, keys: Sequence[bytes]) -> List[bytes]:
+    """The traces the stored trace-made records of ``keys`` were made from, where not their key (a glidein
+    traced under another trace id than its identity's)."""
+    out = []
+    for at in range(0, len(keys), 500):
+        batch = list(keys[at:at + 500])
+        marks = ",".join("?" * len(batch))
+        for key, text in conn.execute(f"SELECT trace_id, record FROM glideins WHERE source != 'files'"
+                                      f" AND trace_id IN ({marks})", batch):
+            trace = json.loads(text).get("trace_id")
+            if trace and trace != bytes(key).hex():
+                out.append(bytes.fromhex(trace))
+    return out
+
+
+def with_live_spans(conn: sqlite3.Connection, trace_ids: Sequence[bytes]) -> set:
+    """Those of ``trace_ids`` that hold spans the factory did not backfill (a resource without
+    ``gwtrace.source=factory-logs``): only their records are worth merging with a trace."""
+    out = set()
+    for at in range(0, len(trace_ids), 500):
+        batch = list(trace_ids[at:at + 500])
+        marks = ",".join("?" * len(batch))
+        out.update(bytes(r[0]) for r in conn.execute(
+            f"SELECT DISTINCT c.trace_id FROM chunks c WHERE c.trace_id IN ({marks}) AND NOT EXISTS"
+            " (SELECT 1 FROM resource_attrs a WHERE a.key = 'gwtrace.source' AND a.value = 'factory-logs'"
+            " AND a.resource_id = c.resource_id)", batch))
+    return out
+
+
+def _agree(mine: Optional[str], theirs: Optional[str]) -> bool:
+    return not mine or not theirs or mine == theirs
+
+
+def same_job(conn: sqlite3.Connection, record: Any, key: bytes) -> List[Tuple[bytes, str, Dict[str, Any]]]:
+    """The other stored glideins of ``record``'s Condor-G job, as (key, source, record JSON): the same
+    cluster.proc, and the same factory, schedd and entry wherever both name them."""
+    if record.cluster is None:
+        return []
+    out = []
+    for other, source, factory, schedd, entry, text in conn.execute(
+            "SELECT trace_id, source, factory, schedd, entry, record FROM glideins WHERE cluster = ? AND proc = ?"
+            " AND trace_id != ?", (record.cluster, record.proc, key)):
+        if _agree(record.factory, factory) and _agree(record.schedd, schedd) and _agree(record.entry, entry):
+            out.append((bytes(other), source, json.loads(text)))
+    return out
+
+
+def _before(earlier: Optional[int], later: Optional[int]) -> bool:
+    return earlier is None or later is None or earlier <= later
+
+
+def queued_of(conn: sqlite3.Connection, record: Any, key: bytes) -> List[bytes]:
+    """What the factory kept of ``record``'s glidein before it knew its uuid: the records of its Condor-G job
+    made from the files without a uuid and without an ``.out`` read, submitted before it started."""
+    from gwtrace.factory.record import GlideinRecord
+
+    if not record.glidein_uuid:
+        return []
+    return [other for other, source, data in same_job(conn, record, key)
+            if source == "files" and not data.get("glidein_uuid") and not GlideinRecord.from_dict(data).read_out
+            and _before(data.get("submitted"), record.started)]
+
+
+def traced_of_job(conn: sqlite3.Connection, record: Any, key: bytes) -> Optional[bytes]:
+    """The glidein a record of its Condor-G job only (no uuid, no ``.out``) belongs to: the one stored glidein
+    of that job with a uuid whose files' ``.out`` was not read (known by its live trace so far), started after
+    the submission; None when there is none, or several."""
+    from gwtrace.factory.record import GlideinRecord
+
+    if record.glidein_uuid or record.read_out:
+        return None
+    found = []
+    for other, source, data in same_job(conn, record, key):
+        files = files_records(conn, [other]).get(other)
+        if source != "files" and data.get("glidein_uuid") and _before(record.submitted, data.get("started")) \
+                and (files is None or not GlideinRecord.from_dict(files).read_out):
+            found.append(other)
+    return found[0] if len(found) == 1 else None
+
+
+def glidein_of_job(conn: sqlite3.Connection, factory: Optional[str], schedd: Optional[str], cluster: Any, proc: Any,
+                   when: Optional[float] = None) -> Optional[bytes]:
+    """The key of the stored glidein of a Condor-G job (factory, schedd, cluster.proc) — the one running at
+    ``when`` if several share the job (a resubmission after a schedd reset), else the only one; None when
+    none, or it cannot be told. What a user job's journey links to: its ad names the job, not the uuid."""
+    try:
+        cluster, proc = int(cluster), int(proc)
+    except (TypeError, ValueError):
+        return None
+    rows = [(bytes(key), started, ended) for key, started, ended in conn.execute(
+        "SELECT trace_id, started, ended FROM glideins WHERE cluster = ? AND proc = ? AND schedd IS ?"
+        " AND factory IS ?", (cluster, proc, schedd, factory))]
+    if len(rows) > 1 and when is not None:
+        rows = [r for r in rows if r[1] is not None and r[1] <= when and (r[2] is None or when <= r[2])]
+    return rows[0][0] if len(rows) == 1 else None
