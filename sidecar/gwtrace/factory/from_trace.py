@@ -198,7 +198,7 @@ def _running(spans: List[Span]) -> Optional[GlideinRecord]:
     rec.started = _secs(min(s["start_ns"] for s in mine))
     rec.mark_incomplete(RUNNING)
     rec.mark_incomplete(NO_OUT)
-    top = {"span_id": "", "resource": resource}
+    top = {"span_id": span_id(own, "glidein"), "resource": resource}     # the root to come (its derived id)
     _fill(rec, [s for s in spans if s is not top], top)
     _account(rec)
     return rec
