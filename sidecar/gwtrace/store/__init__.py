@@ -25,9 +25,10 @@ summarised in small, indexed tables at ingest time:
 Span-level filters that are not summarised (span attributes, span durations)
 are answered by decoding the chunks of the candidate traces only.
 
-Ingest is idempotent: a span whose (trace id, span id) is already stored
-replaces the stored one (the older chunk is rewritten without it), so a
-sidecar that retries a batch after a lost response never duplicates spans.
+Ingest is idempotent: a span whose (trace id, span id) is already stored is
+kept once (the older chunk is rewritten without the copy that goes), so a
+sidecar that retries a batch after a lost response never duplicates spans;
+which copy stays is ``writer``'s rule (a live span over a backfilled one).
 
 The package is a facade (``TraceStore``, here) over collaborators with one
 job each: ``schema`` (tables, migrations), ``connections`` (per-thread
