@@ -308,19 +308,20 @@ class TraceStore:
         read (``refresh_glidein_records``).
         """
         moved: Dict[int, str] = {}
-        pairs = []
         with self._connections.transaction() as conn:
-            for index, rec in enumerate(records):
-                key = glideins.record_key(rec)
-                self._drop_queued(conn, glidein_parts.queued_of(conn, rec, key))
-                host = glidein_parts.traced_of_job(conn, rec, key)
+            pairs = [(glideins.record_key(rec), rec) for rec in records]
+            others = glidein_parts.same_jobs(conn, pairs)
+            for index, (key, rec) in enumerate(pairs):
+                if key not in others:
+                    continue                # the common case: no other glidein of its Condor-G job is stored
+                self._drop_queued(conn, glidein_parts.queued_of(rec, others[key]))
+                host = glidein_parts.traced_of_job(conn, rec, others[key])
                 if host is not None:
-                    key = host
+                    pairs[index] = (host, rec)
                     moved[index] = host.hex()
-                pairs.append((key, rec))
             keys = [key for key, _ in pairs]
             traces = keys + glidein_parts.traces_of(conn, keys)     # where their live spans are, if elsewhere
-            glidein_parts.put_files(conn, pairs)
+            glidein_parts.drop_files(conn, keys)
             glideins.put_many(conn, pairs, source="files")
             glideins.mark(conn, glidein_parts.with_live_spans(conn, traces))
         return moved
@@ -350,8 +351,6 @@ class TraceStore:
                    for at in range(0, len(pending), REFRESH_BATCH))
 
     def _refresh(self, reader: Any, pending: List[bytes], record_from_trace: Any) -> int:
-        from gwtrace.factory.record import GlideinRecord
-
         files = glidein_parts.files_records(reader, pending)
         live = glidein_parts.with_live_spans(reader, [t for t in pending if t in files])
         made: List[Tuple[bytes, Any]] = []
@@ -364,15 +363,19 @@ class TraceStore:
                 made.append((glideins.record_key(rec, trace_id), rec))
         with self._connections.transaction() as conn:
             known = glidein_parts.files_records(conn, [key for key, _ in made])
+            others = glidein_parts.same_jobs(conn, [(key, rec) for key, rec in made if key not in known])
             pairs: Dict[str, List[Tuple[bytes, Any]]] = {"trace": [], "files+trace": []}
             for key, rec in made:
                 mine = known.get(key)
-                queued = glidein_parts.queued_of(conn, rec, key)
+                queued = glidein_parts.queued_of(rec, others.get(key, []))
                 if mine is None and len(queued) == 1:     # its Condor-G job, kept before its uuid was known
                     mine = glidein_parts.files_records(conn, queued)[queued[0]]
                     self._drop_queued(conn, queued)
-                    glidein_parts.put_files(conn, [(key, GlideinRecord.from_dict(mine))])
-                pairs["trace" if mine is None else "files+trace"].append((key, rec if mine is None else _merged(mine, rec)))
+                if mine is None:
+                    pairs["trace"].append((key, rec))
+                else:
+                    glidein_parts.keep_files(conn, [(key, mine)])
+                    pairs["files+trace"].append((key, _merged(mine, rec)))
             for source, items in pairs.items():
                 glideins.put_many(conn, items, source=source)
             glideins.clean(conn, pending)

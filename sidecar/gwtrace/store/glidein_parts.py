@@ -6,8 +6,10 @@ glidein is known both from the factory's files and from its live trace
 (``factory/merge.py`` merges them), and finds a glidein's parts under the
 keys they arrive with:
 
-- ``glidein_files`` holds the record the files gave, unmerged, so the merge
-  can be made again whenever the trace changes, in any order of arrival;
+- ``glidein_files`` holds the record the files gave, unmerged, for the
+  glideins whose row is a merge, so the merge can be made again whenever the
+  trace changes, in any order of arrival (a row made from the files alone is
+  that record itself: nothing is kept twice);
 - a glidein the factory knows by its Condor-G job only has no uuid yet (nor,
   from the Condor-G log alone, its factory and schedd names), so its key is
   a uuid-less id; once the ``.out`` names the uuid, or its live trace (whose
@@ -30,15 +32,22 @@ CREATE TABLE IF NOT EXISTS glidein_files (trace_id BLOB PRIMARY KEY, record TEXT
 """
 
 
-def put_files(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]]) -> None:
-    """Keep the records the factory's files gave, as they came (``glidein_files``)."""
+def keep_files(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Dict[str, Any]]]) -> None:
+    """Keep the records (JSON form) the factory's files gave glideins whose row becomes a merge."""
     conn.executemany("INSERT OR REPLACE INTO glidein_files (trace_id, record) VALUES (?, ?)",
-                     [(key, json.dumps(rec.to_dict(), separators=(",", ":"))) for key, rec in items])
+                     [(key, json.dumps(data, separators=(",", ":"))) for key, data in items])
+
+
+def drop_files(conn: sqlite3.Connection, keys: Sequence[bytes]) -> None:
+    """Forget the kept files' records of ``keys`` (their files were read again: the new row is the record)."""
+    for at in range(0, len(keys), 500):
+        batch = list(keys[at:at + 500])
+        conn.execute(f"DELETE FROM glidein_files WHERE trace_id IN ({','.join('?' * len(batch))})", batch)
 
 
 def files_records(conn: sqlite3.Connection, keys: Sequence[bytes]) -> Dict[bytes, Dict[str, Any]]:
-    """The records the factory's files gave the glideins of ``keys`` (JSON form), where they were read;
-    a store written before ``glidein_files`` existed has them as the rows of source ``files``."""
+    """The records the factory's files gave the glideins of ``keys`` (JSON form), where they were read: kept
+    apart for a merged row, else the row itself (source ``files``)."""
     out: Dict[bytes, Dict[str, Any]] = {}
     for at in range(0, len(keys), 500):
         batch = list(keys[at:at + 500])
@@ -85,17 +94,41 @@ def _agree(mine: Optional[str], theirs: Optional[str]) -> bool:
     return not mine or not theirs or mine == theirs
 
 
-def same_job(conn: sqlite3.Connection, record: Any, key: bytes) -> List[Tuple[bytes, str, Dict[str, Any]]]:
-    """The other stored glideins of ``record``'s Condor-G job, as (key, source, record JSON): the same
-    cluster.proc, and the same factory, schedd and entry wherever both name them."""
-    if record.cluster is None:
-        return []
-    out = []
-    for other, source, factory, schedd, entry, text in conn.execute(
-            "SELECT trace_id, source, factory, schedd, entry, record FROM glideins WHERE cluster = ? AND proc = ?"
-            " AND trace_id != ?", (record.cluster, record.proc, key)):
-        if _agree(record.factory, factory) and _agree(record.schedd, schedd) and _agree(record.entry, entry):
-            out.append((bytes(other), source, json.loads(text)))
+#: (key, source, record JSON) of a stored glidein
+Stored = Tuple[bytes, str, Dict[str, Any]]
+
+
+def same_jobs(conn: sqlite3.Connection, items: Sequence[Tuple[bytes, Any]]) -> Dict[bytes, List[Stored]]:
+    """For each (key, record), the other stored glideins of its Condor-G job: the same cluster.proc, and the
+    same factory, schedd and entry wherever both name them. One indexed query per 500 clusters; only the
+    records of the glideins found are read (a batch of new glideins finds none)."""
+    wanted: Dict[Any, List[Tuple[bytes, Any]]] = {}
+    for key, rec in items:
+        if rec.cluster is not None:
+            wanted.setdefault(rec.cluster, []).append((key, rec))
+    clusters = list(wanted)
+    found: Dict[bytes, List[Tuple[bytes, str]]] = {}
+    for at in range(0, len(clusters), 500):
+        batch = clusters[at:at + 500]
+        for other, source, cluster, proc, factory, schedd, entry in conn.execute(
+                "SELECT trace_id, source, cluster, proc, factory, schedd, entry FROM glideins"
+                f" WHERE cluster IN ({','.join('?' * len(batch))})", batch):
+            other = bytes(other)
+            for key, rec in wanted[cluster]:
+                if other != key and proc == rec.proc and _agree(rec.factory, factory) \
+                        and _agree(rec.schedd, schedd) and _agree(rec.entry, entry):
+                    found.setdefault(key, []).append((other, source))
+    texts = _records(conn, [other for pairs in found.values() for other, _ in pairs])
+    return {key: [(other, source, texts[other]) for other, source in pairs] for key, pairs in found.items()}
+
+
+def _records(conn: sqlite3.Connection, keys: List[bytes]) -> Dict[bytes, Dict[str, Any]]:
+    out: Dict[bytes, Dict[str, Any]] = {}
+    for at in range(0, len(keys), 500):
+        batch = keys[at:at + 500]
+        for key, text in conn.execute(f"SELECT trace_id, record FROM glideins WHERE trace_id IN"
+                                      f" ({','.join('?' * len(batch))})", batch):
+            out[bytes(key)] = json.loads(text)
     return out
 
 
@@ -103,28 +136,29 @@ def _before(earlier: Optional[int], later: Optional[int]) -> bool:
     return earlier is None or later is None or earlier <= later
 
 
-def queued_of(conn: sqlite3.Connection, record: Any, key: bytes) -> List[bytes]:
-    """What the factory kept of ``record``'s glidein before it knew its uuid: the records of its Condor-G job
-    made from the files without a uuid and without an ``.out`` read, submitted before it started."""
+def queued_of(record: Any, others: List[Stored]) -> List[bytes]:
+    """What the factory kept of ``record``'s glidein before it knew its uuid, among the other glideins of its
+    Condor-G job (``same_jobs``): records made from the files without a uuid and without an ``.out`` read,
+    submitted before it started."""
     from gwtrace.factory.record import GlideinRecord
 
     if not record.glidein_uuid:
         return []
-    return [other for other, source, data in same_job(conn, record, key)
+    return [other for other, source, data in others
             if source == "files" and not data.get("glidein_uuid") and not GlideinRecord.from_dict(data).read_out
             and _before(data.get("submitted"), record.started)]
 
 
-def traced_of_job(conn: sqlite3.Connection, record: Any, key: bytes) -> Optional[bytes]:
-    """The glidein a record of its Condor-G job only (no uuid, no ``.out``) belongs to: the one stored glidein
-    of that job with a uuid whose files' ``.out`` was not read (known by its live trace so far), started after
-    the submission; None when there is none, or several."""
+def traced_of_job(conn: sqlite3.Connection, record: Any, others: List[Stored]) -> Optional[bytes]:
+    """The glidein a record of its Condor-G job only (no uuid, no ``.out``) belongs to, among the other
+    glideins of its job (``same_jobs``): the one with a uuid whose files' ``.out`` was not read (known by its
+    live trace so far), started after the submission; None when there is none, or several."""
     from gwtrace.factory.record import GlideinRecord
 
     if record.glidein_uuid or record.read_out:
         return None
     found = []
-    for other, source, data in same_job(conn, record, key):
+    for other, source, data in others:
         files = files_records(conn, [other]).get(other)
         if source != "files" and data.get("glidein_uuid") and _before(record.submitted, data.get("started")) \
                 and (files is None or not GlideinRecord.from_dict(files).read_out):
