@@ -271,3 +271,36 @@ def test_a_running_glidein_known_to_condorg_and_live_is_one_record_until_and_aft
         (done,) = store.glidein_records()
         assert store.trace_count() == 1
     assert done["trace_id"] == running["trace_id"] and not done["incomplete"] and done["ended"] == END
+
+
+def test_the_live_view_shows_the_running_glidein_once_until_its_end_is_known(tmp_path, home):
+    """``gwtrace now`` keeps the glidein's latest snapshot until its root arrives as a span: the live root
+    and the backfilled one are the same span, so either ends the glidein in the live view, and it stays one
+    root afterwards."""
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+    from gwtrace.sidecar.assembler import SpanRecord
+    from gwtrace.sidecar.snapshot_wire import Encoder
+
+    arrivals = Arrivals(tmp_path)
+    trace = glidein_trace_id(FACTORY, SCHEDD, 7, 0, UUID)
+    root = span_id(trace, "glidein")
+    open_root = SpanRecord(trace, root, "", False, 1, "", "glidein", START * US + 123456, 100)
+    snapshot = ExportTraceServiceRequest.FromString(Encoder().snapshot(
+        [open_root], resource(), {"gwtrace.snapshot.key": UUID, "gwtrace.snapshot.seq": 1,
+                                  "gwtrace.snapshot.taken_unix_nano": (START + 60) * 10**9,
+                                  "gwtrace.snapshot.interval_s": 60.0}, False))
+    with TraceStore() as store:
+        assert store.put_live_snapshot(snapshot, now_ns=(START + 60) * 10**9)
+    arrivals.live()                                   # its steps: still running
+    with TraceStore() as store:
+        [row] = store.live_snapshots()
+        assert (row["root_trace_id"], row["root_span_id"]) == (trace, root)
+    arrivals.backfill()                               # the factory read its .out: over
+    with TraceStore() as store:
+        assert store.live_snapshots() == []
+    arrivals.err()
+    with TraceStore() as store:
+        spans = store.get_trace(trace)
+        assert [s["span_id"] for s in spans if not s["parent_span_id"]] == [root]
+        assert store.live_snapshots() == []
