@@ -304,3 +304,24 @@ def test_the_live_view_shows_the_running_glidein_once_until_its_end_is_known(tmp
         spans = store.get_trace(trace)
         assert [s["span_id"] for s in spans if not s["parent_span_id"]] == [root]
         assert store.live_snapshots() == []
+
+
+def test_a_glidein_traced_by_a_node_of_before_the_uuid_joins_its_backfill(tmp_path, home):
+    """A glidein running across the factory's upgrade: its node derived the uuid-less id and put its live
+    ``glidein`` span under the backfill's root. Its spans came first; the backfill joins that trace."""
+    arrivals = Arrivals(tmp_path)
+    old = glidein_trace_id(FACTORY, SCHEDD, 7, 0)
+    lines = [format_event("B", (START + 2) * US, 100, old, "00000000000000a1", span_id(old, "glidein"), "0", "01",
+                          "-", "glidein"),
+             format_event("E", (END - 1) * US, 100, old, "00000000000000a1", "error:HTCondor failed")]
+    asm = Assembler()
+    spans = [s for s in (asm.feed(parse_line(line.rstrip(b"\n"))) for line in lines) if s is not None]
+    with TraceStore() as store:
+        store.ingest(request(spans))
+    arrivals.backfill()
+    with TraceStore() as store:
+        assert store.trace_count() == 1
+        names = [s["name"] for s in store.get_trace(old)]
+        (one,) = store.glidein_records()
+    assert names.count("glidein") == 2 and "condorg.queued" in names
+    assert one["trace_id"] == old and one["glidein_uuid"] == UUID and not one["incomplete"]

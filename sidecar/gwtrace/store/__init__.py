@@ -303,9 +303,10 @@ class TraceStore:
         cells; return {index in ``records``: trace id} for those whose spans belong in another trace than
         their identity's (a Condor-G-only record of a glidein already known by its live trace).
 
-        A record that names its uuid replaces what was kept under its uuid-less key (a record, and a trace
+        A record that names its uuid replaces what was kept of its Condor-G job before (a record, and a trace
         of backfilled spans only). A glidein that also has a live trace gets the two merged on the next
-        read (``refresh_glidein_records``).
+        read (``refresh_glidein_records``); one a node of gwtrace before issue 26 traced under the
+        uuid-less id has its spans sent there (``glidein_parts.legacy_traces``).
         """
         moved: Dict[int, str] = {}
         with self._connections.transaction() as conn:
@@ -319,6 +320,9 @@ class TraceStore:
                 if host is not None:
                     pairs[index] = (host, rec)
                     moved[index] = host.hex()
+            for index, trace in glidein_parts.legacy_traces(conn, records).items():
+                pairs[index][1].trace_id = trace.hex()   # its spans join the live trace a pre-uuid node made
+                moved[index] = trace.hex()
             keys = [key for key, _ in pairs]
             traces = keys + glidein_parts.traces_of(conn, keys)     # where their live spans are, if elsewhere
             glidein_parts.drop_files(conn, keys)

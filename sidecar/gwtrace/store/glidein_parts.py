@@ -16,6 +16,9 @@ keys they arrive with:
   resource names it) arrives, what was kept under that key is folded into
   the glidein's own (``same_job``: the same cluster.proc, and the same
   factory, schedd and entry wherever both sides name them; times that agree);
+- a node of gwtrace before the uuid was part of the id (a glidein running
+  across the factory's upgrade) has its live trace under the uuid-less id of
+  its full identity: the backfill joins it there (``legacy_traces``);
 - only traces holding live spans are worth a merge (``with_live_spans``):
   a glidein only backfilled keeps its files' record without a decode.
 """
@@ -92,6 +95,24 @@ def with_live_spans(conn: sqlite3.Connection, trace_ids: Sequence[bytes]) -> set
 
 def _agree(mine: Optional[str], theirs: Optional[str]) -> bool:
     return not mine or not theirs or mine == theirs
+
+
+def legacy_traces(conn: sqlite3.Connection, records: Sequence[Any]) -> Dict[int, bytes]:
+    """{index: trace} for the records (with a uuid) whose live trace a node of gwtrace before issue 26 made
+    under the uuid-less id of their identity: that trace holds spans from a resource naming their uuid."""
+    from gwtrace.factory.to_trace import glidein_trace_id
+
+    bare = {index: bytes.fromhex(glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc))
+            for index, rec in enumerate(records) if rec.glidein_uuid and rec.cluster is not None}
+    keys = list(set(bare.values()))
+    present = set()
+    for at in range(0, len(keys), 500):
+        batch = keys[at:at + 500]
+        present.update(bytes(r[0]) for r in conn.execute(
+            f"SELECT DISTINCT trace_id FROM chunks WHERE trace_id IN ({','.join('?' * len(batch))})", batch))
+    return {index: key for index, key in bare.items() if key in present and conn.execute(
+        "SELECT 1 FROM chunks c JOIN resource_attrs a ON a.resource_id = c.resource_id WHERE c.trace_id = ?"
+        " AND a.key = 'glidein.uuid' AND a.value = ? LIMIT 1", (key, records[index].glidein_uuid)).fetchone()}
 
 
 #: (key, source, record JSON) of a stored glidein

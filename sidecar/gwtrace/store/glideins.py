@@ -194,7 +194,7 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
     stored = _stored(conn, [trace_id for trace_id, _ in pairs])
     for trace_id, record in pairs:
         data = record.to_dict()
-        if source != "files" and getattr(record, "trace_id", None):
+        if getattr(record, "trace_id", None):
             data["trace_id"] = record.trace_id  # the trace the spans are in, when not the glidein's own id
         text = json.dumps(data, separators=(",", ":"), check_circular=False)
         old = stored.get(trace_id)
