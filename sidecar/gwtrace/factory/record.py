@@ -62,8 +62,10 @@ class GlideinRecord:
 
     @property
     def key(self) -> str:
-        """``factory/schedd/cluster.proc``: what makes a glidein unique (and its trace id)."""
-        return f"{self.factory or ''}/{self.schedd or ''}/{self.cluster}.{self.proc}"
+        """``factory/schedd/cluster.proc[/uuid]``: what makes a glidein unique (and its trace id: the uuid
+        tells apart two glideins of one Condor-G job id, e.g. after a schedd reset)."""
+        base = f"{self.factory or ''}/{self.schedd or ''}/{self.cluster}.{self.proc}"
+        return f"{base}/{self.glidein_uuid}" if self.glidein_uuid else base
 
     def mark_incomplete(self, reason: str) -> None:
         """Record why this record lacks data (several reasons can apply)."""

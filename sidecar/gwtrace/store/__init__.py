@@ -318,8 +318,8 @@ class TraceStore:
                 self._drop_queued(conn, glidein_parts.queued_of(rec, others[key]))
                 host = glidein_parts.traced_of_job(conn, rec, others[key])
                 if host is not None:
-                    pairs[index] = (host, rec)
-                    moved[index] = host.hex()
+                    pairs[index] = (host[0], rec)
+                    moved[index] = host[1].hex()
             for index, trace in glidein_parts.legacy_traces(conn, records).items():
                 pairs[index][1].trace_id = trace.hex()   # its spans join the live trace a pre-uuid node made
                 moved[index] = trace.hex()

@@ -170,10 +170,11 @@ def queued_of(record: Any, others: List[Stored]) -> List[bytes]:
             and _before(data.get("submitted"), record.started)]
 
 
-def traced_of_job(conn: sqlite3.Connection, record: Any, others: List[Stored]) -> Optional[bytes]:
+def traced_of_job(conn: sqlite3.Connection, record: Any, others: List[Stored]) -> Optional[Tuple[bytes, bytes]]:
     """The glidein a record of its Condor-G job only (no uuid, no ``.out``) belongs to, among the other
     glideins of its job (``same_jobs``): the one with a uuid whose files' ``.out`` was not read (known by its
-    live trace so far), started after the submission; None when there is none, or several."""
+    live trace so far), started after the submission; (its key, the trace its spans are in), or None when
+    there is none, or several."""
     from gwtrace.factory.record import GlideinRecord
 
     if record.glidein_uuid or record.read_out:
@@ -183,7 +184,7 @@ def traced_of_job(conn: sqlite3.Connection, record: Any, others: List[Stored]) -
         files = files_records(conn, [other]).get(other)
         if source != "files" and data.get("glidein_uuid") and _before(record.submitted, data.get("started")) \
                 and (files is None or not GlideinRecord.from_dict(files).read_out):
-            found.append(other)
+            found.append((other, bytes.fromhex(data.get("trace_id") or other.hex())))
     return found[0] if len(found) == 1 else None
 
 
