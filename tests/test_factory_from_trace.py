@@ -138,12 +138,13 @@ def _live_glidein(root=True, condor_ok=True):
            "glidein.cluster_id": 31, "glidein.proc_id": 2, "glidein.uuid": "uuid-31", "glidein.site": "S",
            "glidein.entry": "E", "glidein.cpus": 1}               # set-up time: before glidein_cpus_setup.sh ran
     root_id = span_id(trace, "glidein")
-    steps = [("main/cat_consts.sh", 10, 11, 1), ("main/gwms-python", 11, 12, 1),
-             ("condor_startup.sh", 20, 3600, 1 if condor_ok else 2)]
+    # positions in the glidein's result list: the steps before the set-up are not in a live-only trace
+    steps = [(12, "main/cat_consts.sh", 10, 11, 1), (13, "main/gwms-python", 11, 12, 1),
+             (28, "condor_startup.sh", 20, 3600, 1 if condor_ok else 2)]
     spans = [{"trace_id": trace, "span_id": span_id(trace, script_span_key(i, name)), "parent_span_id": root_id,
               "name": name, "start_ns": START + a * SECOND + 123_000, "end_ns": START + b * SECOND, "status_code": code,
               "status_message": "" if code == 1 else "HTCondor did not start", "attributes": {}, "resource": res}
-             for i, (name, a, b, code) in enumerate(steps)]
+             for i, name, a, b, code in steps]
     if root:
         spans.append({"trace_id": trace, "span_id": root_id, "parent_span_id": "", "name": "glidein",
                       "start_ns": START, "end_ns": START + 3700 * SECOND, "status_code": 1 if condor_ok else 2,

@@ -86,10 +86,17 @@ def _identity(rec: GlideinRecord, resource: Dict[str, Any], final: Dict[str, Any
         rec.notes.append(f"{MEMORY_ASSUMED}: 2 GB per core assumed")
 
 
-def _is_step(span: Span, count: int) -> bool:
-    """A glidein step by its id: ``span_id(trace, script/<i>/<name>)`` for some position ``i``."""
+#: positions a step's id is looked for at (a glidein runs some 30 to 60 scripts; its trace may hold only some)
+STEP_POSITIONS = 256
+
+
+def _is_step(span: Span, root: Span) -> bool:
+    """A glidein step by its id: a child of the root whose id is ``span_id(trace, script/<i>/<name>)`` for a
+    position ``i`` (only spans no cheaper rule names are hashed: a few per glidein)."""
+    if span["parent_span_id"] != root["span_id"]:
+        return False
     trace, name, sid = span["trace_id"], span["name"], span["span_id"]
-    return any(span_id(trace, script_span_key(index, name)) == sid for index in range(count))
+    return any(span_id(trace, script_span_key(index, name)) == sid for index in range(STEP_POSITIONS))
 
 
 def _is_script(span: Span, root: Span, by_id: Dict[str, Span]) -> bool:
@@ -98,10 +105,8 @@ def _is_script(span: Span, root: Span, by_id: Dict[str, Span]) -> bool:
     span, and the validation scripts it runs are its children)."""
     if "glidein.script" in span["attributes"] or "gwms.script.id" in span["attributes"]:
         return True
-    if span["parent_span_id"] == root["span_id"] and _is_step(span, len(by_id)):
-        return True
     if not span["name"].endswith(_SCRIPT_SUFFIXES) or span["name"] in ("condor_startup.sh", "gwtrace_setup.sh"):
-        return False
+        return _is_step(span, root)
     parent = span["parent_span_id"]
     for _ in range(64):   # through the glidein's function spans, up to the glidein
         if parent == root["span_id"]:
