@@ -121,26 +121,53 @@ Stored = Tuple[bytes, str, Dict[str, Any]]
 
 def same_jobs(conn: sqlite3.Connection, items: Sequence[Tuple[bytes, Any]]) -> Dict[bytes, List[Stored]]:
     """For each (key, record), the other stored glideins of its Condor-G job: the same cluster.proc, and the
-    same factory, schedd and entry wherever both name them. One indexed query per 500 clusters; only the
-    records of the glideins found are read (a batch of new glideins finds none)."""
+    same factory, schedd and entry wherever both name them. Found through the (cluster, proc) index alone,
+    one query per 500 clusters (a glidein stored again finds only itself); only the rows found are read."""
+    mates = _job_mates(conn, items)
+    if not mates:
+        return {}
+    rows = _columns(conn, list({other for others in mates.values() for other in others}))
+    records = {key: rec for key, rec in items}
+    found: Dict[bytes, List[Tuple[bytes, str]]] = {}
+    for key, others in mates.items():
+        rec = records[key]
+        for other in others:
+            source, factory, schedd, entry = rows[other]
+            if _agree(rec.factory, factory) and _agree(rec.schedd, schedd) and _agree(rec.entry, entry):
+                found.setdefault(key, []).append((other, source))
+    texts = _records(conn, [other for pairs in found.values() for other, _ in pairs])
+    return {key: [(other, source, texts[other]) for other, source in pairs] for key, pairs in found.items()}
+
+
+def _job_mates(conn: sqlite3.Connection, items: Sequence[Tuple[bytes, Any]]) -> Dict[bytes, List[bytes]]:
+    """key -> the keys of the other stored glideins with its cluster.proc."""
     wanted: Dict[Any, List[Tuple[bytes, Any]]] = {}
     for key, rec in items:
         if rec.cluster is not None:
             wanted.setdefault(rec.cluster, []).append((key, rec))
     clusters = list(wanted)
-    found: Dict[bytes, List[Tuple[bytes, str]]] = {}
+    mates: Dict[bytes, List[bytes]] = {}
     for at in range(0, len(clusters), 500):
         batch = clusters[at:at + 500]
-        for other, source, cluster, proc, factory, schedd, entry in conn.execute(
-                "SELECT trace_id, source, cluster, proc, factory, schedd, entry FROM glideins"
-                f" WHERE cluster IN ({','.join('?' * len(batch))})", batch):
+        for other, cluster, proc in conn.execute(
+                f"SELECT trace_id, cluster, proc FROM glideins WHERE cluster IN ({','.join('?' * len(batch))})",
+                batch):
             other = bytes(other)
             for key, rec in wanted[cluster]:
-                if other != key and proc == rec.proc and _agree(rec.factory, factory) \
-                        and _agree(rec.schedd, schedd) and _agree(rec.entry, entry):
-                    found.setdefault(key, []).append((other, source))
-    texts = _records(conn, [other for pairs in found.values() for other, _ in pairs])
-    return {key: [(other, source, texts[other]) for other, source in pairs] for key, pairs in found.items()}
+                if other != key and proc == rec.proc:
+                    mates.setdefault(key, []).append(other)
+    return mates
+
+
+def _columns(conn: sqlite3.Connection, keys: List[bytes]) -> Dict[bytes, Tuple[Any, ...]]:
+    """key -> (source, factory, schedd, entry) of stored glideins."""
+    out: Dict[bytes, Tuple[Any, ...]] = {}
+    for at in range(0, len(keys), 500):
+        batch = keys[at:at + 500]
+        for row in conn.execute("SELECT trace_id, source, factory, schedd, entry FROM glideins"
+                                f" WHERE trace_id IN ({','.join('?' * len(batch))})", batch):
+            out[bytes(row[0])] = row[1:]
+    return out
 
 
 def _records(conn: sqlite3.Connection, keys: List[bytes]) -> Dict[bytes, Dict[str, Any]]:

@@ -57,7 +57,7 @@ CREATE TABLE IF NOT EXISTS glideins (
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS glideins_ended ON glideins (ended);
 -- the glideins of one Condor-G job (factory, schedd, cluster.proc): a uuid-less record's own glidein
-CREATE INDEX IF NOT EXISTS glideins_job ON glideins (cluster, proc, schedd);
+CREATE INDEX IF NOT EXISTS glideins_job ON glideins (cluster, proc);
 
 -- the analysis summary of each glidein, apart from the wide rows above so that reading
 -- a pool's summaries does not wade through their records
@@ -176,9 +176,8 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
 
     ``source`` says what the record was made from: ``files`` (the factory's), ``trace`` (a trace only),
     ``files+trace`` (both, merged: ``factory/merge.py``); which one a glidein gets is the caller's rule
-    (``TraceStore.refresh_glidein_records``). The caller holds a write transaction. The rollup is summed
-    in Python over the whole batch first: the glideins of one ingest share their hours, so one upsert per
-    (hour, group) serves many.
+    (``TraceStore.refresh_glidein_records``). The caller holds a write transaction. The rollup is summed in
+    Python over the whole batch first: one ingest's glideins share their hours, one upsert per (hour, group).
     """
     rollup: Dict[Tuple[int, str, str, str], List[float]] = {}
 
@@ -203,6 +202,7 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
                 continue  # the same glidein ingested again
             roll(_group(*old[:3]), unpack(old[3]), -1.0)
         cells = hour_cells(record.segments)
+        packed = pack(cells)
         canon = record.canonical or {}
         conn.execute(
             f"INSERT OR REPLACE INTO glideins VALUES ({','.join('?' * 27)})",
@@ -210,10 +210,10 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
              record.frontend, record.submitted, record.started, record.ended, record.status, int(record.incomplete),
              record.cpus, record.memory_mb, record.gpus)
             + tuple(canon.get(c, 0.0) for c in CATEGORIES)
-            + (canon.get("total", 0.0), json.dumps(record.gwms), pack(cells), source, text))
+            + (canon.get("total", 0.0), json.dumps(record.gwms), packed, source, text))
         _put_summary(conn, trace_id, data, summarize)
         roll(_group(record.site, record.entry, record.frontend), cells.items(), 1.0)
-        stored[trace_id] = (record.site, record.entry, record.frontend, pack(cells), text, source)
+        stored[trace_id] = (record.site, record.entry, record.frontend, packed, text, source)
     conn.executemany(_ADD, [(*key, *values) for key, values in rollup.items()])
 
 
