@@ -310,7 +310,7 @@ class TraceStore:
         """
         moved: Dict[int, str] = {}
         with self._connections.transaction() as conn:
-            pairs = [(glideins.record_key(rec), rec) for rec in records]
+            pairs = [(glidein_parts.record_key(rec), rec) for rec in records]
             others = glidein_parts.same_jobs(conn, pairs)
             for index, (key, rec) in enumerate(pairs):
                 if key not in others:
@@ -324,10 +324,9 @@ class TraceStore:
                 pairs[index][1].trace_id = trace.hex()   # its spans join the live trace a pre-uuid node made
                 moved[index] = trace.hex()
             keys = [key for key, _ in pairs]
-            traces = keys + glidein_parts.traces_of(conn, keys)     # where their live spans are, if elsewhere
             glidein_parts.drop_files(conn, keys)
-            glideins.put_many(conn, pairs, source="files")
-            glideins.mark(conn, glidein_parts.with_live_spans(conn, traces))
+            elsewhere = glideins.put_many(conn, pairs, source="files")     # traced glideins' other trace ids
+            glideins.mark(conn, glidein_parts.with_live_spans(conn, keys + elsewhere))
         return moved
 
     def _drop_queued(self, conn: Any, keys: List[bytes]) -> None:
@@ -364,7 +363,7 @@ class TraceStore:
             rec = record_from_trace(self.get_trace(trace_id))
             if rec is not None:
                 rec.trace_id = trace_id.hex()  # type: ignore[attr-defined]  # where its spans are
-                made.append((glideins.record_key(rec, trace_id), rec))
+                made.append((glidein_parts.record_key(rec, trace_id), rec))
         with self._connections.transaction() as conn:
             known = glidein_parts.files_records(conn, [key for key, _ in made])
             others = glidein_parts.same_jobs(conn, [(key, rec) for key, rec in made if key not in known])

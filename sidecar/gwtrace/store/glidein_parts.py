@@ -35,6 +35,18 @@ CREATE TABLE IF NOT EXISTS glidein_files (trace_id BLOB PRIMARY KEY, record TEXT
 """
 
 
+def record_key(record: Any, trace_id: Optional[bytes] = None) -> bytes:
+    """A glidein's key: the trace id its identity gives (factory, schedd, cluster.proc and its uuid when
+    known), so that its record from the files and from a trace with another id are one; the trace's own
+    id when unknown."""
+    from gwtrace.factory.to_trace import glidein_trace_id
+
+    if record.cluster is None and trace_id is not None:
+        return trace_id
+    return bytes.fromhex(glidein_trace_id(record.factory, record.schedd, record.cluster, record.proc,
+                                          record.glidein_uuid))
+
+
 def keep_files(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Dict[str, Any]]]) -> None:
     """Keep the records (JSON form) the factory's files gave glideins whose row becomes a merge."""
     conn.executemany("INSERT OR REPLACE INTO glidein_files (trace_id, record) VALUES (?, ?)",
@@ -61,21 +73,6 @@ def files_records(conn: sqlite3.Connection, keys: Sequence[bytes]) -> Dict[bytes
         for key, text in conn.execute(f"SELECT trace_id, record FROM glideins WHERE source = 'files'"
                                       f" AND trace_id IN ({marks})", batch):
             out.setdefault(bytes(key), json.loads(text))
-    return out
-
-
-def traces_of(conn: sqlite3.Connection, keys: Sequence[bytes]) -> List[bytes]:
-    """The traces the stored trace-made records of ``keys`` were made from, where not their key (a glidein
-    traced under another trace id than its identity's)."""
-    out = []
-    for at in range(0, len(keys), 500):
-        batch = list(keys[at:at + 500])
-        marks = ",".join("?" * len(batch))
-        for key, text in conn.execute(f"SELECT trace_id, record FROM glideins WHERE source != 'files'"
-                                      f" AND trace_id IN ({marks})", batch):
-            trace = json.loads(text).get("trace_id")
-            if trace and trace != bytes(key).hex():
-                out.append(bytes.fromhex(trace))
     return out
 
 

@@ -147,18 +147,6 @@ def _group(site: Optional[str], entry: Optional[str], frontend: Optional[str]) -
     return (site or "", entry or "", frontend or "")
 
 
-def record_key(record: Any, trace_id: Optional[bytes] = None) -> bytes:
-    """A glidein's key: the trace id its identity gives (factory, schedd, cluster.proc and its uuid when
-    known), so that its record from the files and from a trace with another id are one; the trace's own
-    id when unknown."""
-    from gwtrace.factory.to_trace import glidein_trace_id
-
-    if record.cluster is None and trace_id is not None:
-        return trace_id
-    return bytes.fromhex(glidein_trace_id(record.factory, record.schedd, record.cluster, record.proc,
-                                          record.glidein_uuid))
-
-
 def _stored(conn: sqlite3.Connection, trace_ids: List[bytes]) -> Dict[bytes, Tuple[Any, ...]]:
     """The stored rows (site, entry, frontend, cells, record, source) of those glideins that are already there."""
     out: Dict[bytes, Tuple[Any, ...]] = {}
@@ -171,8 +159,9 @@ def _stored(conn: sqlite3.Connection, trace_ids: List[bytes]) -> Dict[bytes, Tup
     return out
 
 
-def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], source: str = "files") -> None:
-    """Store (or replace) ``(trace id, GlideinRecord)`` pairs and roll their hourly cells up.
+def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], source: str = "files") -> List[bytes]:
+    """Store (or replace) ``(trace id, GlideinRecord)`` pairs and roll their hourly cells up; return the
+    traces the rows they replaced were made from, where not their key (a glidein traced under another id).
 
     ``source`` says what the record was made from: ``files`` (the factory's), ``trace`` (a trace only),
     ``files+trace`` (both, merged: ``factory/merge.py``); which one a glidein gets is the caller's rule
@@ -191,6 +180,7 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
 
     pairs = list(items)
     stored = _stored(conn, [trace_id for trace_id, _ in pairs])
+    elsewhere: List[bytes] = []
     for trace_id, record in pairs:
         data = record.to_dict()
         if getattr(record, "trace_id", None):
@@ -200,6 +190,10 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
         if old is not None:
             if old[4] == text and old[5] == source:
                 continue  # the same glidein ingested again
+            if old[5] != "files":
+                made_from = json.loads(old[4]).get("trace_id")
+                if made_from and made_from != trace_id.hex():
+                    elsewhere.append(bytes.fromhex(made_from))
             roll(_group(*old[:3]), unpack(old[3]), -1.0)
         cells = hour_cells(record.segments)
         packed = pack(cells)
@@ -215,6 +209,7 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
         roll(_group(record.site, record.entry, record.frontend), cells.items(), 1.0)
         stored[trace_id] = (record.site, record.entry, record.frontend, packed, text, source)
     conn.executemany(_ADD, [(*key, *values) for key, values in rollup.items()])
+    return elsewhere
 
 
 def _where(since: Optional[int] = None, until: Optional[int] = None, site: Optional[str] = None,
