@@ -354,7 +354,7 @@ class TraceStore:
                    for at in range(0, len(pending), REFRESH_BATCH))
 
     def _refresh(self, reader: Any, pending: List[bytes], record_from_trace: Any) -> int:
-        files = glidein_parts.files_records(reader, pending)
+        files = glidein_parts.with_files(reader, pending)
         live = glidein_parts.with_live_spans(reader, [t for t in pending if t in files])
         made: List[Tuple[bytes, Any]] = []
         for trace_id in pending:

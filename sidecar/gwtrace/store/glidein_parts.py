@@ -76,6 +76,18 @@ def files_records(conn: sqlite3.Connection, keys: Sequence[bytes]) -> Dict[bytes
     return out
 
 
+def with_files(conn: sqlite3.Connection, keys: Sequence[bytes]) -> set:
+    """Those of ``keys`` the factory's files were read for (``files_records`` without decoding them)."""
+    out = set()
+    for at in range(0, len(keys), 500):
+        batch = list(keys[at:at + 500])
+        marks = ",".join("?" * len(batch))
+        out.update(bytes(r[0]) for r in conn.execute(
+            f"SELECT trace_id FROM glidein_files WHERE trace_id IN ({marks}) UNION"
+            f" SELECT trace_id FROM glideins WHERE source = 'files' AND trace_id IN ({marks})", batch + batch))
+    return out
+
+
 def with_live_spans(conn: sqlite3.Connection, trace_ids: Sequence[bytes]) -> set:
     """Those of ``trace_ids`` that hold spans the factory did not backfill (a resource without
     ``gwtrace.source=factory-logs``): only their records are worth merging with a trace."""
