@@ -184,6 +184,7 @@ def test_live_err_and_backfill_in_any_order_give_one_trace_one_root_one_record(t
     assert (one["status"], one["failed_script"], one["submitted"], one["started"]) == (
         "ERROR", "condor_startup.sh", START - 120, START)
     assert one["memory_mb"] == LIVE_MEMORY and not any("MaxMemMBs" in n for n in one["notes"])
+    assert f"memory_mb {LIVE_MEMORY} from its live trace (as the node reported it)" in one["notes"]
     assert one["gwms"]["duration"] == 365
     units = LIVE_MEMORY / 2048
     assert one["canonical"]["validation_fail"] == pytest.approx(one["canonical"]["total"])

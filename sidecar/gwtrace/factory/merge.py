@@ -13,7 +13,9 @@ in docs/accounting.md ("One record per glidein"):
   HTCondor's start and end, its jobs and completeness;
 - the trace fills what the files lack: identity fields they miss, CPUs and
   memory they only assumed, GPUs they did not name, jobs when they have none,
-  scripts when they have no per-script results (no ``.err``);
+  scripts when they have no per-script results (no ``.err``); a value taken
+  from the trace is the node's claim, and ``notes`` says so (a worker node is
+  not trusted: the files, when read, decide status, times and completeness);
 - while the ``.out`` has not been read, the run is the trace's: start, end,
   status, failed script, scripts, HTCondor, jobs; the record stays
   ``incomplete`` with the files' reason ("no .out file (yet)") and the trace's
@@ -47,8 +49,10 @@ def _resources(rec: GlideinRecord, traced: GlideinRecord) -> None:
         if _assumed(rec.notes, prefix) and not _assumed(traced.notes, prefix):
             setattr(rec, field, getattr(traced, field))
             rec.notes = [note for note in rec.notes if not note.startswith(prefix)]
+            rec.notes.append(f"{field} {getattr(traced, field)} from its live trace (as the node reported it)")
     if not rec.gpus and traced.gpus:
         rec.gpus = traced.gpus
+        rec.notes.append(f"gpus {traced.gpus} from its live trace (as the node reported it)")
 
 
 def _files_category(files: GlideinRecord) -> str:

@@ -14,7 +14,7 @@ keys they arrive with:
   from the Condor-G log alone, its factory and schedd names), so its key is
   a uuid-less id; once the ``.out`` names the uuid, or its live trace (whose
   resource names it) arrives, what was kept under that key is folded into
-  the glidein's own (``same_job``: the same cluster.proc, and the same
+  the glidein's own (``same_jobs``: the same cluster.proc, and the same
   factory, schedd and entry wherever both sides name them; times that agree);
 - a node of gwtrace before the uuid was part of the id (a glidein running
   across the factory's upgrade) has its live trace under the uuid-less id of
