@@ -36,7 +36,7 @@ def test_every_glidein_is_one_trace_with_its_deterministic_id_and_again_is_a_no_
     with TraceStore() as store:
         spans, traces = store.span_count(), store.trace_count()
         for rec in records:
-            trace = store.get_trace(glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc))
+            trace = store.get_trace(glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc, rec.glidein_uuid))
             if rec.started is None and rec.submitted is None:
                 continue  # nothing to place in time (a glidein known by name only)
             roots = [s for s in trace if s["name"] == "glidein"]

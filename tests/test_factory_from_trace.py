@@ -79,7 +79,7 @@ def test_a_backfilled_trace_rebuilds_the_record_its_files_gave(tmp_path):
             store.ingest(encode_spans(to_readable_spans(record_to_spans(rec), Resource(resource_attributes(rec)))))
         rebuilt = {r["trace_id"]: r for r in store.glidein_records()}
     for rec in files:
-        mine = rebuilt[glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc)]
+        mine = rebuilt[glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc, rec.glidein_uuid)]
         for key in ("cluster", "proc", "schedd", "factory", "site", "entry", "frontend", "glidein_uuid", "cpus",
                     "memory_mb", "gpus", "submitted", "started", "ended", "failed_script"):
             assert mine[key] == getattr(rec, key), (rec.cluster, key)
@@ -126,3 +126,58 @@ def test_scripts_run_through_the_glideins_functions_are_its_scripts():
              span("s2", "r", "cvmfs_setup.sh", 11, 20)]
     rec = record_from_trace(spans)
     assert [s.id for s in rec.scripts] == ["validate_node.sh", "cvmfs_setup.sh"]
+
+
+def _live_glidein(root=True, condor_ok=True):
+    """A glidein traced live as the node side derives it (docs/accounting.md): the root named by the
+    glidein's trace id with its final resources, its steps keyed script/<index>/<id>, no ``condor`` span."""
+    from gwtrace.factory.to_trace import script_span_key, span_id
+
+    trace = glidein_trace_id("OSG", "schedd_glideins2@f.example.org", 31, 2, "uuid-31")
+    res = {"service.name": "glidein", "glidein.factory": "OSG", "glidein.schedd": "schedd_glideins2@f.example.org",
+           "glidein.cluster_id": 31, "glidein.proc_id": 2, "glidein.uuid": "uuid-31", "glidein.site": "S",
+           "glidein.entry": "E", "glidein.cpus": 1}               # set-up time: before glidein_cpus_setup.sh ran
+    root_id = span_id(trace, "glidein")
+    # positions in the glidein's result list: the steps before the set-up are not in a live-only trace
+    steps = [(12, "main/cat_consts.sh", 10, 11, 1), (13, "main/gwms-python", 11, 12, 1),
+             (28, "condor_startup.sh", 20, 3600, 1 if condor_ok else 2)]
+    spans = [{"trace_id": trace, "span_id": span_id(trace, script_span_key(i, name)), "parent_span_id": root_id,
+              "name": name, "start_ns": START + a * SECOND + 123_000, "end_ns": START + b * SECOND, "status_code": code,
+              "status_message": "" if code == 1 else "HTCondor did not start", "attributes": {}, "resource": res}
+             for i, name, a, b, code in steps]
+    if root:
+        spans.append({"trace_id": trace, "span_id": root_id, "parent_span_id": "", "name": "glidein",
+                      "start_ns": START, "end_ns": START + 3700 * SECOND, "status_code": 1 if condor_ok else 2,
+                      "status_message": "", "resource": res,
+                      "attributes": {"glidein.exit_code": 0 if condor_ok else 1, "glidein.cpus": 8,
+                                     "glidein.memory_mb": 16000, "glidein.gpus": 1}})
+    return spans
+
+
+def test_a_live_only_glidein_that_reached_htcondor_is_not_a_validation_fail():
+    rec = record_from_trace(_live_glidein())
+    assert (rec.cpus, rec.memory_mb, rec.gpus) == (8, 16000, 1)       # the root's final values, not set-up's
+    assert [s.id for s in rec.scripts] == ["main/cat_consts.sh", "main/gwms-python", "condor_startup.sh"]
+    assert (rec.condor_start, rec.condor_end) == (START // SECOND + 20, START // SECOND + 3600)
+    assert rec.status == "OK" and rec.incomplete_reasons == [NO_OUT]
+    assert rec.canonical["validation_fail"] == 0
+    assert rec.canonical["decision_problem"] == pytest.approx(rec.canonical["total"]) and rec.canonical["total"] > 0
+
+
+def test_a_live_glidein_whose_htcondor_failed_is_an_error_naming_the_step():
+    rec = record_from_trace(_live_glidein(condor_ok=False))
+    assert (rec.status, rec.failed_script) == ("ERROR", "condor_startup.sh")
+    assert rec.scripts[-1].detail == "HTCondor did not start"
+    assert rec.canonical["validation_fail"] == pytest.approx(rec.canonical["total"])
+
+
+def test_a_glidein_without_its_root_yet_says_so_and_a_jobs_trace_is_no_glidein():
+    from gwtrace.factory.from_trace import RUNNING
+
+    running = _live_glidein(root=False)
+    rec = record_from_trace(running)
+    assert rec.ended is None and rec.started == START // SECOND + 10
+    assert rec.incomplete and RUNNING in rec.incomplete_reasons
+    assert [s.id for s in rec.scripts][-1] == "condor_startup.sh"
+    elsewhere = [dict(span, trace_id="ab" * 16) for span in running]   # the glidein's resource in a job's trace
+    assert record_from_trace(elsewhere) is None

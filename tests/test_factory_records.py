@@ -178,9 +178,18 @@ def test_trace_ids_are_deterministic_and_reingest_is_identical(factory, records)
                [(s.trace_id, s.span_id, s.parent_id, s.start_us, s.end_us) for s in second]
     spans = record_to_spans(records[2])
     assert {s.trace_id for s in spans} == {glidein_trace_id("OSG", "schedd_glideins9@gfactory-2.opensciencegrid.org",
-                                                            2, 0)}
+                                                            2, 0, "3ce9dfca-0e7f-4d69-bfc9-5f58cb266ab7")}
     assert len({s.span_id for s in spans}) == len(spans)
     assert glidein_trace_id("OSG", "s", 2, 0) != glidein_trace_id("OSG", "s", 2, 1)
+
+
+def test_the_trace_id_derivation_matches_its_documented_vectors():
+    """docs/accounting.md gives these (made with printf | sha256sum) for other languages: the uuid is
+    appended after a NUL when known; without it, the uuid-less id of a glidein known by Condor-G only."""
+    assert glidein_trace_id("TestFactory", "schedd_glideins2@127.0.0.1", 7, 0,
+                            "e32d4214-00ec-aa7a-71a4-9c8ea544e028") == "a5a9c71ef077a9e09688929ff2e8ac1b"
+    assert glidein_trace_id("TestFactory", "schedd_glideins2@127.0.0.1", 7, 0) == "6a185495228d15aea3c9a67365f4c0eb"
+    assert glidein_trace_id("F", "s", 7, 0, "uuid-a") != glidein_trace_id("F", "s", 7, 0, "uuid-b")
 
 
 def test_spans_cover_queue_scripts_condor_and_jobs(records):

@@ -118,7 +118,7 @@ def test_a_version_3_store_gains_the_record_tables(tmp_path):
     with TraceStore(path) as store:
         assert list(store.glidein_records()) == []
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     conn.close()
 
 

@@ -111,6 +111,39 @@ def test_the_glidein_that_ran_it_is_linked(traced):
                                "ended": T0 + 900, "status": "OK", "failed_script": None}
 
 
+def _job_ran_on_a_glidein_with_its_uuid(tmp_path, record_first: bool):
+    log = tmp_path / "user.log"
+    log.write_text(gen.full_journey(77, 0, T0))
+    ads = tmp_path / "job.ad"
+    ads.write_text(ad_text(77, 0, MATCH_EXP_JOB_GLIDEIN_Site='"SiteA"', MATCH_EXP_JOB_GLIDEIN_Factory='"OSG"',
+                           MATCH_EXP_JOB_GLIDEIN_Schedd=f'"{FACTORY_SCHEDD}"', MATCH_EXP_JOB_GLIDEIN_ClusterId='"4242"',
+                           MATCH_EXP_JOB_GLIDEIN_ProcId='"0"'))
+    db = tmp_path / "traces.db"
+    rec = glidein(4242, "SiteA", started=T0 + 550, condor_start=T0 + 590, ended=T0 + 900)
+    rec.glidein_uuid = "uuid-4242"
+    if not record_first:
+        ingest(db, log, ads=[ads], schedd="submit.example.org")
+    with TraceStore(db) as store:
+        store.put_glidein_records([rec])
+    if record_first:
+        ingest(db, log, ads=[ads], schedd="submit.example.org")
+    return db
+
+
+@pytest.mark.parametrize("record_first", [True, False], ids=["glidein-stored-first", "job-ingested-first"])
+def test_the_glidein_is_found_by_its_condorg_job_when_its_uuid_is_in_its_trace_id(tmp_path, record_first):
+    """The job's ad names the glidein's Condor-G job, not its uuid (part of its trace id since issue 26):
+    the stored glidein of that job running then is the one linked (at ingest) and shown."""
+    db = _job_ran_on_a_glidein_with_its_uuid(tmp_path, record_first)
+    mine = glidein_trace_id("OSG", FACTORY_SCHEDD, 4242, 0, "uuid-4242")
+    data = job(db, "77.0")
+    last = max(by_name(data, "executing"), key=lambda s: s["start"])
+    assert last["glidein"]["trace_id"] == mine and last["glidein"]["known"] is True
+    assert last["glidein"]["site"] == "SiteA"
+    linked = last["links"][0]["trace_id"]
+    assert linked == (mine if record_first else glidein_trace_id("OSG", FACTORY_SCHEDD, "4242", "0"))
+
+
 def test_text_tree_shows_durations_state_and_glidein(traced):
     out = io.StringIO()
     assert job_main(["77.0", "--store", str(traced), "--now", str(T0 + 5000)], out) == 0

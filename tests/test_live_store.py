@@ -246,7 +246,7 @@ def test_a_version_4_store_gains_the_live_table(tmp_path):
         assert store.put_live_snapshot(request([span("c7", "", "glidein", 1.0)], 1, 2.0), now_ns=2 * S)
         assert len(store.live_snapshots()) == 1
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     conn.close()
 
 

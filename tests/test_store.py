@@ -139,6 +139,46 @@ def test_resending_spans_replaces_never_duplicates(store):
     assert len(store.find_traces(operation="new")) == 1
 
 
+BACKFILLED = {"gwtrace.source": "factory-logs"}
+
+
+@pytest.mark.parametrize("live_first", [True, False], ids=["live-first", "backfill-first"])
+def test_a_live_span_replaces_a_backfilled_one_and_never_the_reverse(tmp_path, live_first):
+    """The factory's backfill and the node's live spans share their ids (factory.to_trace): whichever comes
+    first, the live copy is kept, the backfilled one fills what the live side lacks, one root."""
+    backfill = make_request([dict(span=1, name="glidein", dur=10_000, attrs=BACKFILLED),
+                             dict(span=2, parent=1, name="main/cat_consts.sh", dur=1000, attrs=BACKFILLED),
+                             dict(span=4, parent=1, name="main/validate.sh", dur=1000, attrs=BACKFILLED,
+                                  status=Status.STATUS_CODE_ERROR)])
+    live = make_request([dict(span=1, name="glidein", start=123, dur=9_000, status=Status.STATUS_CODE_OK),
+                         dict(span=3, parent=1, name="main/condor_startup.sh", start=5000, dur=3000),
+                         dict(span=4, parent=1, name="main/validate.sh", start=2000, dur=250)])
+    with TraceStore(tmp_path / "traces.db") as store:
+        for request in ((live, backfill) if live_first else (backfill, live)):
+            store.ingest(request)
+        spans = {s["span_id"]: s for s in store.get_trace(TRACE_A)}
+        [summary] = store.find_traces()
+    assert sorted(spans) == [sid(n).hex() for n in (1, 2, 3, 4)]
+    assert [s["name"] for s in spans.values() if not s["parent_span_id"]] == ["glidein"]
+    for live_id in (1, 3, 4):
+        assert "gwtrace.source" not in spans[sid(live_id).hex()]["attributes"], live_id
+    assert spans[sid(1).hex()]["start_ns"] == T0 + 123 and spans[sid(4).hex()]["status_code"] == 0
+    assert spans[sid(2).hex()]["attributes"]["gwtrace.source"] == "factory-logs"
+    assert (summary["span_count"], summary["error_count"]) == (4, 0)
+
+
+def test_an_identical_resend_writes_nothing_and_new_spans_beside_it_are_kept(store):
+    first = make_request([dict(span=1, name="glidein", dur=100), dict(span=2, parent=1, name="a", dur=10)])
+    store.ingest(first)
+    chunks = store.reader().execute("SELECT id, span_ids, body FROM chunks ORDER BY id").fetchall()
+    store.ingest(first)
+    assert store.reader().execute("SELECT id, span_ids, body FROM chunks ORDER BY id").fetchall() == chunks
+    store.ingest(make_request([dict(span=2, parent=1, name="a", dur=10), dict(span=3, parent=1, name="b")]))
+    rows = store.reader().execute("SELECT id, span_ids, body FROM chunks ORDER BY id").fetchall()
+    assert rows[:len(chunks)] == chunks and [bytes(r[1]) for r in rows[len(chunks):]] == [sid(3)]
+    assert store.span_count() == 3 and store.find_traces()[0]["span_count"] == 3
+
+
 def test_duplicate_inside_one_request_keeps_the_last(store):
     req = make_request([dict(span=1, name="a"), dict(span=1, name="b")])
     assert store.ingest(req) == (1, 0, "")

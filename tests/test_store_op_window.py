@@ -121,7 +121,7 @@ def test_a_version_7_store_gets_the_start_ranges(tmp_path):
     with TraceStore(path) as s:
         assert _searches(s) == EXPECTED
     conn = sqlite3.connect(path)
-    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 8
+    assert conn.execute("PRAGMA user_version").fetchone()[0] == SCHEMA_VERSION == 9
     assert conn.execute("SELECT * FROM trace_ops ORDER BY 1, 2, 3, 4").fetchall() == rows
     assert conn.execute("SELECT * FROM operations ORDER BY 1, 2, 3").fetchall() == lags
     assert "trace_ops_old" not in {r[0] for r in conn.execute("SELECT name FROM sqlite_master")}

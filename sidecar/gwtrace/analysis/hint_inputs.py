@@ -24,7 +24,8 @@ EXAMPLES = 10  # glideins named in each hint's evidence (the count says how many
 def glidein_ref(rec: Record) -> Dict[str, Any]:
     """How a hint names a glidein: its id and its trace (the same id live and backfilled traces carry)."""
     return {"glidein": f"{rec.get('cluster')}.{rec.get('proc')}@{rec.get('schedd') or '?'}",
-            "trace_id": glidein_trace_id(rec.get("factory"), rec.get("schedd"), rec.get("cluster"), rec.get("proc")),
+            "trace_id": glidein_trace_id(rec.get("factory"), rec.get("schedd"), rec.get("cluster"), rec.get("proc"),
+                                         rec.get("glidein_uuid")),
             "site": rec.get("site"), "entry": rec.get("entry")}
 
 
@@ -59,8 +60,8 @@ class GlideinRefs:
         self.units = array("d")
 
     def add(self, s: Summary) -> int:
-        cluster, proc, schedd, factory = s[REF]
-        self.refs.append((cluster, proc, schedd, factory, s[SITE], s[ENTRY]))
+        cluster, proc, schedd, factory, uuid = s[REF]
+        self.refs.append((cluster, proc, schedd, factory, uuid, s[SITE], s[ENTRY]))
         self.units.append(s[UNITS])
         return len(self.refs) - 1
 
@@ -72,9 +73,9 @@ class GlideinRefs:
         return shift
 
     def name(self, index: int) -> Dict[str, Any]:
-        cluster, proc, schedd, factory, site, entry = self.refs[index]
+        cluster, proc, schedd, factory, uuid, site, entry = self.refs[index]
         return glidein_ref({"cluster": cluster, "proc": proc, "schedd": schedd, "factory": factory,
-                            "site": site, "entry": entry})
+                            "glidein_uuid": uuid, "site": site, "entry": entry})
 
     def examples(self, indexes: Iterable[int], order: Optional[Sequence[float]] = None) -> List[Dict[str, Any]]:
         """The first ``EXAMPLES`` glideins, or the largest by ``order`` (one value per index; ties: first first)."""

@@ -54,6 +54,7 @@ def spans_of(trace: Dict[str, Any]) -> List[Dict[str, Any]]:
             resource = resources[span.get("processID")] = {"service.name": None}
         attrs = _tags(span.get("tags"))
         status = {"ERROR": 2, "OK": 1}.get(str(attrs.pop("otel.status_code", "")), 0)
+        message = str(attrs.pop("otel.status_description", "") or "")
         if attrs.pop("error", False) is True:
             status = 2
         parent = next((r["spanID"] for r in span.get("references") or []
@@ -62,7 +63,7 @@ def spans_of(trace: Dict[str, Any]) -> List[Dict[str, Any]]:
         out.append({"trace_id": span.get("traceID"), "span_id": span["spanID"], "parent_span_id": parent,
                     "name": span.get("operationName", ""), "start_ns": start,
                     "end_ns": start + int(span.get("duration", 0)) * 1000, "status_code": status,
-                    "attributes": attrs, "resource": resource})
+                    "status_message": message, "attributes": attrs, "resource": resource})
     return out
 
 
@@ -138,7 +139,8 @@ def _records(base: str, since: Optional[int], until: Optional[int]) -> Iterator[
     for trace in fetch_traces(base, *_period(since, until)):
         rec = record_from_trace(spans_of(trace))
         if rec is not None:
-            key = (rec.factory, rec.schedd, rec.cluster, rec.proc) if rec.cluster is not None else (trace.get("traceID"),)
+            key = (rec.factory, rec.schedd, rec.cluster, rec.proc, rec.glidein_uuid) if rec.cluster is not None \
+                else (trace.get("traceID"),)
             yield key, rec, trace.get("traceID")
 
 

@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from .phases import Record, canonical_units, phases
 
 #: the version of the list below: a stored summary of another version is made again from the record
-VERSION = 1   # a change here comes with a store schema version: the migration summarises again
+VERSION = 2   # a change here comes with a store schema version: the migration summarises again (2: REF's uuid)
 
 # positions in a summary list
 (V, REF, SITE, ENTRY, FRONTEND, STATUS, FAILED_SCRIPT, CPUS, UNITS, STARTED, ENDED, PHASES, SCRIPTS, WAITS,
@@ -34,7 +34,7 @@ VERSION = 1   # a change here comes with a store schema version: the migration s
 # WAITS: [first_job_wait, idle_tail, ce_wait]; JOBS: [jobs, killed, [job wall seconds]]
 # CONDOR: [HTCondor started (0/1), HTCondor's life in seconds or None]
 # CANON: [validation_fail, preemption_badput, decision_problem] or None (no canonical figures)
-# REF: [cluster, proc, schedd, factory]
+# REF: [cluster, proc, schedd, factory, glidein uuid] (what the glidein's trace id is derived from)
 CANON_KEYS = ("validation_fail", "preemption_badput", "decision_problem")
 
 Summary = List[Any]
@@ -115,7 +115,7 @@ def summarize(rec: Record) -> Summary:
     scripts = _scripts(rec)
     kinds, script_phases = _phases(rec, scripts)
     return [
-        VERSION, [rec.get("cluster"), rec.get("proc"), rec.get("schedd"), rec.get("factory")],
+        VERSION, [rec.get("cluster"), rec.get("proc"), rec.get("schedd"), rec.get("factory"), rec.get("glidein_uuid")],
         rec.get("site"), rec.get("entry"), rec.get("frontend"), rec.get("status"), rec.get("failed_script"),
         rec.get("cpus"), canonical_units(rec), rec.get("started"), rec.get("ended"),
         kinds, scripts, _waits(rec), _jobs(rec),
@@ -154,6 +154,6 @@ class Accumulator:
 
 def ref_of(summary: Summary) -> Dict[str, Any]:
     """The fields ``hints.glidein_ref`` names a glidein by."""
-    cluster, proc, schedd, factory = summary[REF]
-    return {"cluster": cluster, "proc": proc, "schedd": schedd, "factory": factory,
+    cluster, proc, schedd, factory, uuid = summary[REF]
+    return {"cluster": cluster, "proc": proc, "schedd": schedd, "factory": factory, "glidein_uuid": uuid,
             "site": summary[SITE], "entry": summary[ENTRY]}

@@ -12,7 +12,7 @@ the embedded store, the records themselves are kept as well (for
 
 from __future__ import annotations
 
-from typing import Callable, List, Optional, Sequence, TextIO
+from typing import Callable, Dict, List, Optional, Sequence, TextIO
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -27,21 +27,22 @@ BATCH = 200  # glideins per request: a few MB at most, few enough round trips
 
 
 def backfill(dirs: List[str], send: Callable[[ExportTraceServiceRequest], None], err: TextIO,
-             keep: Optional[Callable[[Sequence[GlideinRecord]], None]] = None) -> "tuple[int, int, int]":
+             keep: Optional[Callable[[Sequence[GlideinRecord]], Optional[Dict[int, str]]]] = None
+             ) -> "tuple[int, int, int]":
     """Send every glidein of ``dirs``; returns (glideins, spans, files that could not be read and blocks skipped:
     one line each on ``err``).
 
-    ``keep`` receives the records themselves (the embedded store keeps them for accounting).
+    ``keep`` receives the records themselves (the embedded store keeps them for accounting) and may answer
+    the trace of those whose spans belong elsewhere than their identity's id (``put_glidein_records``).
     """
     found = collect(dirs)
-    if keep is not None:
-        keep(found.records)
+    moved = (keep(found.records) or {}) if keep is not None else {}
     for line in found.errors + found.skipped:
         err.write(f"gwtrace ingest: {line}\n")
     glideins = spans = 0
     batch = []
-    for rec in found.records:
-        records = record_to_spans(rec)
+    for index, rec in enumerate(found.records):
+        records = record_to_spans(rec, moved.get(index))
         if not records:
             continue
         batch.extend(to_readable_spans(records, Resource(resource_attributes(rec))))

@@ -7,7 +7,7 @@ it never raises on bad input: what could not be read makes the record
 """
 
 from dataclasses import dataclass, field
-from typing import Any, Dict, List, Optional
+from typing import Any, Callable, Dict, List, Optional
 
 from . import canonical as units
 from .condorg_log import CondorGJob
@@ -17,6 +17,13 @@ from .jobs import classify_jobs, jobs_from_files
 from .outfile import OutFile
 from .startd_history import JobRecord
 from .xmlresult import ScriptResult, XmlResult, parse_xml_result
+
+#: why a record lacks the run (``_completeness``): the files did not show the glidein running
+NO_OUT_FILE = "no .out file (yet)"
+SHORT_OUT = ".out has only"
+#: notes of a resource the files did not give (an assumed value a live trace may know)
+CPUS_ASSUMED = "GLIDEIN_CPUS unknown"
+MEMORY_ASSUMED = "GLIDEIN_MaxMemMBs unknown"
 
 
 @dataclass
@@ -55,8 +62,10 @@ class GlideinRecord:
 
     @property
     def key(self) -> str:
-        """``factory/schedd/cluster.proc``: what makes a glidein unique (and its trace id)."""
-        return f"{self.factory or ''}/{self.schedd or ''}/{self.cluster}.{self.proc}"
+        """``factory/schedd/cluster.proc[/uuid]``: what makes a glidein unique (and its trace id: the uuid
+        tells apart two glideins of one Condor-G job id, e.g. after a schedd reset)."""
+        base = f"{self.factory or ''}/{self.schedd or ''}/{self.cluster}.{self.proc}"
+        return f"{base}/{self.glidein_uuid}" if self.glidein_uuid else base
 
     def mark_incomplete(self, reason: str) -> None:
         """Record why this record lacks data (several reasons can apply)."""
@@ -74,6 +83,24 @@ class GlideinRecord:
         ]
         return data
 
+    @classmethod
+    def from_dict(cls, data: Dict[str, Any]) -> "GlideinRecord":
+        """A record from its JSON form (``to_dict``), e.g. as the store keeps it; the segments are not
+        part of it (``reaccount`` cuts them again)."""
+        names = set(cls.__dataclass_fields__) - {"jobs", "scripts", "segments"}
+        rec = cls(**{k: v for k, v in data.items() if k in names})
+        rec.jobs = [JobRecord(**{k: v for k, v in job.items() if k in JobRecord.__dataclass_fields__})
+                    for job in data.get("jobs") or []]
+        rec.scripts = [ScriptResult(id=s["id"], status=s.get("status"), start=s.get("start"), end=s.get("end"),
+                                    detail=s.get("detail")) for s in data.get("scripts") or []]
+        return rec
+
+    @property
+    def read_out(self) -> bool:
+        """Whether the factory's ``.out`` of this glidein was read (else it is known by its Condor-G job,
+        or by its trace, only)."""
+        return not any(r == NO_OUT_FILE or r.startswith(SHORT_OUT) for r in self.incomplete_reasons)
+
 
 def _num(value: Optional[str]) -> Optional[int]:
     try:
@@ -86,11 +113,11 @@ def _resources(rec: GlideinRecord, config: Dict[str, str], err: Optional[ErrFile
     rec.cpus = _num(config.get("GLIDEIN_CPUS")) or _num(config.get("GLIDEIN_ESTIMATED_CPUS"))
     if rec.cpus is None:
         rec.cpus = 1
-        rec.notes.append("GLIDEIN_CPUS unknown or not a number: 1 core assumed (GlideinWMS's default)")
+        rec.notes.append(f"{CPUS_ASSUMED} or not a number: 1 core assumed (GlideinWMS's default)")
     rec.memory_mb = _num(config.get("GLIDEIN_MaxMemMBs"))
     if rec.memory_mb is None:
         rec.memory_mb = int(rec.cpus * units.UNIT_MB)
-        rec.notes.append("GLIDEIN_MaxMemMBs unknown: 2 GB per core assumed")
+        rec.notes.append(f"{MEMORY_ASSUMED}: 2 GB per core assumed")
     gpus = _num(config.get("GLIDEIN_GPUS"))
     if gpus is None and err is not None:
         gpus = err.gpus
@@ -134,9 +161,9 @@ def _result(rec: GlideinRecord, out: Optional[OutFile], err: Optional[ErrFile]) 
 
 def _completeness(rec: GlideinRecord, out: Optional[OutFile], err: Optional[ErrFile]) -> None:
     if out is None:
-        rec.mark_incomplete("no .out file (yet)")
+        rec.mark_incomplete(NO_OUT_FILE)
     elif out.size < 10:
-        rec.mark_incomplete(f".out has only {out.size} bytes")
+        rec.mark_incomplete(f"{SHORT_OUT} {out.size} bytes")
     else:
         if out.condor_started and out.condor_duration is None:
             rec.mark_incomplete("hard-killed: 'Condor starting' without 'Condor ended'")
@@ -203,10 +230,15 @@ def _empty_category(rec: GlideinRecord, out: Optional[OutFile]) -> str:
 
 def account(rec: GlideinRecord, out: Optional[OutFile]) -> None:
     """Fill ``canonical``/``canonical_gpu`` and the segments behind them."""
+    reaccount(rec, lambda: _empty_category(rec, out))
+
+
+def reaccount(rec: GlideinRecord, empty: Callable[[], str]) -> None:
+    """Cut the record's segments and totals again from its times, resources and jobs; ``empty()`` names
+    the category of a glidein that ran no known job (asked only then)."""
     start, end = units.pilot_bounds(rec.started, rec.ended, rec.gwms.get("duration") or 0)
-    condor_end = out.condor_end if out and out.condor_end else end
-    intervals = classify_jobs(rec.jobs, condor_end)
-    empty = "overhead" if intervals else _empty_category(rec, out)
-    rec.segments = units.segments(start, end, rec.cpus or 1, rec.memory_mb or 0, rec.gpus, intervals, empty)
+    intervals = classify_jobs(rec.jobs, rec.condor_end or end)
+    category = "overhead" if intervals else empty()
+    rec.segments = units.segments(start, end, rec.cpus or 1, rec.memory_mb or 0, rec.gpus, intervals, category)
     rec.canonical = units.totals(rec.segments, "cpu")
     rec.canonical_gpu = units.totals(rec.segments, "gpu")

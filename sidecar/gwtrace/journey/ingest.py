@@ -66,9 +66,15 @@ def _schedd_for(conn: Any, path: str, given: Optional[str], events: List[Any]) -
 
 def write(store: Any, states: List[Dict[str, Any]], totals: Totals) -> None:
     """The jobs' spans into the store, then their rows."""
+    from gwtrace.store.glidein_parts import glidein_of_job
+
+    def resolve(factory: Any, schedd: Any, cluster: Any, proc: Any, when: Any) -> Any:
+        key = glidein_of_job(store.reader(), factory, schedd, cluster, proc, when)
+        return key.hex() if key is not None else None
+
     by_schedd: Dict[str, list] = {}
     for state in states:
-        by_schedd.setdefault(state["schedd"], []).extend(state_to_spans(state))
+        by_schedd.setdefault(state["schedd"], []).extend(state_to_spans(state, resolve))
     for schedd, pairs in by_schedd.items():
         resource = {"service.name": "htcondor", "htcondor.schedd": schedd or "unknown"}
         for at in range(0, len(pairs), SPAN_BATCH):

@@ -14,7 +14,7 @@ cluster, proc and N (the ad's ``NumShadowStarts``), computes the id of
 """
 
 import hashlib
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
@@ -90,9 +90,17 @@ class _Spans:
         return span
 
 
-def _glidein_link(ad: Dict[str, Any], run: Dict[str, Any]) -> Tuple[Dict[str, Any], Optional[Link]]:
+#: (factory, schedd, cluster, proc, when) -> the trace id of the stored glidein of that Condor-G job, or None
+Resolve = Callable[[Any, Any, Any, Any, Optional[int]], Optional[str]]
+
+
+def _glidein_link(ad: Dict[str, Any], run: Dict[str, Any],
+                  resolve: Optional[Resolve] = None) -> Tuple[Dict[str, Any], Optional[Link]]:
     """Glidein attributes for a run, and a link to the glidein's trace when the ad names its Condor-G job
-    (the frontend's ``MATCH_EXP_JOB_GLIDEIN_*``: factory, schedd, cluster, proc)."""
+    (the frontend's ``MATCH_EXP_JOB_GLIDEIN_*``: factory, schedd, cluster, proc). The ad does not name the
+    glidein's uuid, part of its trace id: ``resolve`` finds the stored glidein of that job running then;
+    without one (not stored yet), the link is the job's uuid-less id (``gwtrace job`` resolves it again
+    when shown)."""
     g = "MATCH_EXP_JOB_GLIDEIN_"
     attrs = {"glidein.name": run["glidein"].get("name"), "host.name": run["glidein"].get("host"),
              "glidein.site": ad.get(g + "Site"), "glidein.entry": ad.get(g + "Entry_Name"),
@@ -100,8 +108,10 @@ def _glidein_link(ad: Dict[str, Any], run: Dict[str, Any]) -> Tuple[Dict[str, An
              "glidein.cluster_id": ad.get(g + "ClusterId"), "glidein.proc_id": ad.get(g + "ProcId")}
     link = None
     if attrs["glidein.cluster_id"] not in (None, "", "Unknown") and attrs["glidein.schedd"]:
-        trace = glidein_trace_id(attrs["glidein.factory"], attrs["glidein.schedd"], attrs["glidein.cluster_id"],
-                                 attrs["glidein.proc_id"] if attrs["glidein.proc_id"] is not None else 0)
+        proc = attrs["glidein.proc_id"] if attrs["glidein.proc_id"] is not None else 0
+        trace = (resolve(attrs["glidein.factory"], attrs["glidein.schedd"], attrs["glidein.cluster_id"], proc,
+                         run.get("start")) if resolve is not None else None) \
+            or glidein_trace_id(attrs["glidein.factory"], attrs["glidein.schedd"], attrs["glidein.cluster_id"], proc)
         attrs["glidein.trace_id"] = trace
         context = SpanContext(int(trace, 16), int(span_id(trace, "glidein"), 16), True, TraceFlags(1))
         link = Link(context, {"gwtrace.link": "glidein that ran the job"})
@@ -138,8 +148,9 @@ def _root_status(state: Dict[str, Any]) -> str:
     return "ok" if state["status"] == "completed" else "unset"
 
 
-def state_to_spans(state: Dict[str, Any]) -> List[Tuple[SpanRecord, List[Link]]]:
-    """The job's spans (each with its links): job, idle, held, executing (+ disconnected, transfers)."""
+def state_to_spans(state: Dict[str, Any], resolve: Optional[Resolve] = None) -> List[Tuple[SpanRecord, List[Link]]]:
+    """The job's spans (each with its links): job, idle, held, executing (+ disconnected, transfers);
+    ``resolve``: as ``_glidein_link``'s."""
     b = _Spans(state)
     starts = [t for t in [state["submitted"]] + [i[0] for i in state["idle"]] + [h[0] for h in state["holds"]]
               + [r["start"] for r in state["runs"]] if t is not None]
@@ -169,6 +180,6 @@ def state_to_spans(state: Dict[str, Any]) -> List[Tuple[SpanRecord, List[Link]]]
             span.events.append(("released", end * US, {}))
     last_run = state["runs"][-1]["n"] if state["runs"] else None
     for run in state["runs"]:
-        glidein, link = _glidein_link(ad if run["n"] == last_run else {}, run)
+        glidein, link = _glidein_link(ad if run["n"] == last_run else {}, run, resolve)
         _run_spans(b, root.span_id, run, glidein, link)
     return b.out

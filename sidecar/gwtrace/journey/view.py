@@ -93,13 +93,21 @@ def _covers(run: Dict[str, Any], span: Dict[str, Any]) -> bool:
     return run["start_ns"] <= span["start_ns"] <= run["end_ns"]
 
 
-def _glidein(store: Any, attrs: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """The stored record of the glidein a run's span names (by its trace id), in short."""
+def _glidein(store: Any, attrs: Dict[str, Any], when: Optional[float] = None) -> Optional[Dict[str, Any]]:
+    """The stored record of the glidein a run's span names (by its trace id, else by its Condor-G job
+    running at ``when``: a link made before the glidein's uuid was known), in short."""
+    from gwtrace.store.glidein_parts import glidein_of_job
+
     trace = attrs.get("glidein.trace_id")
     if not trace:
         return None
-    row = store.reader().execute("SELECT site, entry, submitted, started, ended, status, record FROM glideins "
-                                 "WHERE trace_id = ?", (bytes.fromhex(trace),)).fetchone()
+    query = "SELECT site, entry, submitted, started, ended, status, record FROM glideins WHERE trace_id = ?"
+    row = store.reader().execute(query, (bytes.fromhex(trace),)).fetchone()
+    if row is None:
+        key = glidein_of_job(store.reader(), attrs.get("glidein.factory"), attrs.get("glidein.schedd"),
+                             attrs.get("glidein.cluster_id"), attrs.get("glidein.proc_id", 0), when)
+        row = store.reader().execute(query, (key,)).fetchone() if key is not None else None
+        trace = key.hex() if key is not None else trace
     if row is None:
         return {"trace_id": trace, "known": False}
     import json
@@ -144,7 +152,7 @@ def journey(store: Any, state: Dict[str, Any], now: float) -> Dict[str, Any]:
     nodes = [_node(s) for s in spans]
     for node in nodes:
         if node["name"] == "executing":
-            glidein = _glidein(store, node["attributes"])
+            glidein = _glidein(store, node["attributes"], node["start"])
             if glidein:
                 node["glidein"] = glidein
     ad = state["ad"]

@@ -25,9 +25,10 @@ summarised in small, indexed tables at ingest time:
 Span-level filters that are not summarised (span attributes, span durations)
 are answered by decoding the chunks of the candidate traces only.
 
-Ingest is idempotent: a span whose (trace id, span id) is already stored
-replaces the stored one (the older chunk is rewritten without it), so a
-sidecar that retries a batch after a lost response never duplicates spans.
+Ingest is idempotent: a span whose (trace id, span id) is already stored is
+kept once (the older chunk is rewritten without the copy that goes), so a
+sidecar that retries a batch after a lost response never duplicates spans;
+which copy stays is ``writer``'s rule (a live span over a backfilled one).
 
 The package is a facade (``TraceStore``, here) over collaborators with one
 job each: ``schema`` (tables, migrations), ``connections`` (per-thread
@@ -62,7 +63,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from gwtrace.home import check_store_files, gwtrace_home, open_own_file
-from . import glideins, live
+from . import glidein_parts, glideins, live
 from . import limits
 from .chunks import plan_request, request_slices
 from .connections import BUSY_TIMEOUT_MS, CHECKPOINT_BYTES, Connections
@@ -321,18 +322,50 @@ class TraceStore:
 
     # ---------------------------------------------------------- glidein records
 
-    def put_glidein_records(self, records: Sequence[Any]) -> None:
-        """Store (or replace) ``GlideinRecord``s, keyed by their trace id, with their hourly cells."""
-        pairs = [(glideins.record_key(r), r) for r in records]
+    def put_glidein_records(self, records: Sequence[Any]) -> Dict[int, str]:
+        """Store the records the factory's files gave, keyed by their glidein's trace id, with their hourly
+        cells; return {index in ``records``: trace id} for those whose spans belong in another trace than
+        their identity's (a Condor-G-only record of a glidein already known by its live trace).
+
+        A record that names its uuid replaces what was kept of its Condor-G job before (a record, and a trace
+        of backfilled spans only). A glidein that also has a live trace gets the two merged on the next
+        read (``refresh_glidein_records``); one a node of gwtrace before issue 26 traced under the
+        uuid-less id has its spans sent there (``glidein_parts.legacy_traces``).
+        """
+        moved: Dict[int, str] = {}
         with self._connections.transaction() as conn:
-            glideins.put_many(conn, pairs)
+            pairs = [(glidein_parts.record_key(rec), rec) for rec in records]
+            others = glidein_parts.same_jobs(conn, pairs)
+            for index, (key, rec) in enumerate(pairs):
+                if key not in others:
+                    continue                # the common case: no other glidein of its Condor-G job is stored
+                self._drop_queued(conn, glidein_parts.queued_of(rec, others[key]))
+                host = glidein_parts.traced_of_job(conn, rec, others[key])
+                if host is not None:
+                    pairs[index] = (host[0], rec)
+                    moved[index] = host[1].hex()
+            for index, trace in glidein_parts.legacy_traces(conn, records).items():
+                pairs[index][1].trace_id = trace.hex()   # its spans join the live trace a pre-uuid node made
+                moved[index] = trace.hex()
+            keys = [key for key, _ in pairs]
+            glidein_parts.drop_files(conn, keys)
+            elsewhere = glideins.put_many(conn, pairs, source="files")     # traced glideins' other trace ids
+            glideins.mark(conn, glidein_parts.with_live_spans(conn, keys + elsewhere))
+        return moved
+
+    def _drop_queued(self, conn: Any, keys: List[bytes]) -> None:
+        """What was kept of a glidein under a uuid-less key: its record, and its trace if only backfilled."""
+        glideins.forget(conn, keys)
+        for key in keys:
+            self._writer.drop_backfilled_trace(conn, key)
 
     def refresh_glidein_records(self) -> int:
         """(Re)make the records of traced glideins whose spans arrived since; return how many were made.
 
         Ingest only marks such traces (cheap, in its own transaction); the spans are read back and
-        turned into records here, before any read of records. A glidein the factory's files were
-        backfilled for keeps the record made from the files.
+        turned into records here, before any read of records. A glidein the factory's files were read for
+        gets the two merged (``factory/merge.py``); one whose trace holds backfilled spans only keeps the
+        files' record as it is (nothing to add, nothing decoded).
         """
         from gwtrace.factory.from_trace import record_from_trace
 
@@ -345,17 +378,33 @@ class TraceStore:
                    for at in range(0, len(pending), REFRESH_BATCH))
 
     def _refresh(self, reader: Any, pending: List[bytes], record_from_trace: Any) -> int:
-        from_files = glideins.from_files(reader, pending)
-        made = []
+        files = glidein_parts.with_files(reader, pending)
+        live = glidein_parts.with_live_spans(reader, [t for t in pending if t in files])
+        made: List[Tuple[bytes, Any]] = []
         for trace_id in pending:
-            if trace_id in from_files:
-                continue
+            if trace_id in files and trace_id not in live:
+                continue                    # backfilled spans only: the files' record stands
             rec = record_from_trace(self.get_trace(trace_id))
             if rec is not None:
                 rec.trace_id = trace_id.hex()  # type: ignore[attr-defined]  # where its spans are
-                made.append((glideins.record_key(rec, trace_id), rec))
+                made.append((glidein_parts.record_key(rec, trace_id), rec))
         with self._connections.transaction() as conn:
-            glideins.put_many(conn, made, source="trace")
+            known = glidein_parts.files_records(conn, [key for key, _ in made])
+            others = glidein_parts.same_jobs(conn, [(key, rec) for key, rec in made if key not in known])
+            pairs: Dict[str, List[Tuple[bytes, Any]]] = {"trace": [], "files+trace": []}
+            for key, rec in made:
+                mine = known.get(key)
+                queued = glidein_parts.queued_of(rec, others.get(key, []))
+                if mine is None and len(queued) == 1:     # its Condor-G job, kept before its uuid was known
+                    mine = glidein_parts.files_records(conn, queued)[queued[0]]
+                    self._drop_queued(conn, queued)
+                if mine is None:
+                    pairs["trace"].append((key, rec))
+                else:
+                    glidein_parts.keep_files(conn, [(key, mine)])
+                    pairs["files+trace"].append((key, _merged(mine, rec)))
+            for source, items in pairs.items():
+                glideins.put_many(conn, items, source=source)
             glideins.clean(conn, pending)
         return len(made)
 
@@ -421,6 +470,14 @@ def _not_a_store(path: pathlib.Path, exc: sqlite3.DatabaseError) -> StoreUnreada
                                "away and let `gwtrace ingest` or `gwtrace serve` make a new one")
     return StoreUnreadable(f"{path} is not a gwtrace store ({exc}): give the traces.db that `gwtrace serve` "
                            "or `gwtrace ingest` writes")
+def _merged(files: Dict[str, Any], traced: Any) -> Any:
+    """The record the files gave (JSON form) merged with the one the trace gave (``factory/merge.py``)."""
+    from gwtrace.factory.merge import merge_records
+    from gwtrace.factory.record import GlideinRecord
+
+    merged = merge_records(GlideinRecord.from_dict(files), traced)
+    merged.trace_id = traced.trace_id
+    return merged
 
 
 def _create_file(path: pathlib.Path) -> None:

@@ -15,6 +15,11 @@ the same glidein again replaces it, as the spans are replaced.
                    analysis summary (``analysis/summary.py``: its phases worked
                    out once, at ingest), so ``gwtrace analyze`` reads a few
                    hundred bytes a glidein and works nothing out again
+``glidein_files``  the record the factory's files gave each glidein they were
+                   read for, as it came (``glidein_parts``): the row in
+                   ``glideins`` is that record merged with the one its live
+                   trace gives (``factory/merge.py``), made again whenever
+                   either changes, so the order they come in does not matter
 ``glidein_dirty``  traces whose glidein spans arrived since their record was
                    made: records of traced glideins are (re)made from their spans
                    on the next read (ingest only marks them: one row per chunk
@@ -51,6 +56,8 @@ CREATE TABLE IF NOT EXISTS glideins (
     record     TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS glideins_ended ON glideins (ended);
+-- the glideins of one Condor-G job (factory, schedd, cluster.proc): a uuid-less record's own glidein
+CREATE INDEX IF NOT EXISTS glideins_job ON glideins (cluster, proc);
 
 -- the analysis summary of each glidein, apart from the wide rows above so that reading
 -- a pool's summaries does not wade through their records
@@ -140,16 +147,6 @@ def _group(site: Optional[str], entry: Optional[str], frontend: Optional[str]) -
     return (site or "", entry or "", frontend or "")
 
 
-def record_key(record: Any, trace_id: Optional[bytes] = None) -> bytes:
-    """A glidein's key: the trace id its identity gives (factory, schedd, cluster.proc), so that its
-    record from the files and from a trace with another id are one; the trace's own id when unknown."""
-    from gwtrace.factory.to_trace import glidein_trace_id
-
-    if record.cluster is None and trace_id is not None:
-        return trace_id
-    return bytes.fromhex(glidein_trace_id(record.factory, record.schedd, record.cluster, record.proc))
-
-
 def _stored(conn: sqlite3.Connection, trace_ids: List[bytes]) -> Dict[bytes, Tuple[Any, ...]]:
     """The stored rows (site, entry, frontend, cells, record, source) of those glideins that are already there."""
     out: Dict[bytes, Tuple[Any, ...]] = {}
@@ -162,11 +159,14 @@ def _stored(conn: sqlite3.Connection, trace_ids: List[bytes]) -> Dict[bytes, Tup
     return out
 
 
-def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], source: str = "files") -> None:
-    """Store (or replace) ``(trace id, GlideinRecord)`` pairs and roll their hourly cells up.
+def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], source: str = "files") -> List[bytes]:
+    """Store (or replace) ``(trace id, GlideinRecord)`` pairs and roll their hourly cells up; return the
+    traces the rows they replaced were made from, where not their key (a glidein traced under another id).
 
-    The caller holds a write transaction. The rollup is summed in Python over the whole batch first:
-    the glideins of one ingest share their hours, so one upsert per (hour, group) serves many.
+    ``source`` says what the record was made from: ``files`` (the factory's), ``trace`` (a trace only),
+    ``files+trace`` (both, merged: ``factory/merge.py``); which one a glidein gets is the caller's rule
+    (``TraceStore.refresh_glidein_records``). The caller holds a write transaction. The rollup is summed in
+    Python over the whole batch first: one ingest's glideins share their hours, one upsert per (hour, group).
     """
     rollup: Dict[Tuple[int, str, str, str], List[float]] = {}
 
@@ -180,19 +180,23 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
 
     pairs = list(items)
     stored = _stored(conn, [trace_id for trace_id, _ in pairs])
+    elsewhere: List[bytes] = []
     for trace_id, record in pairs:
         data = record.to_dict()
-        if source == "trace" and getattr(record, "trace_id", None):
+        if getattr(record, "trace_id", None):
             data["trace_id"] = record.trace_id  # the trace the spans are in, when not the glidein's own id
         text = json.dumps(data, separators=(",", ":"), check_circular=False)
         old = stored.get(trace_id)
         if old is not None:
-            if old[4] == text:
+            if old[4] == text and old[5] == source:
                 continue  # the same glidein ingested again
-            if source == "trace" and old[5] == "files":
-                continue  # the record made from the factory's files knows more: it stays
+            if old[5] != "files":
+                made_from = json.loads(old[4]).get("trace_id")
+                if made_from and made_from != trace_id.hex():
+                    elsewhere.append(bytes.fromhex(made_from))
             roll(_group(*old[:3]), unpack(old[3]), -1.0)
         cells = hour_cells(record.segments)
+        packed = pack(cells)
         canon = record.canonical or {}
         conn.execute(
             f"INSERT OR REPLACE INTO glideins VALUES ({','.join('?' * 27)})",
@@ -200,10 +204,12 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
              record.frontend, record.submitted, record.started, record.ended, record.status, int(record.incomplete),
              record.cpus, record.memory_mb, record.gpus)
             + tuple(canon.get(c, 0.0) for c in CATEGORIES)
-            + (canon.get("total", 0.0), json.dumps(record.gwms), pack(cells), source, text))
+            + (canon.get("total", 0.0), json.dumps(record.gwms), packed, source, text))
         _put_summary(conn, trace_id, data, summarize)
         roll(_group(record.site, record.entry, record.frontend), cells.items(), 1.0)
+        stored[trace_id] = (record.site, record.entry, record.frontend, packed, text, source)
     conn.executemany(_ADD, [(*key, *values) for key, values in rollup.items()])
+    return elsewhere
 
 
 def _where(since: Optional[int] = None, until: Optional[int] = None, site: Optional[str] = None,
@@ -360,17 +366,6 @@ def hours(conn: sqlite3.Connection, bucket: int, by: Optional[str], since: Optio
     return out
 
 
-def from_files(conn: sqlite3.Connection, trace_ids: List[bytes]) -> set:
-    """Those of ``trace_ids`` whose record was made from the factory's files."""
-    out = set()
-    for at in range(0, len(trace_ids), 500):
-        batch = trace_ids[at:at + 500]
-        marks = ",".join("?" * len(batch))
-        out.update(bytes(r[0]) for r in conn.execute(
-            f"SELECT trace_id FROM glideins WHERE source = 'files' AND trace_id IN ({marks})", batch))
-    return out
-
-
 def mark(conn: sqlite3.Connection, trace_ids: Iterable[bytes]) -> None:
     """Traces that received glidein spans: their records are (re)made on the next read."""
     conn.executemany("INSERT OR IGNORE INTO glidein_dirty (trace_id) VALUES (?)", [(t,) for t in trace_ids])
@@ -395,5 +390,6 @@ def forget(conn: sqlite3.Connection, trace_ids: Sequence[bytes]) -> None:
     conn.execute(f"DELETE FROM glideins WHERE trace_id IN ({marks})", list(trace_ids))
     conn.execute(f"DELETE FROM glidein_summaries WHERE trace_id IN ({marks})", list(trace_ids))
     conn.execute(f"DELETE FROM glidein_dirty WHERE trace_id IN ({marks})", list(trace_ids))
+    conn.execute(f"DELETE FROM glidein_files WHERE trace_id IN ({marks})", list(trace_ids))
     conn.execute("DELETE FROM glidein_hours WHERE abs(validation_fail) + abs(decision_problem) + "
                  "abs(misconfig_badput) + abs(goodput) + abs(preemption_badput) + abs(overhead) < 1e-6")

@@ -10,9 +10,10 @@ from __future__ import annotations
 import sqlite3
 from typing import Optional
 
-from . import glideins, live, ops
+from . import glidein_parts, glideins, live, ops
 
-SCHEMA_VERSION = 8  # 8: trace_ops with the start range of each operation, operations.max_lag_ns
+SCHEMA_VERSION = 9  # 9: glidein_files (the files' record of each glidein, merged with its trace)
+# 8: trace_ops with the start range of each operation, operations.max_lag_ns
 
 _SCHEMA = """
 CREATE TABLE IF NOT EXISTS resources (
@@ -175,7 +176,8 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
     old_ops = _set_aside_old_trace_ops(conn)
     from gwtrace.journey import table as journey_table
 
-    for statement in (_SCHEMA + glideins.SCHEMA + live.SCHEMA + journey_table.SCHEMA).split(";"):
+    schemas = _SCHEMA + glideins.SCHEMA + glidein_parts.SCHEMA + live.SCHEMA + journey_table.SCHEMA
+    for statement in schemas.split(";"):
         if statement.strip():
             conn.execute(statement)
     _add_lag_column(conn)

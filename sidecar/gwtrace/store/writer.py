@@ -1,8 +1,16 @@
 """Writing chunks: group commit, idempotent replacement of re-sent spans, retention.
 
-Ingest is idempotent: a span whose (trace id, span id) is already stored
-replaces the stored one (the older chunk is rewritten without it), so a
-sidecar that retries a batch after a lost response never duplicates spans.
+Ingest is idempotent: the store keeps one copy of each (trace id, span id),
+so a sidecar that retries a batch after a lost response never duplicates
+spans. Which copy (``_precedence``): a span sent again identical changes
+nothing; a live span (no ``gwtrace.source=factory-logs``) replaces a span the
+factory backfilled from its files, never the other way round (the live one
+was timed on the node, to the µs); otherwise the later one replaces the
+earlier (a sidecar's span re-sent, a glidein backfilled again from files
+that grew). So the live and the backfilled spans of one glidein, which share
+their ids (``factory.to_trace``), give the same stored trace in any order of
+arrival. Only spans whose id is already stored are decoded for this: a chunk
+of new spans, the common case, is stored as it came.
 """
 
 from __future__ import annotations
@@ -10,10 +18,10 @@ from __future__ import annotations
 import sqlite3
 import sys
 import threading
-from typing import Callable, List, Set, Tuple
+from typing import Callable, Dict, List, Set, Tuple
 
 from opentelemetry.proto.resource.v1.resource_pb2 import Resource
-from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
+from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans, Span
 
 from .chunks import Chunk, Plan, chunk_of_spans, split_ids
 from . import glideins, live, ops
@@ -24,12 +32,19 @@ from .values import attributes_to_dict, tag_text
 
 #: Resource attributes that name a glidein; the first one present wins.
 GLIDEIN_UUID_KEYS = ("glidein.uuid", "service.instance.id")
+#: ``gwtrace.source`` of the spans the factory makes from its files (``factory.to_trace.BACKFILLED``)
+BACKFILLED = "factory-logs"
 
 _CHUNK_COLUMNS = ("start_ns, max_start_ns, end_ns, max_dur_ns, n_spans, n_errors, status, root_name,"
                   " root_start_ns, first_name, span_ids, body")
 _INSERT_CHUNK = (f"INSERT INTO chunks (trace_id, resource_id, {_CHUNK_COLUMNS})"
                  " VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)")
 _UPDATE_CHUNK = "UPDATE chunks SET " + ", ".join(f"{c.strip()}=?" for c in _CHUNK_COLUMNS.split(",")) + " WHERE id=?"
+
+
+def _backfilled(span: Span) -> bool:
+    """Whether the factory made this span from its files (``gwtrace.source=factory-logs``)."""
+    return any(kv.key == "gwtrace.source" and kv.value.string_value == BACKFILLED for kv in span.attributes)
 
 
 class _Pending:
@@ -170,9 +185,12 @@ class Writer:
         cache = self.known.trace(conn, trace_id)
         fresh = cache.last_chunk == 0  # no chunk of this trace stored yet
         new_ids = chunk.id_set
-        replaced = bool(cache.ids) and not cache.ids.isdisjoint(new_ids)
-        if replaced:
-            self._remove_spans(conn, trace_id, cache.ids & new_ids)
+        replaced = False
+        if cache.ids and not cache.ids.isdisjoint(new_ids):
+            kept, replaced = self._precedence(conn, trace_id, chunk, cache.ids & new_ids)
+            if kept is None:
+                return replaced         # every span of it is stored already, as it stays
+            chunk = kept
         cur = conn.execute(_INSERT_CHUNK, (trace_id, resource_id) + chunk.summary())
         cache.ids.update(new_ids)
         cache.last_chunk = cur.lastrowid
@@ -199,6 +217,41 @@ class Writer:
             ops.store_ranges(conn, ops.ChunkOps(trace_id, service, chunk.ops, fresh, trace_start, moved),
                              cache.ops, seen)
         return replaced
+
+    def _precedence(self, conn: sqlite3.Connection, trace_id: bytes, chunk: Chunk,
+                    overlap: Set[bytes]) -> Tuple["Chunk | None", bool]:
+        """Which copy of each span of ``chunk`` already stored stays (module docstring): drop the stored
+        ones the new ones replace; return (the chunk without the spans that stay stored, or None when
+        nothing of it is left; whether stored spans were dropped)."""
+        stored = self._stored_spans(conn, trace_id, overlap)
+        incoming = ScopeSpans.FromString(chunk.body)
+        keep_new, keep_old = [], set()
+        for span in incoming.spans:
+            old = stored.get(span.span_id)
+            if old is not None and (old == span or (_backfilled(span) and not _backfilled(old))):
+                keep_old.add(span.span_id)
+            else:
+                keep_new.append(span)
+        replace = {span.span_id for span in keep_new} & set(stored)
+        if replace:
+            self._remove_spans(conn, trace_id, replace)
+        if not keep_old:
+            return chunk, bool(replace)
+        if not keep_new:
+            return None, bool(replace)
+        return chunk_of_spans(trace_id, incoming, keep_new), bool(replace)
+
+    @staticmethod
+    def _stored_spans(conn: sqlite3.Connection, trace_id: bytes, span_ids: Set[bytes]) -> Dict[bytes, Span]:
+        """The stored spans among ``span_ids`` (decoding only the chunks that hold some)."""
+        found: Dict[bytes, Span] = {}
+        for blob, body in conn.execute("SELECT span_ids, body FROM chunks WHERE trace_id = ?", (trace_id,)):
+            if span_ids.isdisjoint(split_ids(blob)):
+                continue
+            for span in ScopeSpans.FromString(body).spans:
+                if span.span_id in span_ids:
+                    found[span.span_id] = span
+        return found
 
     def _remove_spans(self, conn: sqlite3.Connection, trace_id: bytes, span_ids: Set[bytes]) -> None:
         """Drop spans from the chunks that hold them, so a re-sent span replaces them."""
@@ -237,6 +290,19 @@ class Writer:
                  service if root_name is not None else None, first_name, service),
             )
         ops.rebuild(conn, trace_id)
+
+    def drop_backfilled_trace(self, conn: sqlite3.Connection, trace_id: bytes) -> bool:
+        """Delete a trace made only of spans the factory backfilled (a glidein's uuid-less trace, once its
+        ``.out`` gave the uuid and so its own trace); False, and nothing deleted, if it holds any other."""
+        bodies = conn.execute("SELECT body FROM chunks WHERE trace_id = ?", (trace_id,)).fetchall()
+        if not bodies or not all(_backfilled(span) for (body,) in bodies
+                                 for span in ScopeSpans.FromString(body).spans):
+            return False
+        for table in ("chunks", "trace_resources", "trace_ops", "traces"):
+            conn.execute(f"DELETE FROM {table} WHERE trace_id = ?", (trace_id,))
+        conn.execute("UPDATE meta SET value = value + 1 WHERE key = 'generation'")   # other writers' caches
+        self.known.forget(trace_id)
+        return True
 
     def purge_before(self, cutoff_ns: int) -> int:
         """Delete traces that ended before ``cutoff_ns``; return how many."""
