@@ -253,9 +253,10 @@ glidein_start() {
 
 # The earlier steps: every OSGTestResult glidein_startup.sh has appended to
 # otr_outlist.list before this script (their order is their index), as spans
-# at 1 s resolution (GlideinWMS's tStart/tEnd). One `date` for all the times.
+# at 1 s resolution (GlideinWMS's tStart/tEnd, whole seconds: a time before
+# the glidein's own start, START, is its start). One `date` for all the times.
 record_earlier_steps() {
-  local list=$1 line id='' status='' detail='' in_detail=0 i n
+  local list=$1 first=${2%.*} line id='' status='' detail='' in_detail=0 i n begin end
   local -a ids=() starts=() ends=() states=() details=() epochs=()
   [[ -r $list ]] || return 0
   while IFS= read -r line; do
@@ -290,9 +291,12 @@ record_earlier_steps() {
       detail=$(squeeze "${details[i]}")
       [[ -z $detail ]] || status=$detail
     fi
-    _gwtrace_put_begin "${epochs[2*i]}.000000" "$gwtrace_trace" "$gwtrace_r" "$gwtrace_root" "${ids[i]}" \
+    begin=${epochs[2*i]}.000000 end=${epochs[2*i+1]}.000000
+    [[ $first != +([0-9]) ]] || (( ${epochs[2*i]} > first )) || begin=$2
+    [[ $first != +([0-9]) ]] || (( ${epochs[2*i+1]} > first )) || end=$2
+    _gwtrace_put_begin "$begin" "$gwtrace_trace" "$gwtrace_r" "$gwtrace_root" "${ids[i]}" \
       "glidein.script=${ids[i]}" gwtrace.resolution=1s
-    _gwtrace_put_end "${epochs[2*i+1]}.000000" "$gwtrace_trace" "$gwtrace_r" "$status"
+    _gwtrace_put_end "$end" "$gwtrace_trace" "$gwtrace_r" "$status"
   done
 }
 
@@ -596,7 +600,7 @@ main() {
   workspace=$(gconfig_get GLIDEIN_WORKSPACE_ORIG "$glidein_config")
   # Under a tracing wrapper every script is already a span (the auto layer).
   if [[ $gwtrace_sidecar == started ]]; then
-    record_earlier_steps "${workspace:-$PWD}/otr_outlist.list"
+    record_earlier_steps "${workspace:-$PWD}/otr_outlist.list" "$start"
     # This script's own step: the hook ends it (it began before the hook was there).
     [[ -z $gwtrace_started ]] || printf '%s\n' "$gwtrace_started" >"$gwtrace_dir/step.$PPID"
   fi
