@@ -9,14 +9,16 @@ from __future__ import annotations
 import os
 import threading
 import time
-from typing import Dict, List, Optional, Tuple
+from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
 from gwtrace.sidecar.channels import JobChannels
 from gwtrace.sidecar.eventlog import EventLogReader
-from gwtrace.sidecar.snapshot import Snapshotter
 from gwtrace.sidecar.statedir import Spool
 from gwtrace.wire.redact import strip_userinfo
+
+if TYPE_CHECKING:   # the snapshot code pulls in protobuf: `sidecar stop` only formats counters
+    from gwtrace.sidecar.snapshot import Snapshotter
 
 #: status.json is rewritten at most this often, and only when a counter changed.
 STATUS_INTERVAL_S = 1.0
