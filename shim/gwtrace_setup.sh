@@ -65,15 +65,20 @@ tracing_off() {
   exit 0
 }
 
-# find_python: a python3 >= 3.9 (the .pyz needs it), into gwtrace_python.
+# find_python: a python3 >= 3.9 that also finds the archive whole
+# (check_pyz), into gwtrace_python; the reason of the last refusal into
+# gwtrace_reason. One python run per candidate: the version and the archive.
 find_python() {
   local py
+  gwtrace_reason="no python3 >= 3.9"
   for py in "$(gconfig_get GWTRACE_PYTHON "$glidein_config")" python3 python gwms-python; do
     if [[ -z $py ]] || ! command -v "$py" >/dev/null 2>&1; then continue; fi
-    if "$py" -c 'import sys; sys.exit(0 if sys.version_info >= (3, 9) else 1)' >/dev/null 2>&1; then
-      gwtrace_python=$(command -v "$py")
+    gwtrace_python=$(command -v "$py")
+    if gwtrace_reason=$(check_pyz); then
       return 0
     fi
+    [[ $gwtrace_reason == "python < 3.9" ]] || return 1    # the archive is bad: another python will not mend it
+    gwtrace_reason="no python3 >= 3.9"
   done
   return 1
 }
@@ -138,22 +143,25 @@ start_sidecar() {
   eval "$out"
 }
 
-# check_pyz: the archive opens, every member's CRC holds and it has a
-# __main__.py (a damaged download must report GWTrace=off, not "on" and then
-# lose the spans). One python run, no import of the archive's code.
+# check_pyz: in gwtrace_python, python >= 3.9 ("python < 3.9" otherwise),
+# and the archive opens, every member's CRC holds and it has a __main__.py (a
+# damaged download must report GWTrace=off, not "on" and then lose the
+# spans). No import of the archive's code.
 check_pyz() {
   "$gwtrace_python" -I -S -c '
 import sys, zipfile
+if sys.version_info < (3, 9):
+    sys.exit("python < 3.9")
 try:
     with zipfile.ZipFile(sys.argv[1]) as z:
         bad = z.testzip()
         names = set(z.namelist())
 except Exception as err:
-    sys.exit("not a readable archive: %s" % (str(err).splitlines() or ["?"])[0][:120])
+    sys.exit("gwtrace-sidecar.pyz: not a readable archive: %s" % (str(err).splitlines() or ["?"])[0][:120])
 if bad:
-    sys.exit("damaged member " + bad[:120])
+    sys.exit("gwtrace-sidecar.pyz: damaged member " + bad[:120])
 if "__main__.py" not in names:
-    sys.exit("not a Python application archive (no __main__.py)")
+    sys.exit("gwtrace-sidecar.pyz: not a Python application archive (no __main__.py)")
 ' "$gwtrace_pyz" 2>&1
 }
 
@@ -574,7 +582,7 @@ install_cleanup() {
 }
 
 main() {
-  local disable start reason workspace
+  local disable start workspace
   disable=$(gconfig_get GWTRACE_DISABLE "$glidein_config")
   [[ $disable == [1Tt]* ]] && tracing_off "GWTRACE_DISABLE is set"
   [[ -r $gwtrace_here/gwtrace.sh ]] || tracing_off "gwtrace.sh not found"
@@ -586,8 +594,7 @@ main() {
     gwtrace_pyz=$(gconfig_get GWTRACE_PYZ "$glidein_config")
     gwtrace_pyz=${gwtrace_pyz:-$gwtrace_here/gwtrace-sidecar.pyz}
     [[ -r $gwtrace_pyz ]] || tracing_off "gwtrace-sidecar.pyz not found"
-    find_python || tracing_off "no python3 >= 3.9"
-    reason=$(check_pyz) || tracing_off "gwtrace-sidecar.pyz: ${reason:-cannot be read}"
+    find_python || tracing_off "$gwtrace_reason"
     exporter_env
     start_sidecar
   fi
