@@ -236,17 +236,25 @@ def starter_job_environment(condor_config: Path) -> Dict[str, str]:
     raise AssertionError("no STARTER_JOB_ENVIRONMENT in the glidein's condor_config")
 
 
+def start_glidein(area: Path, run: Path, **options: object) -> subprocess.Popen:
+    """The real glidein in the background, as run-glidein starts it."""
+    return subprocess.Popen([str(HARNESS / "run-glidein"), str(area), str(run)], env=clean_env(),
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=str(REPO), **options)
+
+
+def wait_for_line(path: Path, text: str, timeout: float = 600) -> None:
+    """Until ``text`` is in the file (the glidein writes it as it goes), at most ``timeout`` s."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline and text not in (path.read_text(errors="replace") if path.exists() else ""):
+        time.sleep(0.5)
+
+
 def test_a_sigtermed_glidein_still_brings_its_spans_home(tmp_path, pyz):
     area = web_area(tmp_path, pyz, "--condor-lifetime", "300")
     run = tmp_path / "client_log"
     try:
-        glidein = subprocess.Popen([str(HARNESS / "run-glidein"), str(area), str(run)], env=clean_env(),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=str(REPO))
-        out = run / "job.7.0.out"
-        deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and "=== Last script starting" not in (
-                out.read_text(errors="replace") if out.exists() else ""):
-            time.sleep(1)
+        glidein = start_glidein(area, run)
+        wait_for_line(run / "job.7.0.out", "=== Last script starting")
         time.sleep(3)                                        # HTCondor (the stand-in) is up
         pids = subprocess.run(["pgrep", "-f", f"^/bin/bash ./glidein_startup.sh .*-dir \\. "],
                               capture_output=True, text=True).stdout.split()
@@ -274,9 +282,7 @@ def test_a_glidein_whose_htcondor_fails_has_an_error_root(tmp_path, pyz):
     area = web_area(tmp_path, pyz, "--condor", "fail")
     run = tmp_path / "client_log"
     try:
-        glidein = subprocess.Popen([str(HARNESS / "run-glidein"), str(area), str(run)], env=clean_env(),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=str(REPO),
-                                   start_new_session=True)
+        glidein = start_glidein(area, run, start_new_session=True)
         err = run / "job.7.0.err"
         deadline = time.monotonic() + 600
         while time.monotonic() < deadline and "gwtrace: sidecar stopped" not in (
@@ -342,13 +348,9 @@ def test_a_live_glidein_delivers_while_it_runs(tmp_path, pyz):
     area = web_area(tmp_path, pyz, "--condor-lifetime", "15", endpoint=server.url)
     run = tmp_path / "client_log"
     try:
-        glidein = subprocess.Popen([str(HARNESS / "run-glidein"), str(area), str(run)], env=clean_env(),
-                                   stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=str(REPO))
-        out = run / "job.7.0.out"
+        glidein = start_glidein(area, run)
         deadline = time.monotonic() + 600
-        while time.monotonic() < deadline and "=== Condor started" not in (
-                out.read_text(errors="replace") if out.exists() else ""):
-            time.sleep(0.5)
+        wait_for_line(run / "job.7.0.out", "=== Condor started")
         seen: List[Dict[str, object]] = []
         while glidein.poll() is None and len(seen) < 25 and time.monotonic() < deadline:
             seen = _jaeger_spans(server.url)
