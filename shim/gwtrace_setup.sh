@@ -55,8 +55,23 @@ if [[ -z $add_config_line_source || ! -r $add_config_line_source ]]; then
 fi
 # shellcheck source=/dev/null
 source "$add_config_line_source"
-error_gen=$(gconfig_get ERROR_GEN_PATH "$glidein_config")
-condor_vars_file=$(gconfig_get CONDOR_VARS_FILE "$glidein_config")
+# setting KEY: KEY's value in glidein_config into gwtrace_r (the last line
+# wins, as gconfig_get). The file is read once (read_settings): a gconfig_get
+# per setting costs three processes, and the set-up reads thirty of them.
+declare -A gwtrace_settings=()
+read_settings() {
+  local line
+  gwtrace_settings=()
+  while IFS= read -r line || [[ -n $line ]]; do
+    [[ $line == *' '* ]] && gwtrace_settings[${line%% *}]=${line#* }
+  done <"$glidein_config"
+}
+setting() {
+  gwtrace_r=${gwtrace_settings[$1]-}
+}
+read_settings
+setting ERROR_GEN_PATH; error_gen=$gwtrace_r
+setting CONDOR_VARS_FILE; condor_vars_file=$gwtrace_r
 
 # tracing_off REASON: report OK (the glidein goes on) and why tracing is off.
 tracing_off() {
@@ -71,7 +86,8 @@ tracing_off() {
 find_python() {
   local py
   gwtrace_reason="no python3 >= 3.9"
-  for py in "$(gconfig_get GWTRACE_PYTHON "$glidein_config")" python3 python gwms-python; do
+  setting GWTRACE_PYTHON
+  for py in "$gwtrace_r" python3 python gwms-python; do
     if [[ -z $py ]] || ! command -v "$py" >/dev/null 2>&1; then continue; fi
     gwtrace_python=$(command -v "$py")
     if gwtrace_reason=$(check_pyz); then
@@ -86,7 +102,7 @@ find_python() {
 # The directory of the sidecar: private, next to the glidein's work directory.
 state_dir() {
   local work
-  work=$(gconfig_get GLIDEIN_WORK_DIR "$glidein_config")
+  setting GLIDEIN_WORK_DIR; work=$gwtrace_r
   work=${work:-$PWD}
   gwtrace_dir=$(dirname "$work")/gwtrace
   mkdir -p "$gwtrace_dir" && chmod 0700 "$gwtrace_dir" && [[ -w $gwtrace_dir ]]
@@ -98,14 +114,14 @@ state_dir() {
 # an environment or a command line.
 exporter_env() {
   local endpoint traces headers service token_file
-  endpoint=$(gconfig_get GWTRACE_OTLP_ENDPOINT "$glidein_config")
-  traces=$(gconfig_get GWTRACE_OTLP_TRACES_ENDPOINT "$glidein_config")
-  headers=$(gconfig_get GWTRACE_OTLP_HEADERS "$glidein_config")
-  service=$(gconfig_get GWTRACE_SERVICE_NAME "$glidein_config")
-  token_file=$(gconfig_get GWTRACE_OTLP_TOKEN_FILE "$glidein_config")
+  setting GWTRACE_OTLP_ENDPOINT; endpoint=$gwtrace_r
+  setting GWTRACE_OTLP_TRACES_ENDPOINT; traces=$gwtrace_r
+  setting GWTRACE_OTLP_HEADERS; headers=$gwtrace_r
+  setting GWTRACE_SERVICE_NAME; service=$gwtrace_r
+  setting GWTRACE_OTLP_TOKEN_FILE; token_file=$gwtrace_r
   token_file=${token_file:-${GWTRACE_OTLP_TOKEN_FILE-}}
-  [[ -z $token_file || $token_file == /* ]] ||
-    token_file=$(gconfig_get GLIDEIN_WORK_DIR "$glidein_config")/$token_file
+  setting GLIDEIN_WORK_DIR
+  [[ -z $token_file || $token_file == /* ]] || token_file=$gwtrace_r/$token_file
   [[ -n $endpoint ]] && export OTEL_EXPORTER_OTLP_ENDPOINT=$endpoint
   [[ -n $traces ]] && export OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=$traces
   [[ -n $headers ]] && export OTEL_EXPORTER_OTLP_HEADERS=$headers
@@ -179,7 +195,7 @@ chain_job_wrapper() {
   local wrapper=$gwtrace_here/gwtrace-job-wrapper current
   [[ -f $wrapper && $wrapper != *\'* ]] || return 0
   [[ -x $wrapper ]] || chmod u+x "$wrapper" || return 0     # a downloaded file has no x bit
-  current=$(gconfig_get GLIDEIN_WRAPPER_EXEC "$glidein_config")
+  setting GLIDEIN_WRAPPER_EXEC; current=$gwtrace_r
   [[ -n $current ]] || current='"$@"'
   [[ $current == *gwtrace-job-wrapper* ]] && return 0
   gconfig_add GLIDEIN_WRAPPER_EXEC "\"$wrapper\" $current"
@@ -214,18 +230,18 @@ derive_trace() {
 # tracing wrapper (a TRACEPARENT in the environment) the root is its child.
 glidein_context() {
   local factory schedd cluster proc uuid given
-  given=$(gconfig_get GLIDEIN_TRACEPARENT "$glidein_config")
+  setting GLIDEIN_TRACEPARENT; given=$gwtrace_r
   given=${given:-${TRACEPARENT-}}
   if [[ $given =~ ^[[:space:]]*00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}[[:space:]]*$ ]]; then
     gwtrace_trace=${BASH_REMATCH[1]} gwtrace_parent=${BASH_REMATCH[2]}
     derive_id "$gwtrace_trace/glidein/$gwtrace_started/$$" && gwtrace_root=$gwtrace_r
     return
   fi
-  factory=$(gconfig_get GLIDEIN_Factory "$glidein_config")
-  schedd=$(gconfig_get CONDORG_SCHEDD "$glidein_config")
-  cluster=$(gconfig_get CONDORG_CLUSTER "$glidein_config")
-  proc=$(gconfig_get CONDORG_SUBCLUSTER "$glidein_config")
-  uuid=$(gconfig_get GLIDEIN_UUID "$glidein_config")
+  setting GLIDEIN_Factory; factory=$gwtrace_r
+  setting CONDORG_SCHEDD; schedd=$gwtrace_r
+  setting CONDORG_CLUSTER; cluster=$gwtrace_r
+  setting CONDORG_SUBCLUSTER; proc=$gwtrace_r
+  setting GLIDEIN_UUID; uuid=$gwtrace_r
   gwtrace_parent=-
   if [[ -n $cluster && -n $proc && -n $uuid ]]; then
     derive_trace 'gwtrace-glidein-v1\0%s\0%s\0%s.%s\0%s' "$factory" "$schedd" "$cluster" "$proc" "$uuid"
@@ -243,8 +259,8 @@ glidein_context() {
 # tick in /proc/PID/stat after the boot time), else the first script's start.
 glidein_start() {
   local pid stat ticks btime='' key value hz
+  setting GLIDEIN_STARTUP_PID; pid=$gwtrace_r
   gwtrace_r=''
-  pid=$(gconfig_get GLIDEIN_STARTUP_PID "$glidein_config")
   if [[ $pid == +([0-9]) && -r /proc/$pid/stat ]] && read -r stat <"/proc/$pid/stat"; then
     stat=${stat##*) }
     read -r -a stat <<<"$stat"
@@ -464,9 +480,9 @@ _gwtrace_gl_end_root() {
 # `tee` into GLIDEIN_LOGDIR), into gwtrace_r; '' when it keeps none.
 glidein_log() {
   local base dir file
-  base=$(gconfig_get GLIDEIN_LOG_RELATIVE_BASEPATH "$glidein_config")
-  dir=$(gconfig_get GLIDEIN_LOGDIR "$glidein_config")
-  file=$(gconfig_get "$1" "$glidein_config")
+  setting GLIDEIN_LOG_RELATIVE_BASEPATH; base=$gwtrace_r
+  setting GLIDEIN_LOGDIR; dir=$gwtrace_r
+  setting "$1"; file=$gwtrace_r
   gwtrace_r=''
   [[ -n $base && -n $dir && -n $file && -f $base/$dir/$file ]] && gwtrace_r=$base/$dir/$file
   return 0
@@ -516,7 +532,7 @@ hook_error_augment() {
 # (one span per script).
 scripts_level() {
   local level startup auto
-  level=$(gconfig_get GWTRACE_SCRIPTS_LEVEL "$glidein_config")
+  setting GWTRACE_SCRIPTS_LEVEL; level=$gwtrace_r
   gwtrace_scripts=steps
   [[ -n $level && $level != steps ]] || return 0
   if [[ $level != @(scripts|functions|commands) ]]; then
@@ -542,7 +558,7 @@ scripts_level() {
 # script's arguments); the auto layer does the rest.
 write_script_env() {
   local pid
-  pid=$(gconfig_get GLIDEIN_STARTUP_PID "$glidein_config")
+  setting GLIDEIN_STARTUP_PID; pid=$gwtrace_r
   {
     echo '# Written by gwtrace_setup.sh: BASH_ENV of the glidein scripts (GLIDEIN_SCRIPTS_BASH_ENV).'
     printf '_gwtrace_se_pid=%q _gwtrace_se_trace=%q _gwtrace_se_auto=%q\n' "$pid" "$gwtrace_trace" "$2"
@@ -565,8 +581,9 @@ EOF
 # install_cleanup: two clean-up scripts glidein_exit runs in name order,
 # around the others: gwtrace-0-begin first, zz-gwtrace-end last.
 install_cleanup() {
-  local dir=${GWMS_DIR:-$(dirname "$(gconfig_get GLIDEIN_WORK_DIR "$glidein_config")")/.gwms.d}/exec/cleanup
-  local phase name
+  local dir phase name
+  setting GLIDEIN_WORK_DIR
+  dir=${GWMS_DIR:-${gwtrace_r%/*}/.gwms.d}/exec/cleanup
   [[ -d $dir && -w $dir ]] || return 1
   for phase in begin end; do
     name=$dir/0-gwtrace-begin.sh
@@ -583,7 +600,7 @@ install_cleanup() {
 
 main() {
   local disable start workspace
-  disable=$(gconfig_get GWTRACE_DISABLE "$glidein_config")
+  setting GWTRACE_DISABLE; disable=$gwtrace_r
   [[ $disable == [1Tt]* ]] && tracing_off "GWTRACE_DISABLE is set"
   [[ -r $gwtrace_here/gwtrace.sh ]] || tracing_off "gwtrace.sh not found"
   gwtrace_pyz='' gwtrace_python='' gwtrace_sidecar=started
@@ -591,7 +608,7 @@ main() {
   if running_sidecar; then
     gwtrace_sidecar=reused    # e.g. the whole glidein runs under `gwtrace run`
   else
-    gwtrace_pyz=$(gconfig_get GWTRACE_PYZ "$glidein_config")
+    setting GWTRACE_PYZ; gwtrace_pyz=$gwtrace_r
     gwtrace_pyz=${gwtrace_pyz:-$gwtrace_here/gwtrace-sidecar.pyz}
     [[ -r $gwtrace_pyz ]] || tracing_off "gwtrace-sidecar.pyz not found"
     find_python || tracing_off "$gwtrace_reason"
@@ -604,7 +621,7 @@ main() {
   glidein_start
   start=${gwtrace_r:-${gwtrace_started:-$(date +%s).000000}}
   _gwtrace_put_begin "$start" "$gwtrace_trace" "$gwtrace_root" "$gwtrace_parent" glidein "glidein.script_id=$gwtrace_id"
-  workspace=$(gconfig_get GLIDEIN_WORKSPACE_ORIG "$glidein_config")
+  setting GLIDEIN_WORKSPACE_ORIG; workspace=$gwtrace_r
   # Under a tracing wrapper every script is already a span (the auto layer).
   if [[ $gwtrace_sidecar == started ]]; then
     record_earlier_steps "${workspace:-$PWD}/otr_outlist.list" "$start"
