@@ -148,10 +148,10 @@ running_sidecar() {
 # The sidecar keeps the glidein's stderr (fd 3 here; the .err the factory
 # collects) to ship there what it could not deliver when it is stopped or
 # SIGTERMed; its own start-up errors go to start.err for the metric. The
-# archive was checked first (check_pyz); it runs isolated (-I -S) by itself.
+# archive was checked first (check_pyz); -I -S as it would re-execute itself.
 start_sidecar() {
   local out
-  if ! out=$("$gwtrace_python" "$gwtrace_pyz" sidecar start --dir "$gwtrace_dir/sidecar" \
+  if ! out=$("$gwtrace_python" -I -S "$gwtrace_pyz" sidecar start --dir "$gwtrace_dir/sidecar" \
              --glidein-config "$glidein_config" --ship-to /dev/fd/3 3>&2 2>"$gwtrace_dir/start.err"); then
     tracing_off "sidecar did not start: $(head -c 200 "$gwtrace_dir/start.err" | tr '\n<>&' '    ')"
   fi
@@ -432,7 +432,7 @@ _gwtrace_gl_cleanup() {
   _gwtrace_put_end "$now" "$_gwtrace_gl_trace" "$span" ok
   _gwtrace_gl_end_root "$now" "${2-}"
   [[ -z $_gwtrace_gl_pyz ]] ||
-    GWTRACE_EXPORT=ship-home "$_gwtrace_gl_python" "$_gwtrace_gl_pyz" sidecar stop --dir "$_gwtrace_gl_sidecar" \
+    GWTRACE_EXPORT=ship-home "$_gwtrace_gl_python" -I -S "$_gwtrace_gl_pyz" sidecar stop --dir "$_gwtrace_gl_sidecar" \
       --ship-to stderr >/dev/null </dev/null || :
 }
 
@@ -544,7 +544,7 @@ scripts_level() {
     echo "$gwtrace_me: this glidein_startup.sh does not read GLIDEIN_SCRIPTS_BASH_ENV: one span per script" >&2
     return 0
   fi
-  auto=$("$gwtrace_python" "$gwtrace_pyz" lib --auto --dir "$gwtrace_dir/auto" 2>/dev/null) && [[ -r $auto ]] || return 0
+  auto=$("$gwtrace_python" -I -S "$gwtrace_pyz" lib --auto --dir "$gwtrace_dir/auto" 2>/dev/null) && [[ -r $auto ]] || return 0
   write_script_env "$level" "$auto" || return 0
   gconfig_add GLIDEIN_SCRIPTS_BASH_ENV "$gwtrace_dir/script_env.sh"
   gwtrace_scripts=$level

@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import sys
+import sysconfig
 import zipapp
 from pathlib import Path
 from typing import Dict
@@ -23,6 +24,8 @@ from typing import Dict
 import pytest
 
 from conftest import REPO, clean_env
+
+import gwtrace
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
 DATA = REPO / "tests" / "data" / "shim"
@@ -34,7 +37,11 @@ def launcher_pyz(target: Path) -> Path:
     one): a zipapp that runs the gwtrace installed in this interpreter."""
     src = target.parent / "launcher"
     src.mkdir()
-    (src / "__main__.py").write_text("import sys\nfrom gwtrace.cli import main\nsys.exit(main())\n")
+    # The set-up runs the archive with -I -S, as the real one runs itself: the paths of this
+    # interpreter's gwtrace and packages are given explicitly.
+    paths = [str(Path(gwtrace.__file__).resolve().parent.parent), sysconfig.get_paths()["purelib"]]
+    (src / "__main__.py").write_text(f"import sys\nsys.path[:0] = {paths!r}\n"
+                                     "from gwtrace.cli import main\nsys.exit(main())\n")
     zipapp.create_archive(src, target)
     return target
 
