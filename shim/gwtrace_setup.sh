@@ -206,10 +206,8 @@ chain_job_wrapper() {
 # (gwtrace.factory.to_trace.span_id), so the live spans and the backfill of
 # the same glidein are one trace with one span per step.
 derive_id() {
-  local sum
-  sum=$(printf '%s' "$1" | sha256sum) || return 1
-  gwtrace_r=${sum:0:16}
-  [[ $gwtrace_r == *[!0]* ]] || gwtrace_r=0000000000000001
+  _gwtrace_gl_id "$1" || return 1
+  gwtrace_r=$_gwtrace_gl_r
 }
 
 # derive_trace FORMAT ARGS...: the first 32 hex digits of sha256 of printf
@@ -312,8 +310,8 @@ record_earlier_steps() {
     status=0
     if [[ ${states[i]} != OK ]]; then
       status=error
-      detail=$(squeeze "${details[i]}")
-      [[ -z $detail ]] || status=$detail
+      _gwtrace_gl_text "${details[i]}"
+      [[ -z $_gwtrace_gl_r ]] || status=$_gwtrace_gl_r
     fi
     begin=${epochs[2*i]}.000000 end=${epochs[2*i+1]}.000000
     [[ $first != +([0-9]) ]] || (( ${epochs[2*i]} > first )) || begin=$2
@@ -322,16 +320,6 @@ record_earlier_steps() {
       "glidein.script=${ids[i]}" gwtrace.resolution=1s
     _gwtrace_put_end "$end" "$gwtrace_trace" "$gwtrace_r" "$status"
   done
-}
-
-# squeeze TEXT: white space folded, XML's five entities decoded, at most 1000 characters.
-squeeze() {
-  local text=$1
-  text=${text//[$'\t\n\r']/ }
-  while [[ $text == *'  '* ]]; do text=${text//  / }; done
-  text=${text# } text=${text% }
-  text=${text//&lt;/<} text=${text//&gt;/>} text=${text//&quot;/\"} text=${text//&apos;/\'} text=${text//&amp;/&}
-  printf '%s' "${text:0:1000}"
 }
 
 # ---- The step hook: copied (declare -f) into the state directory's steps.sh,
@@ -343,7 +331,7 @@ squeeze() {
 # The hook's settings, here empty; steps.sh sets them (write_hook_file).
 _gwtrace_gl_log='' _gwtrace_gl_boot='' _gwtrace_gl_dir='' _gwtrace_gl_libfile='' _gwtrace_gl_trace=''
 _gwtrace_gl_root='' _gwtrace_gl_condor='' _gwtrace_gl_python='' _gwtrace_gl_pyz='' _gwtrace_gl_sidecar=''
-_gwtrace_gl_out='' _gwtrace_gl_err=''
+_gwtrace_gl_out='' _gwtrace_gl_err='' _gwtrace_gl_r=''
 
 # _gwtrace_gl_hook ARGS...: error_augment.sh's own arguments.
 _gwtrace_gl_hook() {
@@ -369,6 +357,27 @@ _gwtrace_gl_lib() {
   [[ -r $_gwtrace_gl_libfile ]] && source "$_gwtrace_gl_libfile"
 }
 
+# _gwtrace_gl_id KEY: the first 16 hex digits of sha256(KEY), never all
+# zero, into _gwtrace_gl_r: gwtrace.factory.to_trace.span_id's derivation.
+_gwtrace_gl_id() {
+  local sum
+  sum=$(printf '%s' "$1" | sha256sum) || return 1
+  _gwtrace_gl_r=${sum:0:16}
+  [[ $_gwtrace_gl_r == *[!0]* ]] || _gwtrace_gl_r=0000000000000001
+}
+
+# _gwtrace_gl_text TEXT: GlideinWMS's <detail> text as one line into
+# _gwtrace_gl_r: white space folded, XML's five entities decoded, at most
+# 1000 characters.
+_gwtrace_gl_text() {
+  local text=$1
+  text=${text//[$'\t\n\r']/ }
+  while [[ $text == *'  '* ]]; do text=${text//  / }; done
+  text=${text# } text=${text% }
+  text=${text//&lt;/<} text=${text//&gt;/>} text=${text//&quot;/\"} text=${text//&apos;/\'} text=${text//&amp;/&}
+  _gwtrace_gl_r=${text:0:1000}
+}
+
 # _gwtrace_gl_step NOW RET ID PWD CMD START END: the step that just ended
 # (-process's arguments), as a span with the derived id of its place in
 # otr_outlist.list; condor_startup.sh also gets HTCondor's own span.
@@ -377,24 +386,22 @@ _gwtrace_gl_step() {
   read -r start <"$_gwtrace_gl_dir/step.$PPID" || start=${6:-0}.000000
   [[ -f $list ]] || list=${0%/*}/../otr_outlist.list
   index=$(grep -c '<OSGTestResult ' "$list" 2>/dev/null) || index=0
-  span=$(printf '%s' "$_gwtrace_gl_trace/script/$index/$id" | sha256sum) || return 0
-  span=${span:0:16}
+  _gwtrace_gl_id "$_gwtrace_gl_trace/script/$index/$id" || return 0
+  span=$_gwtrace_gl_r
   if [[ $ret != 0 ]]; then
     status=$ret
     [[ -r otrb_output.xml ]] && read -r -d '' xml <otrb_output.xml
     if [[ $xml == *'<detail>'*'</detail>'* ]]; then
-      detail=${xml#*<detail>} detail=${detail%%</detail>*}
-      detail=${detail//[$'\t\n\r']/ }
-      while [[ $detail == *'  '* ]]; do detail=${detail//  / }; done
-      detail=${detail# } detail=${detail% }
-      detail=${detail//&lt;/<} detail=${detail//&gt;/>} detail=${detail//&quot;/\"} detail=${detail//&amp;/&}
-      [[ -z $detail ]] || status=${detail:0:1000}
+      detail=${xml#*<detail>}
+      _gwtrace_gl_text "${detail%%</detail>*}"
+      detail=$_gwtrace_gl_r
+      [[ -z $detail ]] || status=$detail
     fi
   fi
   _gwtrace_put_begin "$start" "$_gwtrace_gl_trace" "$span" "$_gwtrace_gl_root" "$id" "glidein.script=$id"
   [[ $id != *condor_startup.sh ]] || _gwtrace_gl_condor "$start" "$now" "$span"
   _gwtrace_put_end "$now" "$_gwtrace_gl_trace" "$span" "$status" "process.exit.code=$ret"
-  printf '%s\t%s\t%s\n' "$id" "$ret" "${detail:0:1000}" >"$_gwtrace_gl_dir/last"
+  printf '%s\t%s\t%s\n' "$id" "$ret" "$detail" >"$_gwtrace_gl_dir/last"
 }
 
 # _gwtrace_gl_condor START END PARENT: HTCondor's own life inside
@@ -427,7 +434,7 @@ _gwtrace_gl_cleanup() {
     return 0
   fi
   read -r start <"$_gwtrace_gl_dir/cleanup" || start=$now
-  span=$(printf '%s' "$_gwtrace_gl_trace/cleanup" | sha256sum) && span=${span:0:16}
+  _gwtrace_gl_id "$_gwtrace_gl_trace/cleanup" && span=$_gwtrace_gl_r
   _gwtrace_put_begin "$start" "$_gwtrace_gl_trace" "$span" "$_gwtrace_gl_root" cleanup
   _gwtrace_put_end "$now" "$_gwtrace_gl_trace" "$span" ok
   _gwtrace_gl_end_root "$now" "${2-}"
@@ -501,8 +508,8 @@ write_hook_file() {
     printf '_gwtrace_gl_%s=%q\n' log "${GWTRACE_SOCKET#file://}" boot "${GWTRACE_BOOT_US-}" dir "$gwtrace_dir" \
       libfile "$gwtrace_here/gwtrace.sh" trace "$gwtrace_trace" root "$gwtrace_root" condor "$condor" \
       python "$gwtrace_python" pyz "$gwtrace_pyz" sidecar "$GWTRACE_DIR" out "$out" err "$err"
-    declare -f _gwtrace_gl_hook _gwtrace_gl_lib _gwtrace_gl_step _gwtrace_gl_condor _gwtrace_gl_cleanup \
-      _gwtrace_gl_end_root
+    declare -f _gwtrace_gl_hook _gwtrace_gl_lib _gwtrace_gl_id _gwtrace_gl_text _gwtrace_gl_step _gwtrace_gl_condor \
+      _gwtrace_gl_cleanup _gwtrace_gl_end_root
   } >"$gwtrace_dir/steps.sh.tmp" && mv -f "$gwtrace_dir/steps.sh.tmp" "$gwtrace_dir/steps.sh"
 }
 
