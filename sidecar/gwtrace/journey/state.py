@@ -20,7 +20,10 @@ from typing import Any, Dict, List, Optional
 AD_KEYS = ("TraceParent", "GlobalJobId", "Owner", "QDate", "JobStatus", "EnteredCurrentStatus",
            "DESIRED_Sites", "Requirements", "RequestCpus", "RequestMemory", "RequestDisk", "RequestGpus",
            "LastRejMatchReason", "LastRejMatchTime", "HoldReason", "HoldReasonCode", "HoldReasonSubCode",
-           "NumShadowStarts", "LastRemoteHost", "RemoteHost", "AccountingGroup")
+           "NumShadowStarts", "LastRemoteHost", "RemoteHost", "AccountingGroup",
+           # what request expressions use, and the job's expected wall time (--why compares it with glideins)
+           "ImageSize", "MemoryUsage", "ResidentSetSize", "DiskUsage", "MaxWallTimeMins", "MaxWallTime",
+           "JOB_EXPECTED_MAX_LIFETIME")
 _AD_LOWER = {k.lower(): k for k in AD_KEYS}
 _GLIDEIN_PREFIX = "match_exp_job_glidein_"
 _SLOT_GLIDEIN = re.compile(r"^[^@]+@(?P<name>[^@]+)@(?P<host>.+)$")
