@@ -151,6 +151,9 @@ def _ad_state(store: Any, ad: Dict[str, Any], schedd: Optional[str]) -> Dict[str
         found = table.get_states(conn, [table.job_key(name, cluster, proc)])
         if found:
             return next(iter(found.values()))
+    rows = table.find_at(conn, cluster, proc, ad_schedd, exact=True) if ad_schedd else []
+    if len(rows) == 1:      # stored under another name of its schedd (the address of its submit event)
+        return json.loads(rows[0][0])
     rows = conn.execute("SELECT state FROM jobs WHERE cluster = ? AND proc = ?", (cluster, proc)).fetchall()
     if len(rows) == 1:
         return json.loads(rows[0][0])

@@ -12,13 +12,12 @@ reason has a weight (its rank) and lines of evidence; what could not be
 checked is listed as missing, never guessed.
 """
 
-import re
 import statistics
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
 from . import match, table
-from .holds import explain
+from .holds import explain, measured_mb
 
 RECENT_FAILURES_S = 86400       # "failed recently": ended within the last day
 STALE_S = 7 * 86400             # a glidein record without an end, older than this, is not counted as alive
@@ -33,6 +32,10 @@ def _reason(weight: int, title: str, evidence: List[str], advice: Optional[str] 
 def _duration(seconds: Optional[float]) -> str:
     if seconds is None:
         return "?"
+    if 0 < seconds < 1:
+        return f"{max(1, round(seconds * 1000))} ms"      # a sub-second step is not "0 s"
+    if seconds < 10 and seconds != int(seconds):
+        return f"{seconds:.1f} s"
     seconds = int(seconds)
     if seconds < 120:
         return f"{seconds} s"
@@ -55,20 +58,14 @@ def when(epoch: Any, now: Optional[float] = None) -> str:
     return text
 
 
-_MEASURED = re.compile(r"(?:measured|peak)[^0-9.]{0,40}?(\d+(?:\.\d+)?)\s*(megabytes|mb|mib|kilobytes|kb|gigabytes|gb)\b",
-                       re.IGNORECASE)
-_SCALE = {"kilobytes": 1 / 1024, "kb": 1 / 1024, "gigabytes": 1024, "gb": 1024}
-
-
 def measured_peak(state: Dict[str, Any]) -> Optional[Tuple[int, str]]:
     """(MB, where it was measured) of the job's largest measured memory use: HTCondor's hold reason text
     ("Last measured usage: 2100 megabytes") or the runs' image-size events (006 MemoryUsage)."""
     best: Optional[Tuple[int, str]] = None
     for _, _, _, _, text in state["holds"]:
-        for number, unit in _MEASURED.findall(text or ""):
-            mb = int(float(number) * _SCALE.get(unit.lower(), 1))
-            if best is None or mb > best[0]:
-                best = (mb, "HTCondor's hold reason")
+        mb = measured_mb(text)
+        if mb is not None and (best is None or mb > best[0]):
+            best = (mb, "HTCondor's hold reason")
     for run in state["runs"]:
         if run.get("memory_mb") and (best is None or run["memory_mb"] > best[0]):
             best = (int(run["memory_mb"]), f"run {run['n']}'s MemoryUsage")
@@ -80,7 +77,7 @@ def _hold_reason(state: Dict[str, Any], now: float) -> Dict[str, Any]:
     what = explain(code, sub, text)
     advice = what["suggestion"]
     peak = measured_peak(state)
-    if peak is not None and "request_memory" in advice:
+    if peak is not None and "request_memory" in advice and str(peak[0]) not in advice:
         advice += f" (its measured peak: {peak[0]} MB, from {peak[1]}: ask for more than that)"
     evidence = [f"held for {_duration(now - start)}" + (f", hold code {code}" if code is not None else "")
                 + (f" subcode {sub}" if sub is not None else "") + f" ({what['label']}), since {when(start)}"]
