@@ -170,3 +170,20 @@ def test_a_cut_short_012_is_no_hold_code_and_closes_when_the_job_completes(tmp_p
     ingest(db, log)
     (held,) = by_name(job(db, "94.0"), "held")
     assert not held["open"] and held["end"] == T0 + 500
+
+
+def test_ingest_without_the_bindings_is_one_clear_line(tmp_path, monkeypatch, capsys):
+    """`make install` (no factory extra) then `gwtrace ingest --condor-log`: the command and the extra to
+    install, never "internal error"."""
+    import sys
+
+    from gwtrace.cli import main
+
+    for name in ("htcondor2", "htcondor"):
+        monkeypatch.setitem(sys.modules, name, None)       # import fails as when not installed
+    log = tmp_path / "u.log"
+    log.write_text(gen.submitted(5, 0, T0))
+    assert main(["ingest", "--condor-log", str(log), "--store", str(tmp_path / "t.db")]) == 1
+    err = capsys.readouterr().err
+    assert err == ("gwtrace: reading HTCondor job event logs (--condor-log) needs HTCondor's Python bindings, "
+                   "not installed here: pip install 'gwtrace[factory]' (or the htcondor package alone)\n")

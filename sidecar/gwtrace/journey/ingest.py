@@ -202,6 +202,15 @@ def ingest_condor(paths: List[str], ads: List[str], schedd: Optional[str], store
     from gwtrace.store import TraceStore
 
     totals, status = Totals(), 0
+    if paths:
+        from gwtrace.factory.condorg_log import _bindings
+
+        try:
+            _bindings()
+        except RuntimeError:
+            err.write("gwtrace: reading HTCondor job event logs (--condor-log) needs HTCondor's Python bindings, "
+                      "not installed here: pip install 'gwtrace[factory]' (or the htcondor package alone)\n")
+            return 1
     try:
         pending = ads_by_job(ads)
     except OSError as exc:
