@@ -125,14 +125,21 @@ def _trace_state(header: str, cache: Dict[str, TraceState]) -> TraceState:
     return state
 
 
+#: A span attribute the sidecar sets on a user job's spans (sidecar/reading.py): the span is exported with the
+#: resource's ``service.name`` replaced by its value (the job's spans belong to the job, not the glidein).
+SERVICE_KEY = "gwtrace.service.name"
+
+
 def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List[ReadableSpan]:
     """Build SDK spans carrying exactly the ids, parents and times bash chose.
 
     The attribute dicts are handed over as plain dicts: the assembler already
     bounded them (MAX_ATTRIBUTES) and every value is a str, int or bool, so
-    the SDK's BoundedAttributes validation would only repeat that work.
+    the SDK's BoundedAttributes validation would only repeat that work. A span
+    with ``SERVICE_KEY`` gets the resource with that ``service.name`` instead.
     """
     resource = hashed_resource(resource)
+    services: Dict[str, Resource] = {}
     span_context = _span_context
     positional = _READABLE_SPAN_POSITIONAL
     out = []
@@ -169,6 +176,13 @@ def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List
             status = _STATUS_UNSET
         attrs = dict(r.attributes)
         attrs["process.pid"] = r.pid
+        span_resource = resource
+        service = attrs.pop(SERVICE_KEY, None)
+        if service is not None:
+            span_resource = services.get(service)
+            if span_resource is None:
+                span_resource = services[service] = hashed_resource(
+                    resource.merge(Resource({"service.name": str(service)})))
         if r.dropped_attributes:
             attrs["gwtrace.dropped_attributes"] = r.dropped_attributes
         if r.dropped_events:
@@ -176,11 +190,11 @@ def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List
         events = [SdkEvent(name, attributes=a, timestamp=ts * 1000) for name, ts, a in r.events] \
             if r.events else ()
         if positional:
-            append(ReadableSpan(r.name, ctx, parent, resource, attrs, events, (), _INTERNAL, None, status,
+            append(ReadableSpan(r.name, ctx, parent, span_resource, attrs, events, (), _INTERNAL, None, status,
                                 r.start_us * 1000, r.end_us * 1000, SCOPE))
         else:                  # an SDK whose ReadableSpan takes other parameters
             append(ReadableSpan(
-                name=r.name, context=ctx, parent=parent, resource=resource, attributes=attrs,
+                name=r.name, context=ctx, parent=parent, resource=span_resource, attributes=attrs,
                 events=events, kind=_INTERNAL, start_time=r.start_us * 1000,
                 end_time=r.end_us * 1000, status=status, instrumentation_scope=SCOPE,
             ))
