@@ -116,8 +116,8 @@ def evaluate(classad: Any, ad: Any, key: str) -> Any:
     return value if isinstance(value, (bool, int, float, str)) else None
 
 
-def machine_ad(classad: Any, glidein: Dict[str, Any]) -> Any:
-    """What a glidein's slots advertised, as far as its record tells."""
+def machine_ad(classad: Any, glidein: Dict[str, Any], to_die: bool = True) -> Any:
+    """What a glidein's slots advertised, as far as its record tells (``GLIDEIN_ToDie`` when ``to_die``)."""
     ad = classad.ClassAd()
     for key, value in (("Cpus", glidein["cpus"]), ("TotalCpus", glidein["cpus"]), ("Memory", glidein["memory_mb"]),
                        ("TotalMemory", glidein["memory_mb"]), ("GPUs", glidein["gpus"] or 0),
@@ -125,9 +125,29 @@ def machine_ad(classad: Any, glidein: Dict[str, Any]) -> Any:
                        ("GLIDEIN_Entry_Name", glidein["entry"]), ("GLIDEIN_Max_Walltime", glidein["max_walltime"])):
         if value is not None:
             ad[key] = value
-    if glidein["max_walltime"] and glidein["started"]:
+    if to_die and glidein["max_walltime"] and glidein["started"]:
         ad["GLIDEIN_ToDie"] = glidein["started"] + glidein["max_walltime"]
     return ad
+
+
+def _kinds(classad: Any, glideins: List[Dict[str, Any]], to_die: bool) -> Tuple[List[Any], List[int], List[int]]:
+    """(machine ads, how many glideins each stands for, each glidein's ad): glideins of one entry offer the
+    same slots, so each distinct offer is evaluated once (thousands of glideins, a handful of offers)."""
+    index: Dict[Tuple[Any, ...], int] = {}
+    ads: List[Any] = []
+    counts: List[int] = []
+    of: List[int] = []
+    for glidein in glideins:
+        key = (glidein["cpus"], glidein["memory_mb"], glidein["gpus"], glidein["site"], glidein["entry"],
+               glidein["max_walltime"], (glidein["started"] if to_die else None))
+        at = index.get(key)
+        if at is None:
+            at = index[key] = len(ads)
+            ads.append(machine_ad(classad, glidein, to_die))
+            counts.append(0)
+        counts[at] += 1
+        of.append(at)
+    return ads, counts, of
 
 
 def offers(conn: Any, sites: List[str], now: float, window: float) -> List[Dict[str, Any]]:
@@ -144,20 +164,23 @@ def offers(conn: Any, sites: List[str], now: float, window: float) -> List[Dict[
              "ended": r[6], "max_walltime": r[7]} for r in rows]
 
 
-def _tally(classad: Any, job: Any, clause: Any, machines: List[Any]) -> Tuple[int, int, int]:
-    """(true, false, undefined) over the machines."""
+def _tally(job: Any, clause: Any, machines: List[Any], counts: List[int],
+           ok: List[bool]) -> Tuple[int, int, int]:
+    """(true, false, undefined) over the glideins (each machine ad counted for the glideins it stands for);
+    ``ok`` of a machine ad becomes False where the clause is false (undefined: not known to fail)."""
     true = false = undefined = 0
-    for machine in machines:
+    for at, machine in enumerate(machines):
         try:
             value = clause.eval(job, machine)
         except Exception:            # noqa: BLE001
             value = None
         if value is True:
-            true += 1
+            true += counts[at]
         elif value is False:
-            false += 1
+            false += counts[at]
+            ok[at] = False
         else:
-            undefined += 1
+            undefined += counts[at]
     return true, false, undefined
 
 
@@ -176,38 +199,37 @@ def compare(kept: Dict[str, Any], glideins: List[Dict[str, Any]], now: float) ->
     ``fit`` (glideins satisfying every check) and the largest offers."""
     classad = bindings()
     job = job_ad(classad, kept)
-    machines = [machine_ad(classad, g) for g in glideins]
+    text = kept.get("Requirements")
+    parts = split_and(text) if isinstance(text, str) else []
+    machines, counts, of = _kinds(classad, glideins, any("todie" in p.lower() for p in parts))
+    ok = [True] * len(machines)
+    total = len(glideins)
     best = {"cpus": max((g["cpus"] or 0 for g in glideins), default=0),
             "memory": max((g["memory_mb"] or 0 for g in glideins), default=0),
             "gpus": max((g["gpus"] or 0 for g in glideins), default=0)}
     blocking: List[Dict[str, Any]] = []
     unchecked: List[str] = []
-    passing = [True] * len(machines)
     for kind, attr, target, knob in REQUESTS:
         asked = evaluate(classad, job, attr)
         if not isinstance(asked, (int, float)) or isinstance(asked, bool) or (kind == "gpus" and asked <= 0):
             continue
-        clause = classad.ExprTree(f"TARGET.{target} >= MY.{attr}")
-        true, false, _ = _tally(classad, job, clause, machines)
-        _narrow(passing, job, clause, machines)
+        true, false, _ = _tally(job, classad.ExprTree(f"TARGET.{target} >= MY.{attr}"), machines, counts, ok)
         if true == 0 and false:
-            blocking.append({"kind": kind, "asked": asked, "best": best[kind], "knob": knob,
-                             "count": len(machines)})
-    text = kept.get("Requirements")
-    for part in split_and(text) if isinstance(text, str) else []:
+            blocking.append({"kind": kind, "asked": asked, "best": best[kind], "knob": knob, "count": total})
+    for part in parts:
         try:
             clause = classad.ExprTree(part)
         except Exception:            # noqa: BLE001
             unchecked.append(part)
             continue
-        true, false, undefined = _tally(classad, job, clause, machines)
-        _narrow(passing, job, clause, machines)
+        true, false, undefined = _tally(job, clause, machines, counts, ok)
         covered = any(attr.lower() in part.lower() for _, attr, _, _ in REQUESTS)
         if true == 0 and false and not covered:
-            blocking.append({"kind": "requirement", "clause": part, "count": len(machines), "false": false,
+            blocking.append({"kind": "requirement", "clause": part, "count": total, "false": false,
                              "undefined": undefined})
-        elif true == 0 and undefined == len(machines) and machines:
+        elif true == 0 and undefined == total and total:
             unchecked.append(part)
+    passing = [ok[at] for at in of]
     wall = wall_time(classad, job)
     lifetimes = [g["started"] + g["max_walltime"] - now for g in glideins
                  if g["ended"] is None and g["started"] and g["max_walltime"]]
@@ -220,15 +242,5 @@ def compare(kept: Dict[str, Any], glideins: List[Dict[str, Any]], now: float) ->
             if glidein["ended"] is None and glidein["started"] and glidein["max_walltime"] \
                     and glidein["started"] + glidein["max_walltime"] - now < wall[1]:
                 passing[index] = False
-    return {"blocking": blocking, "unchecked": unchecked, "fit": sum(passing), "count": len(machines),
+    return {"blocking": blocking, "unchecked": unchecked, "fit": sum(passing), "count": total,
             "wall": wall, "lifetimes_known": len(lifetimes)}
-
-
-def _narrow(passing: List[bool], job: Any, clause: Any, machines: List[Any]) -> None:
-    for index, machine in enumerate(machines):
-        if passing[index]:
-            try:
-                passing[index] = clause.eval(job, machine) is not False   # undefined: not known to fail
-            except Exception:        # noqa: BLE001
-                pass
-
