@@ -57,7 +57,7 @@ def test_memory_no_glidein_offered_is_named_with_what_to_change(tmp_path):
     top = why["reasons"][0]
     assert top["title"] == "no glidein at SiteA, SiteB offered 64000 MB of memory in the last day"
     assert top["evidence"] == ["the job asks for 64000 MB of memory (request_memory); the largest of the "
-                               "3 glidein(s) seen at SiteA, SiteB in the last day offered 16000"]
+                               "3 glidein(s) seen at SiteA, SiteB in the last day offered 16000 MB"]
     assert top["advice"].startswith("ask for at most 16000 (set request_memory = 16000 in the submit file)")
     # cpus fit (8 offered), the site clause is true: only memory is blamed; not again as "none big enough"
     titles = [r["title"] for r in why["reasons"]]

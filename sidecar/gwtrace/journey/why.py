@@ -247,7 +247,8 @@ def _blocking_reason(item: Dict[str, Any], where: str, peak: Optional[Tuple[int,
     seen = f"{count} glidein(s) seen at {where} in the last day"
     if kind in match.UNITS:
         unit, asked, best, knob = match.UNITS[kind], item["asked"], item["best"], item["knob"]
-        evidence = [f"the job asks for {asked} {unit} ({knob}); the largest of the {seen} offered {best}"]
+        evidence = [f"the job asks for {asked} {unit} ({knob}); the largest of the {seen} offered {best} "
+                    + {"memory": "MB"}.get(kind, unit)]
         advice = f"ask for at most {best} (set {knob} = {best} in the submit file)"
         if kind == "memory" and peak is not None:
             evidence.append(f"its measured peak: {peak[0]} MB (from {peak[1]})")
