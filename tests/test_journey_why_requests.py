@@ -154,3 +154,27 @@ def test_split_and_keeps_or_and_strings_whole():
     assert match.split_and('(x == "&&") && (y)') == ['x == "&&"', "y"]
     assert match.split_and('((a) && (b || c))') == ["a", "b || c"]
     assert match.split_and("") == []
+
+
+def test_memory_advice_quotes_the_measured_peak(tmp_path):
+    """Run 1 (evicted) measured 3000 MB (006 MemoryUsage): ask for between that and the largest offer; a job
+    whose peak is above every offer is told to look for bigger glideins instead."""
+    log = tmp_path / "u.log"
+    log.write_text(gen.submitted(90, 0, T0) + gen.executing(90, 0, T0 + 100) + gen.image(90, 0, T0 + 200, 3000)
+                   + gen.evicted(90, 0, T0 + 300))
+    ads = tmp_path / "ads"
+    ads.write_text(ad_text(90, 0, RequestMemory=64000))
+    db = tmp_path / "t.db"
+    with TraceStore(db) as store:
+        store.put_glidein_records([_offered(1)])
+    ingest(db, log, ads=[ads], schedd="submit.example.org")
+    top = _why(db)["reasons"][0]
+    assert top["evidence"][1] == "its measured peak: 3000 MB (from run 1's MemoryUsage)"
+    assert top["advice"] == ("lower request_memory to between 3000 MB (its measured peak) and 16000 MB "
+                             "(e.g. request_memory = 3601), or widen DESIRED_Sites")
+    log.write_text(log.read_text() + gen.executing(90, 0, T0 + 400) + gen.image(90, 0, T0 + 500, 20000)
+                   + gen.evicted(90, 0, T0 + 600))
+    ingest(db, log, schedd="submit.example.org")
+    assert _why(db)["reasons"][0]["advice"] == ("it needs more than the 16000 MB glideins there offer: add sites "
+                                                "with bigger glideins to DESIRED_Sites, or make the job use less "
+                                                "memory")

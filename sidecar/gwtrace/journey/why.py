@@ -260,8 +260,9 @@ def _blocking_reason(item: Dict[str, Any], where: str, peak: Optional[Tuple[int,
                           f"(e.g. {knob} = {min(best, int(peak[0] * 1.2) + 1)})")
         elif best == 0:
             advice = f"none offered any: drop {knob}, or add sites that offer them to DESIRED_Sites"
-        return _reason(95, f"no glidein at {where} offered {asked} {unit} in the last day", evidence,
-                       advice + ", or widen DESIRED_Sites")
+        if "DESIRED_Sites" not in advice:
+            advice += ", or widen DESIRED_Sites"
+        return _reason(95, f"no glidein at {where} offered {asked} {unit} in the last day", evidence, advice)
     if kind == "lifetime":
         evidence = [f"the job expects to run {_duration(item['asked'])} ({item['attr']}); the {item['count']} "
                     f"glidein(s) alive at {where} now have at most {_duration(item['best'])} of lifetime left "
