@@ -17,7 +17,7 @@ import inspect
 import logging
 import os
 import time
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -130,13 +130,20 @@ def _trace_state(header: str, cache: Dict[str, TraceState]) -> TraceState:
 SERVICE_KEY = "gwtrace.service.name"
 
 
-def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List[ReadableSpan]:
-    """Build SDK spans carrying exactly the ids, parents and times bash chose.
+def _service_resource(attrs: Dict[str, Any], resource: Resource, services: Dict[str, Resource]) -> Resource:
+    """``resource`` with the ``service.name`` the span's ``SERVICE_KEY`` names (the key taken out of ``attrs``)."""
+    service = str(attrs.pop(SERVICE_KEY))
+    found = services.get(service)
+    if found is None:
+        found = services[service] = hashed_resource(resource.merge(Resource({"service.name": service})))
+    return found
 
-    The attribute dicts are handed over as plain dicts: the assembler already
-    bounded them (MAX_ATTRIBUTES) and every value is a str, int or bool, so
-    the SDK's BoundedAttributes validation would only repeat that work. A span
-    with ``SERVICE_KEY`` gets the resource with that ``service.name`` instead.
+
+def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List[ReadableSpan]:
+    """Build SDK spans carrying exactly the ids, parents and times bash chose (a span with ``SERVICE_KEY``:
+    the resource with that ``service.name``). The attribute dicts are handed over as plain dicts: the
+    assembler already bounded them (MAX_ATTRIBUTES) and every value is a str, int or bool, so the SDK's
+    BoundedAttributes validation would only repeat that work.
     """
     resource = hashed_resource(resource)
     services: Dict[str, Resource] = {}
@@ -174,15 +181,8 @@ def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List
                 status = _STATUS_ERROR
         else:
             status = _STATUS_UNSET
-        attrs = dict(r.attributes)
-        attrs["process.pid"] = r.pid
-        span_resource = resource
-        service = attrs.pop(SERVICE_KEY, None)
-        if service is not None:
-            span_resource = services.get(service)
-            if span_resource is None:
-                span_resource = services[service] = hashed_resource(
-                    resource.merge(Resource({"service.name": str(service)})))
+        attrs = dict(r.attributes, **{"process.pid": r.pid})
+        span_resource = resource if SERVICE_KEY not in attrs else _service_resource(attrs, resource, services)
         if r.dropped_attributes:
             attrs["gwtrace.dropped_attributes"] = r.dropped_attributes
         if r.dropped_events:
