@@ -257,7 +257,8 @@ def test_why_says_what_evidence_is_missing(tmp_path):
     assert why["reasons"] == []
     assert why["missing"] == [
         "the job's owner is unknown (no job ad): no comparison with the owner's other jobs",
-        "the job's requests (request_cpus/memory, DESIRED_Sites) are unknown (give --job-ads)",
+        "the job's requests (request_cpus/memory, DESIRED_Sites) are unknown: give the output of "
+        "`condor_q -l 5.0` (or condor_history -l) with gwtrace ingest --job-ads",
         "the job's ad has no DESIRED_Sites: glideins are counted at every site",
         "the store holds no glidein records (gwtrace ingest --factory-logs, or traced glideins)",
         "no LastRejMatchReason in the job's ad (the negotiator's last word on it): give the output of "

@@ -111,7 +111,9 @@ def _wait_reasons(conn: Any, state: Dict[str, Any], waited: float, missing: List
     if req:
         groups.append(("req_key", "with the same requests", req))
     else:
-        missing.append("the job's requests (request_cpus/memory, DESIRED_Sites) are unknown (give --job-ads)")
+        missing.append("the job's requests (request_cpus/memory, DESIRED_Sites) are unknown: give the output of "
+                       f"`condor_q -l {state['cluster']}.{state['proc']}` (or condor_history -l) with "
+                       "gwtrace ingest --job-ads")
     for column, words, value in groups:
         waits = _waits(conn, column, value, key)
         if not waits:
