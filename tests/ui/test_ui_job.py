@@ -111,7 +111,7 @@ def test_held_job_page_says_why(served, driver):  # noqa: F811
     assert severe_console_messages(d) == []
 
 
-def test_idle_job_found_by_its_schedd_alias_says_which_request_no_glidein_offered(served, driver):  # noqa: F811
+def test_idle_job_found_by_its_schedd_alias_says_which_request_no_glidein_offered(served, driver, tmp_path):  # noqa: F811
     d = driver
     open_page(d, served + "/job/58123404.0@jobsub03.fnal.gov")
     assert css(d, "#job-title")[0].text == "Job 58123404.0 @ 131.225.240.11:9618"
@@ -125,6 +125,7 @@ def test_idle_job_found_by_its_schedd_alias_says_which_request_no_glidein_offere
     negotiator = [r.text for r in css(d, "#why-reasons li.why-reason") if "negotiator" in r.text][0]
     assert "LastRejMatchReason: no match found" in negotiator and " UTC (" in negotiator
     assert not re.search(r"\b1[0-9]{9}\b", css(d, "#why")[0].text)           # no raw epoch
+    d.save_screenshot(str(tmp_path / "idle-job.png"))
     assert severe_console_messages(d) == []
 
 
