@@ -30,7 +30,8 @@
 #   into GLIDEIN_WRAPPER_EXEC (one span per user job).
 #
 # Exporter: GWTRACE_OTLP_ENDPOINT or GWTRACE_OTLP_TRACES_ENDPOINT (and
-# GWTRACE_OTLP_HEADERS, GWTRACE_OTLP_TOKEN_FILE, GWTRACE_SERVICE_NAME) from
+# GWTRACE_OTLP_HEADERS, GWTRACE_OTLP_TOKEN_FILE, GWTRACE_SERVICE_NAME,
+# GWTRACE_JOB_SERVICE_NAME) from
 # glidein_config. Without one the node sends nothing (GWTRACE_EXPORT=ship-home).
 # GWTRACE_DISABLE=1 turns tracing off.
 #
@@ -113,11 +114,12 @@ state_dir() {
 # work directory): the sidecar reads it, so the token is never in glidein_config,
 # an environment or a command line.
 exporter_env() {
-  local endpoint traces headers service token_file
+  local endpoint traces headers service job_service token_file
   setting GWTRACE_OTLP_ENDPOINT; endpoint=$gwtrace_r
   setting GWTRACE_OTLP_TRACES_ENDPOINT; traces=$gwtrace_r
   setting GWTRACE_OTLP_HEADERS; headers=$gwtrace_r
   setting GWTRACE_SERVICE_NAME; service=$gwtrace_r
+  setting GWTRACE_JOB_SERVICE_NAME; job_service=$gwtrace_r
   setting GWTRACE_OTLP_TOKEN_FILE; token_file=$gwtrace_r
   token_file=${token_file:-${GWTRACE_OTLP_TOKEN_FILE-}}
   setting GLIDEIN_WORK_DIR
@@ -126,6 +128,7 @@ exporter_env() {
   [[ -n $traces ]] && export OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=$traces
   [[ -n $headers ]] && export OTEL_EXPORTER_OTLP_HEADERS=$headers
   [[ -n $service ]] && export OTEL_SERVICE_NAME=$service
+  [[ -n $job_service ]] && export GWTRACE_JOB_SERVICE_NAME=$job_service
   [[ -n $token_file ]] && export GWTRACE_OTLP_TOKEN_FILE=$token_file
   # The clean-up's stop waits this long for a collector that does not answer,
   # then ships the rest home: a glidein's end is not delayed by tracing.

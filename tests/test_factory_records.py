@@ -218,3 +218,10 @@ def test_gwtrace_glideins_is_a_command_of_the_real_cli(factory):
     assert done.returncode == 0, done.stderr
     records = json.loads(done.stdout)
     assert records and {"cluster", "proc", "gwms", "canonical", "incomplete"} <= set(records[0])
+
+
+def test_glidein_lifetime_from_its_config(records):
+    """GLIDEIN_Max_Walltime of the real glidein's config dump (171000 s): what gwtrace job --why compares a
+    job's wall time with (issue 30)."""
+    assert records[2].max_walltime == 171000
+    assert records[13].max_walltime is None

@@ -61,6 +61,27 @@ def test_a_job_can_neither_end_nor_annotate_the_glidein_span_but_adds_its_own(si
     assert spans["stage_in"].parent_id == job.span_id and spans["fetch"].parent_id == spans["stage_in"].span_id
     status = sidecar_status(sidecar)
     assert status["events_rejected_job"] == "3", status
+    # the job's spans belong to the job (issue 30): their own service name, the glidein's identity kept
+    assert glidein.resource["service.name"] == "glidein"
+    for name in ("user_job", "stage_in", "fetch"):
+        assert spans[name].resource["service.name"] == "user-job", name
+        assert "gwtrace.service.name" not in spans[name].attributes
+    assert {k: v for k, v in spans["fetch"].resource.items() if k != "service.name"} == \
+        {k: v for k, v in glidein.resource.items() if k != "service.name"}
+
+
+def test_the_job_service_name_is_settable(sidecar, receiver, tmp_path: Path):
+    sidecar.env["GWTRACE_JOB_SERVICE_NAME"] = "mu2e-analysis"
+    env = sidecar.start()
+    job = tmp_path / "job.sh"
+    job.write_text(f'source "{LIB}"\ntrace_begin stage_in\ntrace_end 0\n')
+    out = subprocess.run(["sh", str(WRAPPER), "bash", str(job)], env=dict(env, TRACEPARENT=f"00-{TRACE}-{GLIDEIN}-01"),
+                         capture_output=True, text=True, timeout=60)
+    assert out.returncode == 0, out.stderr
+    assert sidecar.stop().returncode == 0
+    spans = {s.name: s for s in receiver.wait_for(2, timeout=30)}
+    assert {n: s.resource["service.name"] for n, s in spans.items()} == {"user_job": "mu2e-analysis",
+                                                                          "stage_in": "mu2e-analysis"}
 
 
 def sidecar_status(sidecar) -> dict:

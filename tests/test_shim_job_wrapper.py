@@ -121,12 +121,32 @@ def test_without_traceparent_in_the_ad_the_job_joins_the_glideins_trace(node) ->
     assert dict(begin.attributes)["htcondor.job.id"] == "7.0"
 
 
-def test_no_event_log_means_plain_exec(node) -> None:
-    env = {k: v for k, v in node["env"].items() if not k.startswith("GWTRACE_")}
-    proc = subprocess.Popen(["dash", str(WRAPPER), "/bin/sh", "-c", 'echo "$$ ${TRACEPARENT:-none}"'],
+def _plain(env: Dict[str, str], shell: List[str]) -> List[str]:
+    proc = subprocess.Popen([*shell, str(WRAPPER), "/bin/sh", "-c", 'echo "$$ ${TRACEPARENT:-none} ${TRACESTATE:-none}"'],
                             env=env, stdout=subprocess.PIPE)
     out, _ = proc.communicate(timeout=30)
-    assert out.decode().split() == [str(proc.pid), "none"]    # the job *is* the wrapper process
+    words = out.decode().split()
+    assert words[0] == str(proc.pid)            # the job *is* the wrapper process: plain exec
+    return words[1:]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_no_event_log_means_plain_exec_still_continuing_the_jobs_trace(shell, node) -> None:
+    """No sidecar (no event log): no span, but the job gets the ad's TraceParent as TRACEPARENT (issue 30),
+    under its "executing" span when the ad gives the run (NumShadowStarts); another trace's TRACESTATE goes."""
+    from gwtrace.journey.spans import run_span_id
+
+    env = {k: v for k, v in node["env"].items() if not k.startswith("GWTRACE_")}
+    assert _plain(dict(env, TRACEPARENT=GLIDEIN_TRACEPARENT, TRACESTATE="a=b"), shell) == [AD_TRACEPARENT, "none"]
+    ad = Path(env["_CONDOR_JOB_AD"])
+    ad.write_text(ad.read_text() + "NumShadowStarts = 3\n")
+    trace = AD_TRACEPARENT[3:35]
+    assert _plain(env, shell) == [f"00-{trace}-{run_span_id(trace, 1234, 5, 3)}-01", "none"]
+    assert _plain(dict(env, GWTRACE_DISABLED="1"), shell) == ["none", "none"]
+    ad.write_text('ClusterId = 7\nTraceParent = "not-a-traceparent"\n')
+    assert _plain(dict(env, TRACEPARENT=GLIDEIN_TRACEPARENT), shell) == [GLIDEIN_TRACEPARENT, "none"]
+    del env["_CONDOR_JOB_AD"]
+    assert _plain(env, shell) == ["none", "none"]
 
 
 def test_usage_error_is_one_line() -> None:

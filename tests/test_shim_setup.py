@@ -145,7 +145,7 @@ def run_later_validation_script(glidein: Dict[str, Path]) -> None:
 def test_traces_the_glidein_its_scripts_and_its_jobs(glidein, receiver) -> None:
     config = glidein["config"]
     with config.open("a") as f:
-        f.write(f"GWTRACE_OTLP_TRACES_ENDPOINT {receiver.endpoint}\n")
+        f.write(f"GWTRACE_OTLP_TRACES_ENDPOINT {receiver.endpoint}\nGWTRACE_JOB_SERVICE_NAME cms-analysis\n")
     out = run_setup(glidein, setup_env(OTEL_EXPORTER_OTLP_TIMEOUT="2000"))
     assert out.returncode == 0, out.stderr
     assert out.stdout == "" and out.stderr == ""
@@ -205,6 +205,9 @@ def test_traces_the_glidein_its_scripts_and_its_jobs(glidein, receiver) -> None:
     assert spans["check_tmp"].parent_id == spans["validate_node.sh"].span_id
     assert spans["user_job"].attributes["htcondor.job.id"] == "88.0"
     assert spans["user_job"].attributes["process.exit.code"] == 4
+    # the job's span has the job's service name (GWTRACE_JOB_SERVICE_NAME), the glidein's identity kept
+    assert root.resource["service.name"] == "glidein" and spans["user_job"].resource["service.name"] == "cms-analysis"
+    assert spans["user_job"].resource["glidein.site"] == "Test_Site"
     assert job.stdout.strip() == f"00-{root.trace_id}-{spans['user_job'].span_id}-01"
 
 

@@ -46,3 +46,33 @@ def test_is_finished() -> None:
     assert is_finished([span("1", "remote", 0, 10), span("2", "1", 1, 5)])     # parent in another trace part
     assert not is_finished([span("2", "1", 1, 5), span("3", "1", 6, 8)])        # two orphans: root still open
     assert not is_finished([span("2", "1", 1, 5), span("3", "2", 2, 8)])        # child outlives its "root"
+
+
+def test_last_is_the_newest_run_even_when_it_continued_a_traceparent(tmp_path) -> None:
+    """The newest run continued a TRACEPARENT (issue 30): its top spans' parent is the caller's span, remote,
+    not in the store; it is the one shown, not an older whole trace."""
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.resources import Resource
+
+    from gwtrace.export.otlp import to_readable_spans
+    from gwtrace.sidecar.assembler import SpanRecord
+
+    def span(trace, sid, parent, remote, name, start, end):
+        return SpanRecord(trace_id=trace, span_id=sid, parent_id=parent, parent_remote=remote, flags=1,
+                          tracestate="", name=name, start_us=start, pid=1, end_us=end)
+
+    old, new, caller = "a" * 32, "b" * 32, "c" * 16
+    db = str(tmp_path / "traces.db")
+    with TraceStore(db) as store:
+        for spans in ([span(old, "1" * 16, "", False, "older-run", 1_000, 9_000),
+                       span(old, "2" * 16, "1" * 16, False, "work", 2_000, 3_000)],
+                      [span(new, "3" * 16, caller, True, "step-one", 20_000, 21_000),
+                       span(new, "4" * 16, caller, True, "step-two", 21_000, 22_000)]):
+            store.ingest(encode_spans(to_readable_spans(spans, Resource({"service.name": "gwtrace"}))))
+        # a run still going, newer still, that did not continue anything: orphans with local parents
+        store.ingest(encode_spans(to_readable_spans([span("d" * 32, "5" * 16, "6" * 16, False, "fn", 30_000, 30_500),
+                                                     span("d" * 32, "7" * 16, "6" * 16, False, "fn", 31_000, 31_500)],
+                                                    Resource({"service.name": "gwtrace"}))))
+    out = io.StringIO()
+    assert show(None, True, db, out) == 0
+    assert out.getvalue().startswith(f"trace {new} ") and "step-two" in out.getvalue()

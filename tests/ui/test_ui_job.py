@@ -4,6 +4,7 @@ it shows submit -> queue -> hold -> glidein validated -> run -> job steps -> exi
 from __future__ import annotations
 
 import io
+import re
 import time
 import urllib.parse
 
@@ -22,6 +23,9 @@ from test_ui_browser import css, driver, open_page, severe_console_messages, sta
 
 T0 = int(time.time()) - 7200
 GLOBAL = f"submit.example.org#77.0#{T0}"
+JOBSUB = "<131.225.240.11:9618?addrs=131.225.240.11-9618&alias=jobsub03.fnal.gov&noUDP&sock=schedd_2891_4f5a>"
+MEMORY_HOLD = ("Error from slot1_3@glidein_4242_1@wn1.example.org: Job has gone over cgroup memory limit of 2048 "
+               "megabytes. Last measured usage: 2100 megabytes.  Consider resubmitting with a higher request_memory.")
 
 
 @pytest.fixture(scope="module")
@@ -30,16 +34,24 @@ def served(tmp_path_factory):
     db = tmp / "traces.db"
     log = tmp / "user.log"
     log.write_text(gen.full_journey(77, 0, T0) + gen.submitted(60, 0, T0) + gen.executing(60, 0, T0 + 10)
-                   + gen.held(60, 0, T0 + 20, "Job has gone over memory limit of 2048 megabytes.", 34, 102))
+                   + gen.held(60, 0, T0 + 20, MEMORY_HOLD, 34, 102))
+    idle = tmp / "jobsub.log"          # an idle job of a jobsub schedd, asking for more memory than offered
+    idle.write_text(gen.submitted(58123404, 0, T0, host=JOBSUB))
     ads = tmp / "job.ad"
     ads.write_text(ad_text(77, 0, TraceParent=f'"00-{TRACE}-{PARENT}-01"', GlobalJobId=f'"{GLOBAL}"',
                            MATCH_EXP_JOB_GLIDEIN_Site='"SiteA"', MATCH_EXP_JOB_GLIDEIN_Factory='"OSG"',
                            MATCH_EXP_JOB_GLIDEIN_Schedd=f'"{FACTORY_SCHEDD}"', MATCH_EXP_JOB_GLIDEIN_ClusterId='"4242"',
                            MATCH_EXP_JOB_GLIDEIN_ProcId='"0"'))
+    big = tmp / "big.ad"
+    big.write_text(ad_text(58123404, 0, GlobalJobId=f'"jobsub03.fnal.gov#58123404.0#{T0}"', RequestCpus=8,
+                           RequestMemory=64000, LastRejMatchReason='"no match found"', LastRejMatchTime=T0 + 60))
+    offering = glidein(4243, "SiteA", started=T0 + 30, condor_start=T0 + 90, memory=16000)
     with TraceStore(db) as store:
-        store.put_glidein_records([glidein(4242, "SiteA", started=T0 + 550, condor_start=T0 + 590, ended=T0 + 900)])
+        store.put_glidein_records([glidein(4242, "SiteA", started=T0 + 550, condor_start=T0 + 590, ended=T0 + 900),
+                                   offering])
     err = io.StringIO()
     assert ingest_condor([str(log)], [str(ads)], "submit.example.org", str(db), err) == 0, err.getvalue()
+    assert ingest_condor([str(idle)], [str(big)], None, str(db), err) == 0, err.getvalue()
     # the glidein's own spans, with the job wrapper's span under the job's second run
     wrapper = SpanRecord(trace_id=TRACE, span_id="aaaaaaaaaaaaaaa1", parent_id=run_span_id(TRACE, 77, 0, 2),
                          parent_remote=True, flags=1, tracestate="", name="user_job", start_us=(T0 + 610) * 10**6,
@@ -91,6 +103,29 @@ def test_held_job_page_says_why(served, driver):  # noqa: F811
         "held: the job used more memory than it had been given"
     assert "request_memory" in reasons[0].find_elements("css selector", ".why-advice")[0].text
     assert "hold code 34 subcode 102" in reasons[0].text
+    assert "2100 MB" in reasons[0].find_elements("css selector", ".why-advice")[0].text
+    assert css(d, "#job-hold-reason")[0].text == " ".join(MEMORY_HOLD.split())   # HTCondor's own words
+    held = css(d, "#journey tr.jr-span[data-name=held]")[0]
+    assert held.find_elements("css selector", ".jr-duration")[0].text.endswith(" so far")
+    assert "Last measured usage: 2100 megabytes" in held.text
+    assert severe_console_messages(d) == []
+
+
+def test_idle_job_found_by_its_schedd_alias_says_which_request_no_glidein_offered(served, driver, tmp_path):  # noqa: F811
+    d = driver
+    open_page(d, served + "/job/58123404.0@jobsub03.fnal.gov")
+    assert css(d, "#job-title")[0].text == "Job 58123404.0 @ 131.225.240.11:9618"
+    assert css(d, "#job-aliases")[0].text == "jobsub03.fnal.gov"
+    idle = css(d, "#journey tr.jr-span[data-name=idle]")[0]
+    assert re.fullmatch(r"\dh\d\dm so far", idle.find_elements("css selector", ".jr-duration")[0].text)
+    top = css(d, "#why-reasons li.why-reason")[0]
+    assert top.find_elements("css selector", ".why-title")[0].text == \
+        "no glidein at SiteA, SiteB offered 64000 MB of memory in the last day"
+    assert "request_memory = 16000" in top.find_elements("css selector", ".why-advice")[0].text
+    negotiator = [r.text for r in css(d, "#why-reasons li.why-reason") if "negotiator" in r.text][0]
+    assert "LastRejMatchReason: no match found" in negotiator and " UTC (" in negotiator
+    assert not re.search(r"\b1[0-9]{9}\b", css(d, "#why")[0].text)           # no raw epoch
+    d.save_screenshot(str(tmp_path / "idle-job.png"))
     assert severe_console_messages(d) == []
 
 

@@ -71,13 +71,21 @@ def render_tree(spans: List[Dict[str, Any]], out: TextIO, path: Optional[Dict[st
         line(root, 0)
 
 
+#: OTLP span flags: "whether the parent is remote" is known, and it is (the SDK's encoder sets both).
+REMOTE_PARENT = 0x100 | 0x200
+
+
 def is_finished(spans: List[Dict[str, Any]]) -> bool:
     """Whether a trace is whole: one root (a span whose parent is not in the
     trace: none, or remote) that started first and ended last. A run still
     going has only the spans that ended: several orphans (their parents are
-    still open), or one that does not cover the others."""
+    still open), or one that does not cover the others. A run that continued a TRACEPARENT has no
+    local root: its top spans all have the caller's span, marked remote, as parent; the orphans of a run
+    still going have local parents (not marked remote)."""
     ids = {s["span_id"] for s in spans}
     roots = [s for s in spans if (s.get("parent_span_id") or "") not in ids]
+    if roots and all((s.get("flags") or 0) & REMOTE_PARENT == REMOTE_PARENT for s in roots):
+        return True     # a run that continued a TRACEPARENT: its top spans' parent is the caller's (remote)
     if len(roots) != 1:
         return False
     root = roots[0]

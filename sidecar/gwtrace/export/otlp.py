@@ -17,7 +17,7 @@ import inspect
 import logging
 import os
 import time
-from typing import Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
+from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -125,14 +125,28 @@ def _trace_state(header: str, cache: Dict[str, TraceState]) -> TraceState:
     return state
 
 
-def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List[ReadableSpan]:
-    """Build SDK spans carrying exactly the ids, parents and times bash chose.
+#: A span attribute the sidecar sets on a user job's spans (sidecar/reading.py): the span is exported with the
+#: resource's ``service.name`` replaced by its value (the job's spans belong to the job, not the glidein).
+SERVICE_KEY = "gwtrace.service.name"
 
-    The attribute dicts are handed over as plain dicts: the assembler already
-    bounded them (MAX_ATTRIBUTES) and every value is a str, int or bool, so
-    the SDK's BoundedAttributes validation would only repeat that work.
+
+def _service_resource(attrs: Dict[str, Any], resource: Resource, services: Dict[str, Resource]) -> Resource:
+    """``resource`` with the ``service.name`` the span's ``SERVICE_KEY`` names (the key taken out of ``attrs``)."""
+    service = str(attrs.pop(SERVICE_KEY))
+    found = services.get(service)
+    if found is None:
+        found = services[service] = hashed_resource(resource.merge(Resource({"service.name": service})))
+    return found
+
+
+def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List[ReadableSpan]:
+    """Build SDK spans carrying exactly the ids, parents and times bash chose (a span with ``SERVICE_KEY``:
+    the resource with that ``service.name``). The attribute dicts are handed over as plain dicts: the
+    assembler already bounded them (MAX_ATTRIBUTES) and every value is a str, int or bool, so the SDK's
+    BoundedAttributes validation would only repeat that work.
     """
     resource = hashed_resource(resource)
+    services: Dict[str, Resource] = {}
     span_context = _span_context
     positional = _READABLE_SPAN_POSITIONAL
     out = []
@@ -167,8 +181,8 @@ def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List
                 status = _STATUS_ERROR
         else:
             status = _STATUS_UNSET
-        attrs = dict(r.attributes)
-        attrs["process.pid"] = r.pid
+        attrs = dict(r.attributes, **{"process.pid": r.pid})
+        span_resource = resource if SERVICE_KEY not in attrs else _service_resource(attrs, resource, services)
         if r.dropped_attributes:
             attrs["gwtrace.dropped_attributes"] = r.dropped_attributes
         if r.dropped_events:
@@ -176,11 +190,11 @@ def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List
         events = [SdkEvent(name, attributes=a, timestamp=ts * 1000) for name, ts, a in r.events] \
             if r.events else ()
         if positional:
-            append(ReadableSpan(r.name, ctx, parent, resource, attrs, events, (), _INTERNAL, None, status,
+            append(ReadableSpan(r.name, ctx, parent, span_resource, attrs, events, (), _INTERNAL, None, status,
                                 r.start_us * 1000, r.end_us * 1000, SCOPE))
         else:                  # an SDK whose ReadableSpan takes other parameters
             append(ReadableSpan(
-                name=r.name, context=ctx, parent=parent, resource=resource, attributes=attrs,
+                name=r.name, context=ctx, parent=parent, resource=span_resource, attributes=attrs,
                 events=events, kind=_INTERNAL, start_time=r.start_us * 1000,
                 end_time=r.end_us * 1000, status=status, instrumentation_scope=SCOPE,
             ))

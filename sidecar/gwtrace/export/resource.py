@@ -43,6 +43,7 @@ GLIDEIN_KEYS = {
     "GLIDEIN_CPUS": ("glidein.cpus", int),
     "GLIDEIN_MaxMemMBs": ("glidein.memory_mb", int),
     "GLIDEIN_GPUS": ("glidein.gpus", int),
+    "GLIDEIN_Max_Walltime": ("glidein.max_walltime", int),
     "DEBUG_MODE": ("glidein.debug_mode", int),
 }
 

@@ -78,6 +78,7 @@ def _identity(rec: GlideinRecord, resource: Dict[str, Any], final: Dict[str, Any
     rec.cpus = _int(final.get("glidein.cpus", resource.get("glidein.cpus")))
     rec.memory_mb = _int(final.get("glidein.memory_mb", resource.get("glidein.memory_mb")))
     rec.gpus = _int(final.get("glidein.gpus", resource.get("glidein.gpus"))) or 0
+    rec.max_walltime = _int(final.get("glidein.max_walltime", resource.get("glidein.max_walltime")))
     if rec.cpus is None:
         rec.cpus = 1
         rec.notes.append(f"{CPUS_ASSUMED}: 1 core assumed")

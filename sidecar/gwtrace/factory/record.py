@@ -41,6 +41,7 @@ class GlideinRecord:
     cpus: Optional[int] = None
     memory_mb: Optional[int] = None
     gpus: int = 0
+    max_walltime: Optional[int] = None  # GLIDEIN_Max_Walltime (s): its lifetime, for gwtrace job --why
     submitted: Optional[int] = None
     ce_submitted: Optional[int] = None  # Condor-G 027: handed to the CE (queued at the site)
     started: Optional[int] = None
@@ -122,6 +123,7 @@ def _resources(rec: GlideinRecord, config: Dict[str, str], err: Optional[ErrFile
     if gpus is None and err is not None:
         gpus = err.gpus
     rec.gpus = gpus or 0
+    rec.max_walltime = _num(config.get("GLIDEIN_Max_Walltime"))
 
 
 def _identity(rec: GlideinRecord, out: Optional[OutFile], config: Dict[str, str], env: Dict[str, str]) -> None:

@@ -42,13 +42,16 @@ _SHOWN = ("hold.code", "hold.subcode", "hold.label", "hold.suggestion", "htcondo
 def _span_line(node: Dict[str, Any]) -> str:
     attrs = node["attributes"]
     bits = [f"{k}={attrs[k]}" for k in _SHOWN if k in attrs and k != "hold.suggestion"]
-    text = f"{node['name']}  {_duration(node['duration_s'])}"
-    if node["open"]:
-        text += " (open)"
+    if node["open"] and node.get("elapsed_s") is not None:
+        text = f"{node['name']}  {_duration(node['elapsed_s'])} so far (open)"
+    else:
+        text = f"{node['name']}  {_duration(node['duration_s'])}" + (" (open)" if node["open"] else "")
     if node["status"] == "error":
         text += "  ERROR"
     if bits:
         text += "  [" + ", ".join(bits) + "]"
+    if attrs.get("hold.reason"):
+        text += f"  reason: {attrs['hold.reason']}"
     glidein = node.get("glidein")
     if glidein and glidein.get("known"):
         text += (f"  glidein at {glidein.get('site') or '?'}: started {_when(glidein.get('started'))},"
@@ -69,6 +72,8 @@ def render_journey(data: Dict[str, Any], out: TextIO) -> None:
     if now.get("exit"):
         state += "  " + ", ".join(f"exit {k} {v}" for k, v in now["exit"].items())
     out.write(f"state: {state}\n")
+    if now.get("hold_reason"):
+        out.write(f"hold reason: {now['hold_reason']}\n")
     children: Dict[str, List[Dict[str, Any]]] = {}
     ids = {n["span_id"] for n in data["spans"]}
     roots = []
@@ -83,7 +88,7 @@ def render_journey(data: Dict[str, Any], out: TextIO) -> None:
     for root in roots:
         walk(root, 0)
     if any(node["open"] for node in data["spans"]):
-        out.write("(open: no event has ended it yet; shown up to the last event read)\n")
+        out.write("(open: no event has ended it yet; its time is counted until now)\n")
 
 
 def render_why(data: Dict[str, Any], out: TextIO) -> None:

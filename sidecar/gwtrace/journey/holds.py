@@ -10,6 +10,7 @@ status shifted left by eight bits; for 34 it names the resource.
 
 import errno
 import os
+import re
 from typing import Any, Dict, Optional, Tuple
 
 #: code -> (label, what happened, what to do)
@@ -89,6 +90,18 @@ OUT_OF = {102: ("memory", "request_memory"), 104: ("disk", "request_disk")}
 _ERRNO_CODES = (6, 7, 8, 9, 10, 12, 13, 14)
 
 
+_MEASURED = re.compile(r"(?:measured|peak)[^0-9.]{0,40}?(\d+(?:\.\d+)?)\s*(megabytes|mb|mib|kilobytes|kb|gigabytes|gb)\b",
+                       re.IGNORECASE)
+_SCALE = {"kilobytes": 1 / 1024, "kb": 1 / 1024, "gigabytes": 1024, "gb": 1024}
+
+
+def measured_mb(reason: str) -> Optional[int]:
+    """The memory use HTCondor measured, from its hold reason text ("... Last measured usage: 2100
+    megabytes ..."), in MB; None when the text gives none."""
+    found = [int(float(n) * _SCALE.get(u.lower(), 1)) for n, u in _MEASURED.findall(reason or "")]
+    return max(found) if found else None
+
+
 def _subcode_text(code: int, sub: int) -> Optional[str]:
     if code in (12, 13) and sub >= 256:
         return f"the file-transfer plug-in exited with status {sub >> 8}"
@@ -97,6 +110,11 @@ def _subcode_text(code: int, sub: int) -> Optional[str]:
     if code in _ERRNO_CODES and sub > 0:
         return f"errno {sub} ({os.strerror(sub)})"
     return None
+
+
+def _round_up(mb: float) -> int:
+    """A request with some headroom, rounded up to 100 MB."""
+    return int(-(-mb // 100) * 100)
 
 
 def explain(code: Any, subcode: Any = None, reason: str = "") -> Dict[str, Any]:
@@ -118,6 +136,10 @@ def explain(code: Any, subcode: Any = None, reason: str = "") -> Dict[str, Any]:
         resource, knob = OUT_OF[sub]
         out["meaning"] = f"the job used more {resource} than it had been given"
         out["suggestion"] = f"raise {knob} in the submit file (above what the job really uses), then resubmit"
+        peak = measured_mb(reason) if resource == "memory" else None
+        if peak is not None:
+            out["suggestion"] = (f"raise {knob} above the {peak} MB HTCondor measured (e.g. {knob} = "
+                                 f"{_round_up(peak * 1.2)}), then resubmit")
     elif sub is not None:
         text = _subcode_text(code, sub)
         if text:

@@ -151,6 +151,9 @@ def _ad_state(store: Any, ad: Dict[str, Any], schedd: Optional[str]) -> Dict[str
         found = table.get_states(conn, [table.job_key(name, cluster, proc)])
         if found:
             return next(iter(found.values()))
+    rows = table.find_at(conn, cluster, proc, ad_schedd, exact=True) if ad_schedd else []
+    if len(rows) == 1:      # stored under another name of its schedd (the address of its submit event)
+        return json.loads(rows[0][0])
     rows = conn.execute("SELECT state FROM jobs WHERE cluster = ? AND proc = ?", (cluster, proc)).fetchall()
     if len(rows) == 1:
         return json.loads(rows[0][0])
@@ -199,6 +202,15 @@ def ingest_condor(paths: List[str], ads: List[str], schedd: Optional[str], store
     from gwtrace.store import TraceStore
 
     totals, status = Totals(), 0
+    if paths:
+        from gwtrace.factory.condorg_log import _bindings
+
+        try:
+            _bindings()
+        except RuntimeError:
+            err.write("gwtrace: reading HTCondor job event logs (--condor-log) needs HTCondor's Python bindings, "
+                      "not installed here: pip install 'gwtrace[factory]' (or the htcondor package alone)\n")
+            return 1
     try:
         pending = ads_by_job(ads)
     except OSError as exc:

@@ -121,7 +121,10 @@ def _glidein_link(ad: Dict[str, Any], run: Dict[str, Any],
 def _run_spans(b: _Spans, root: str, run: Dict[str, Any], glidein: Dict[str, Any], link: Optional[Link]) -> None:
     key = f"{b.prefix}/run/{run['n']}"
     failed = run["end_reason"] in _FAILED_RUN
-    span = b.add(key, "executing", run["start"], run["end"], root, status="error" if failed else "unset",
+    # the run begins with its input transfer (HTCondor logs 040 before 001): its span covers the transfer
+    begins = [t[1] if t[1] is not None else t[2] for t in run["transfers"]]
+    start = min([t for t in begins if t is not None] + [run["start"]])
+    span = b.add(key, "executing", start, run["end"], root, status="error" if failed else "unset",
                  **{"htcondor.run": run["n"], "htcondor.slot": run["slot"], "htcondor.execute_host": run["host"],
                     "htcondor.run.end_reason": run["end_reason"], "htcondor.memory_usage_mb": run["memory_mb"]},
                  **glidein)

@@ -20,7 +20,10 @@ from typing import Any, Dict, List, Optional
 AD_KEYS = ("TraceParent", "GlobalJobId", "Owner", "QDate", "JobStatus", "EnteredCurrentStatus",
            "DESIRED_Sites", "Requirements", "RequestCpus", "RequestMemory", "RequestDisk", "RequestGpus",
            "LastRejMatchReason", "LastRejMatchTime", "HoldReason", "HoldReasonCode", "HoldReasonSubCode",
-           "NumShadowStarts", "LastRemoteHost", "RemoteHost", "AccountingGroup")
+           "NumShadowStarts", "LastRemoteHost", "RemoteHost", "AccountingGroup",
+           # what request expressions use, and the job's expected wall time (--why compares it with glideins)
+           "ImageSize", "MemoryUsage", "ResidentSetSize", "DiskUsage", "MaxWallTimeMins", "MaxWallTime",
+           "JOB_EXPECTED_MAX_LIFETIME")
 _AD_LOWER = {k.lower(): k for k in AD_KEYS}
 _GLIDEIN_PREFIX = "match_exp_job_glidein_"
 _SLOT_GLIDEIN = re.compile(r"^[^@]+@(?P<name>[^@]+)@(?P<host>.+)$")
@@ -50,6 +53,9 @@ def keep_ad(state: Dict[str, Any], ad: Dict[str, Any]) -> None:
     owner = kept.get("Owner")
     if owner and not state.get("owner"):
         state["owner"] = owner
+    global_id = kept.get("GlobalJobId")
+    if isinstance(global_id, str) and "#" in global_id:
+        add_alias(state, global_id.split("#")[0])
 
 
 def _plain(value: Any) -> Any:
@@ -99,11 +105,24 @@ def glidein_of_slot(slot: Optional[str], host: Optional[str]) -> Dict[str, Any]:
     return out
 
 
+def add_alias(state: Dict[str, Any], name: Any) -> None:
+    """Another name of the job's schedd (the submit event's ``alias=``, the GlobalJobId's schedd part):
+    ``gwtrace job C.P@name`` finds the job by any of them."""
+    if not isinstance(name, str) or not name or name == state["schedd"]:
+        return
+    aliases = state.setdefault("schedd_aliases", [])
+    if name.lower() not in aliases and len(aliases) < 8:
+        aliases.append(name.lower())
+
+
 def _submitted(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None:
     if state["submitted"] is None or when < state["submitted"]:
         state["submitted"] = when
     if items.get("SubmitHost") and not state.get("submit_host"):
         state["submit_host"] = items["SubmitHost"]
+    alias = _ALIAS.search(str(items.get("SubmitHost") or ""))
+    if alias:
+        add_alias(state, alias.group(1))
     state["status"] = "idle"
     if not state["runs"] and not state["holds"]:
         if state["idle"]:
@@ -114,17 +133,33 @@ def _submitted(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None:
 
 def _execute(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None:
     _end_run(state, when, "superseded")
-    _close(state["idle"], when)
+    pending = [t[1] if t[1] is not None else t[2] for t in state.get("pending_transfers", [])]
+    began = min([t for t in pending if t is not None] + [when])
+    _close(state["idle"], began)          # the wait ended when its input transfer began
+    _close(state["holds"], when)          # executing: no longer held, even when the release was not logged
     slot, host = items.get("SlotName"), items.get("ExecuteHost")
     run = {"n": len(state["runs"]) + 1, "start": when, "end": None, "end_reason": None, "host": host,
            "slot": slot, "glidein": glidein_of_slot(slot, host), "memory_mb": None, "disconnects": [],
-           "transfers": []}
+           "transfers": state.pop("pending_transfers", [])}   # its input transfer, logged before 001
+    for transfer in run["transfers"]:
+        if transfer[3] is None:
+            transfer[3] = when
     state["runs"].append(run)
     state["status"] = "running"
 
 
+def _drop_pending(state: Dict[str, Any], when: int, why: str) -> None:
+    """An input transfer that no execution followed (the attempt ended first): a note, not a span."""
+    for direction, queued, start, _ in state.pop("pending_transfers", []):
+        begin = queued if queued is not None else start
+        if begin is not None:
+            state["notes"].append([when, f"{direction} transfer for {max(0, when - begin)} s, then {why} "
+                                         "before the job executed"])
+
+
 def _back_to_idle(reason: str) -> Any:
     def handler(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None:
+        _drop_pending(state, when, reason)
         _end_run(state, when, reason)
         if state["status"] not in ("completed", "removed", "held"):
             state["status"] = "idle"
@@ -138,6 +173,7 @@ def _back_to_idle(reason: str) -> Any:
 def _terminated(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None:
     _end_run(state, when, "terminated")
     _close(state["idle"], when)
+    _close(state["holds"], when)          # a hold whose release was not logged (e.g. a cut-short 012) ends here
     if items.get("TerminatedNormally") is False and items.get("TerminatedBySignal") is not None:
         state["exit"] = {"signal": int(items["TerminatedBySignal"])}
     else:
@@ -147,6 +183,7 @@ def _terminated(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None
 
 
 def _aborted(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None:
+    _drop_pending(state, when, "removal")
     _end_run(state, when, "aborted")
     _close(state["idle"], when)
     _close(state["holds"], when)
@@ -156,10 +193,15 @@ def _aborted(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None:
 
 
 def _held(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None:
+    _drop_pending(state, when, "a hold")
     _end_run(state, when, "held")
     _close(state["idle"], when)
     _close(state["holds"], when)
     code, sub = items.get("HoldReasonCode"), items.get("HoldReasonSubCode")
+    if not code:
+        # HTCondor writes "Code N Subcode M" for every hold; the bindings give 0/0 when that line is missing
+        # (an event cut short): no code is known, which is not HTCondor's code 0
+        code = sub = None
     state["holds"].append([when, None, None if code is None else int(code), None if sub is None else int(sub),
                            str(items.get("HoldReason") or "")])
     state["status"] = "held"
@@ -196,16 +238,26 @@ _TRANSFER = {1: ("input", "queued"), 2: ("input", "started"), 3: ("input", "fini
 
 
 def _transfer(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None:
+    """HTCondor logs a run's input transfer before its 001 (executing): with no run going, an input transfer is
+    kept aside and becomes the next run's; an output transfer belongs to the run going (else the last one)."""
     kind = _TRANSFER.get(int(items.get("Type", 0) or 0))
-    run = _run(state) or (state["runs"][-1] if state["runs"] else None)
-    if kind is None or run is None:
+    if kind is None:
         return
     direction, step = kind
-    open_ones = [t for t in run["transfers"] if t[0] == direction and t[3] is None]
+    run = _run(state)
+    if run is not None:
+        transfers = run["transfers"]
+    elif direction == "input":
+        transfers = state.setdefault("pending_transfers", [])
+    elif state["runs"]:
+        transfers = state["runs"][-1]["transfers"]
+    else:
+        return
+    open_ones = [t for t in transfers if t[0] == direction and t[3] is None]
     current = open_ones[-1] if open_ones else None
     if current is None or step == "queued" and current[2] is not None:
         current = [direction, None, None, None]
-        run["transfers"].append(current)
+        transfers.append(current)
     if step == "queued":
         current[1] = when
     elif step == "started":

@@ -133,19 +133,32 @@ def put_log(conn: sqlite3.Connection, path: str, head: str, offset: int, events:
                  " bad = bad + excluded.bad", (path, head, offset, events, unknown, bad))
 
 
+def find_at(conn: sqlite3.Connection, cluster: int, proc: int, name: str, exact: bool = False) -> List[Any]:
+    """The jobs cluster.proc whose schedd is named ``name`` (contains it, unless ``exact``): by the name it is
+    stored under, or any alias the log or ads gave it (the submit event's ``alias=``, the GlobalJobId's
+    schedd); the (cluster, proc) index narrows first, names are compared case-insensitively."""
+    name = name.lower()
+    out = []
+    for row in conn.execute("SELECT state, schedd, global_id FROM jobs WHERE cluster = ? AND proc = ?",
+                            (cluster, proc)):
+        state = json.loads(row[0])
+        names = [row[1] or "", (row[2] or "").split("#")[0]] + list(state.get("schedd_aliases") or [])
+        if any(name == n.lower() if exact else name in n.lower() for n in names if n):
+            out.append(row)
+    return out
+
+
 def find(conn: sqlite3.Connection, ident: Dict[str, Any]) -> List[Dict[str, Any]]:
     """Jobs matching a parsed id (``ids.parse_job_id``), newest submission first."""
     kind = ident["kind"]
     if kind == "global":
         rows = conn.execute("SELECT state FROM jobs WHERE global_id = ?", (ident["value"],)).fetchall()
         if not rows:   # GlobalJobId = schedd#cluster.proc#qdate: the job may be known without its ad
-            rows = conn.execute("SELECT state FROM jobs WHERE job_key = ?",
-                                (job_key(ident["schedd"], ident["cluster"], ident["proc"]),)).fetchall()
+            rows = find_at(conn, ident["cluster"], ident["proc"], ident["schedd"], exact=True)
     elif kind == "trace":
         rows = conn.execute("SELECT state FROM jobs WHERE trace_id = ?", (bytes.fromhex(ident["trace_id"]),)).fetchall()
     elif kind == "at":
-        rows = conn.execute("SELECT state FROM jobs WHERE cluster = ? AND proc = ? AND instr(schedd, ?) > 0",
-                            (ident["cluster"], ident["proc"], ident["schedd"])).fetchall()
+        rows = find_at(conn, ident["cluster"], ident["proc"], ident["schedd"])
     else:
         rows = conn.execute("SELECT state FROM jobs WHERE cluster = ? AND proc = ?",
                             (ident["cluster"], ident["proc"])).fetchall()

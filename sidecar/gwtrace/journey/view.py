@@ -139,6 +139,8 @@ def current(state: Dict[str, Any], now: float) -> Dict[str, Any]:
     elif state["status"] == "running" and state["runs"]:
         since = state["runs"][-1]["start"]
     out = {"status": state["status"], "since": since, "for_s": None if since is None else max(0, now - since)}
+    if state["status"] == "held" and state["holds"]:
+        out["hold_reason"] = state["holds"][-1][4] or None
     if state["exit"]:
         out["exit"] = state["exit"]
     if state["aborted"] is not None:
@@ -151,6 +153,8 @@ def journey(store: Any, state: Dict[str, Any], now: float) -> Dict[str, Any]:
     spans = _subtree(store.get_trace(state["trace_id"]), state)
     nodes = [_node(s) for s in spans]
     for node in nodes:
+        if node["open"]:       # still open at the last event read: how long so far, until now
+            node["elapsed_s"] = max(node["duration_s"], now - node["start"])
         if node["name"] == "executing":
             glidein = _glidein(store, node["attributes"], node["start"])
             if glidein:
@@ -159,5 +163,6 @@ def journey(store: Any, state: Dict[str, Any], now: float) -> Dict[str, Any]:
     return {"job": {"id": f"{state['cluster']}.{state['proc']}", "schedd": state["schedd"],
                     "global_id": ad.get("GlobalJobId"), "owner": state.get("owner"), "trace_id": state["trace_id"],
                     "traceparent": ad.get("TraceParent"), "submitted": state["submitted"], "ended": state["ended"],
-                    "runs": len(state["runs"]), "holds": len(state["holds"])},
+                    "runs": len(state["runs"]), "holds": len(state["holds"]),
+                    "schedd_aliases": state.get("schedd_aliases") or []},
             "current": current(state, now), "spans": nodes}

@@ -13,10 +13,11 @@ checked is listed as missing, never guessed.
 """
 
 import statistics
+from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
 
-from . import table
-from .holds import explain
+from . import match, table
+from .holds import explain, measured_mb
 
 RECENT_FAILURES_S = 86400       # "failed recently": ended within the last day
 STALE_S = 7 * 86400             # a glidein record without an end, older than this, is not counted as alive
@@ -31,6 +32,10 @@ def _reason(weight: int, title: str, evidence: List[str], advice: Optional[str] 
 def _duration(seconds: Optional[float]) -> str:
     if seconds is None:
         return "?"
+    if 0 < seconds < 1:
+        return f"{max(1, round(seconds * 1000))} ms"      # a sub-second step is not "0 s"
+    if seconds < 10 and seconds != int(seconds):
+        return f"{seconds:.1f} s"
     seconds = int(seconds)
     if seconds < 120:
         return f"{seconds} s"
@@ -41,18 +46,50 @@ def _duration(seconds: Optional[float]) -> str:
     return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
 
 
+def when(epoch: Any, now: Optional[float] = None) -> str:
+    """An epoch time for people: UTC date and time, and how long before ``now`` when given."""
+    try:
+        epoch = float(epoch)
+    except (TypeError, ValueError):
+        return str(epoch)
+    text = datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
+    if now is not None and now >= epoch:
+        text += f" ({_duration(now - epoch)} ago)"
+    return text
+
+
+def measured_peak(state: Dict[str, Any]) -> Optional[Tuple[int, str]]:
+    """(MB, where it was measured) of the job's largest measured memory use: HTCondor's hold reason text
+    ("Last measured usage: 2100 megabytes") or the runs' image-size events (006 MemoryUsage)."""
+    best: Optional[Tuple[int, str]] = None
+    for _, _, _, _, text in state["holds"]:
+        mb = measured_mb(text)
+        if mb is not None and (best is None or mb > best[0]):
+            best = (mb, "HTCondor's hold reason")
+    for run in state["runs"]:
+        if run.get("memory_mb") and (best is None or run["memory_mb"] > best[0]):
+            best = (int(run["memory_mb"]), f"run {run['n']}'s MemoryUsage")
+    return best
+
+
 def _hold_reason(state: Dict[str, Any], now: float) -> Dict[str, Any]:
     start, _, code, sub, text = state["holds"][-1]
     what = explain(code, sub, text)
-    evidence = [f"held for {_duration(now - start)}, hold code {code}"
-                + (f" subcode {sub}" if sub is not None else "") + f" ({what['label']})"]
+    advice = what["suggestion"]
+    peak = measured_peak(state)
+    if peak is not None and "request_memory" in advice and str(peak[0]) not in advice:
+        advice += f" (its measured peak: {peak[0]} MB, from {peak[1]}: ask for more than that)"
+    evidence = [f"held for {_duration(now - start)}" + (f", hold code {code}" if code is not None else "")
+                + (f" subcode {sub}" if sub is not None else "") + f" ({what['label']}), since {when(start)}"]
     if text:
         evidence.append(f"HTCondor's reason: {text}")
     if what.get("subcode_meaning"):
         evidence.append(f"subcode: {what['subcode_meaning']}")
+    if code is None:
+        evidence.append("the hold event carries no reason code (a cut-short 012 event, or an older HTCondor)")
     if len(state["holds"]) > 1:
         evidence.append(f"held {len(state['holds'])} times in all")
-    return _reason(100, f"held: {what['meaning']}", evidence, what["suggestion"])
+    return _reason(100, f"held: {what['meaning']}", evidence, advice)
 
 
 def _waits(conn: Any, column: str, value: Any, key: str) -> List[int]:
@@ -74,7 +111,9 @@ def _wait_reasons(conn: Any, state: Dict[str, Any], waited: float, missing: List
     if req:
         groups.append(("req_key", "with the same requests", req))
     else:
-        missing.append("the job's requests (request_cpus/memory, DESIRED_Sites) are unknown (give --job-ads)")
+        missing.append("the job's requests (request_cpus/memory, DESIRED_Sites) are unknown: give the output of "
+                       f"`condor_q -l {state['cluster']}.{state['proc']}` (or condor_history -l) with "
+                       "gwtrace ingest --job-ads")
     for column, words, value in groups:
         waits = _waits(conn, column, value, key)
         if not waits:
@@ -130,7 +169,9 @@ def _fits(slots: List[Tuple[Any, Any]], ad: Dict[str, Any]) -> Optional[int]:
                and (not isinstance(memory, (int, float)) or m is None or m >= memory))
 
 
-def _glidein_reasons(conn: Any, state: Dict[str, Any], now: float, missing: List[str]) -> List[Dict[str, Any]]:
+def _glidein_reasons(conn: Any, state: Dict[str, Any], now: float, missing: List[str],
+                     sized: bool = False) -> List[Dict[str, Any]]:
+    """``sized``: a request no glidein could satisfy was already said (``_request_reasons``): not again."""
     ad = state["ad"]
     sites = table.sites_of(ad)
     if not sites:
@@ -157,12 +198,12 @@ def _glidein_reasons(conn: Any, state: Dict[str, Any], now: float, missing: List
                            "failing: see the failures below, or widen DESIRED_Sites"))
     else:
         fit = _fits([s for c in counts.values() for s in c["slots"]], ad)
-        if fit == 0:
+        if fit == 0 and not sized:
             out.append(_reason(90, f"none of the {running} running glidein(s) at {where} is big enough",
                                lines + matched + [f"the job asks for {ad.get('RequestCpus', '?')} cpu(s), "
                                         f"{ad.get('RequestMemory', '?')} MB"],
                                "ask for less (request_memory / request_cpus) or wait for larger glideins"))
-        elif not state["runs"]:
+        elif not state["runs"] and not (fit == 0 and sized):
             fits = "" if fit is None else f" ({fit} with enough cpus and memory)"
             out.append(_reason(60, f"{running} glidein(s) are running at {where}{fits} but none has run this job",
                                lines + matched,
@@ -181,13 +222,13 @@ def _glidein_reasons(conn: Any, state: Dict[str, Any], now: float, missing: List
     return out
 
 
-def _history_reasons(state: Dict[str, Any]) -> List[Dict[str, Any]]:
+def _history_reasons(state: Dict[str, Any], now: float) -> List[Dict[str, Any]]:
     out = []
     ad = state["ad"]
     if ad.get("LastRejMatchReason"):
         out.append(_reason(50, "the negotiator could not match it last time",
                            [f"LastRejMatchReason: {ad['LastRejMatchReason']}"]
-                           + ([f"at {ad['LastRejMatchTime']}"] if ad.get("LastRejMatchTime") else [])))
+                           + ([f"at {when(ad['LastRejMatchTime'], now)}"] if ad.get("LastRejMatchTime") else [])))
     ended = [r for r in state["runs"] if r["end_reason"] not in (None, "terminated")]
     if ended:
         last = ended[-1]
@@ -195,6 +236,75 @@ def _history_reasons(state: Dict[str, Any]) -> List[Dict[str, Any]]:
         out.append(_reason(45, f"it ran {len(state['runs'])} time(s) already; the last run ended: {last['end_reason']}",
                            [f"run {last['n']} on {where}"]
                            + [text for _, text in state["notes"][-3:]]))
+    return out
+
+
+def _where(sites: List[str]) -> str:
+    return ", ".join(sites) if sites else "any site"
+
+
+def _blocking_reason(item: Dict[str, Any], where: str, peak: Optional[Tuple[int, str]]) -> Dict[str, Any]:
+    """One request no glidein could satisfy, in plain words, with what to change."""
+    kind, count = item["kind"], item["count"]
+    seen = f"{count} glidein(s) seen at {where} in the last day"
+    if kind in match.UNITS:
+        unit, asked, best, knob = match.UNITS[kind], item["asked"], item["best"], item["knob"]
+        evidence = [f"the job asks for {asked} {unit} ({knob}); the largest of the {seen} offered {best} "
+                    + {"memory": "MB"}.get(kind, unit)]
+        advice = f"ask for at most {best} (set {knob} = {best} in the submit file)"
+        if kind == "memory" and peak is not None:
+            evidence.append(f"its measured peak: {peak[0]} MB (from {peak[1]})")
+            if peak[0] >= best:
+                advice = (f"it needs more than the {best} MB glideins there offer: add sites with bigger glideins to "
+                          "DESIRED_Sites, or make the job use less memory")
+            else:
+                advice = (f"lower {knob} to between {peak[0]} MB (its measured peak) and {best} MB "
+                          f"(e.g. {knob} = {min(best, int(peak[0] * 1.2) + 1)})")
+        elif best == 0:
+            advice = f"none offered any: drop {knob}, or add sites that offer them to DESIRED_Sites"
+        if "DESIRED_Sites" not in advice:
+            advice += ", or widen DESIRED_Sites"
+        return _reason(95, f"no glidein at {where} offered {asked} {unit} in the last day", evidence, advice)
+    if kind == "lifetime":
+        evidence = [f"the job expects to run {_duration(item['asked'])} ({item['attr']}); the {item['count']} "
+                    f"glidein(s) alive at {where} now have at most {_duration(item['best'])} of lifetime left "
+                    "(started + GLIDEIN_Max_Walltime)"]
+        return _reason(92, f"no glidein alive at {where} has {_duration(item['asked'])} of lifetime left", evidence,
+                       f"if the job is shorter, lower {item['attr']}; else split it into shorter jobs")
+    evidence = [f"false on {item['false']} of the {seen}"
+                + (f", undefined on {item['undefined']} (they do not advertise what it uses)"
+                   if item["undefined"] else "")]
+    return _reason(93, f"no glidein at {where} satisfies its requirement `{item['clause']}`", evidence,
+                   "change or drop this clause of requirements in the submit file "
+                   "(`condor_q -better-analyze` shows the same against the pool's slots)")
+
+
+def _request_reasons(conn: Any, state: Dict[str, Any], now: float, missing: List[str]) -> List[Dict[str, Any]]:
+    """The job's requests and Requirements, evaluated with HTCondor's ClassAd bindings against what the glideins
+    seen at its sites in the last day offered (``match``): each one no glidein could satisfy."""
+    ad = state["ad"]
+    if not any(k in ad for k in ("Requirements", "RequestCpus", "RequestMemory", "RequestGpus")):
+        return []
+    sites = table.sites_of(ad)
+    where = _where(sites)
+    glideins = match.offers(conn, sites, now, RECENT_FAILURES_S)
+    if not glideins:
+        missing.append(f"no glidein record shows a glidein at {where} whose HTCondor ran in the last day: the job's "
+                       "requests could not be compared with what glideins offer")
+        return []
+    try:
+        result = match.compare(ad, glideins, now)
+    except RuntimeError as err:
+        missing.append(str(err))
+        return []
+    peak = measured_peak(state)
+    out = [_blocking_reason(item, where, peak) for item in result["blocking"]]
+    for clause in result["unchecked"]:
+        missing.append(f"its requirement `{clause}` uses attributes the glidein records do not have (undefined on all "
+                       f"{result['count']}): `condor_q -better-analyze {state['cluster']}.{state['proc']}` checks it")
+    if result["wall"] is not None and not result["lifetimes_known"]:
+        missing.append(f"no glidein alive at {where} has a known GLIDEIN_Max_Walltime: the job's "
+                       f"{result['wall'][0]} was not compared with their lifetime left")
     return out
 
 
@@ -211,10 +321,13 @@ def why(store: Any, state: Dict[str, Any], now: float) -> Dict[str, Any]:
         store.refresh_glidein_records()   # records of traced glideins whose spans arrived since
         conn = store.reader()
         reasons += _wait_reasons(conn, state, now_state["for_s"] or 0, missing)
-        reasons += _glidein_reasons(conn, state, now, missing)
-        reasons += _history_reasons(state)
+        requests = _request_reasons(conn, state, now, missing)
+        reasons += requests
+        reasons += _glidein_reasons(conn, state, now, missing, sized=bool(requests))
+        reasons += _history_reasons(state, now)
         if "LastRejMatchReason" not in state["ad"]:
-            missing.append("no LastRejMatchReason in the job's ad (the negotiator's last word on it)")
+            missing.append("no LastRejMatchReason in the job's ad (the negotiator's last word on it): give the output "
+                           f"of `condor_q -l {state['cluster']}.{state['proc']}` with gwtrace ingest --job-ads")
     else:
         reasons.append(_reason(0, f"the job is not waiting: it is {state['status']}", []))
     reasons.sort(key=lambda r: -r["weight"])

@@ -10,10 +10,12 @@ duplicates nothing (statedir.py). The export thread only sees batches below
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from typing import Dict, List, Optional, Tuple
 
+from gwtrace.export.otlp import SERVICE_KEY
 from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
 from gwtrace.sidecar.channels import JobChannels
 from gwtrace.sidecar.eventlog import EventLogReader
@@ -35,6 +37,24 @@ STEP_BYTES = 1 << 20
 #: flushes it (~1 ms each, measured): fewer of them is what keeps the sidecar
 #: out of the payload's way.
 FLUSH_INTERVAL_S = 0.5
+
+#: The service name of user jobs' spans (the job wrapper's ``user_job`` span and all a job adds under it):
+#: ``GWTRACE_JOB_SERVICE_NAME`` in the sidecar's environment, else this (docs/journey.md).
+DEFAULT_JOB_SERVICE = "user-job"
+
+
+def job_service_name() -> str:
+    """The configured service name of job spans (at most 128 characters, printable)."""
+    value = os.environ.get("GWTRACE_JOB_SERVICE_NAME", "").strip()[:128]
+    return value if value and value.isprintable() else DEFAULT_JOB_SERVICE
+
+
+def mark_job_span(span: SpanRecord, service: Optional[str] = None) -> None:
+    """Export ``span`` under the job's service name (``export.otlp.SERVICE_KEY``); journaled as a row,
+    not as its lines (the lines do not carry the mark). Rare: once per job and per span a job adds."""
+    span.attributes[SERVICE_KEY] = service or job_service_name()
+    span.lines = None
+
 
 class ReadingHalf:
     """Reading, assembling, batching and checkpointing (mixed into daemon.Sidecar)."""
@@ -77,6 +97,8 @@ class ReadingHalf:
                 malformed += 1
                 continue
             if span is not None:
+                if span.attributes.get("gwtrace.kind") == "job":     # the job wrapper's user_job span
+                    mark_job_span(span)
                 ready.append(span)
                 finished += 1
         # Counted once per read, not per line: the counters are a dict
@@ -103,6 +125,7 @@ class ReadingHalf:
         if channels is None:
             return 0
         channels.discover()
+        service = job_service_name()
         handled = received = malformed = rejected = finished = 0
         ready = self._ready
         was_empty = not ready
@@ -127,6 +150,7 @@ class ReadingHalf:
                     malformed += 1
                     continue
                 if span is not None:
+                    mark_job_span(span, service)
                     ready.append(span)
                     finished += 1
         counters = self.counters

@@ -5,7 +5,7 @@
   const { el, clear, api, showMessage, fmtDuration, fmtTime } = gw;
 
   const jobId = gw.subject(location.pathname.replace(/^\/job\//, ""), "job");
-  const SHOWN = ["hold.code", "hold.subcode", "hold.label", "hold.meaning", "hold.suggestion", "htcondor.slot",
+  const SHOWN = ["hold.code", "hold.subcode", "hold.label", "hold.reason", "hold.meaning", "hold.suggestion", "htcondor.slot",
     "glidein.name", "glidein.site", "host.name", "htcondor.run.end_reason", "process.exit.code",
     "htcondor.exit_signal", "htcondor.aborted_reason", "htcondor.memory_usage_mb", "htcondor.disconnect_reason"];
 
@@ -23,6 +23,10 @@
     if (["idle", "held", "running"].includes(now.status) && now.for_s !== null) state += " (" + fmtDuration(us(now.for_s)) + ")";
     if (now.exit) state += " — " + Object.entries(now.exit).map(([k, v]) => "exit " + k + " " + v).join(", ");
     add("State", el("span", { id: "job-state", text: state }));
+    if (now.hold_reason) add("Hold reason", el("span", { id: "job-hold-reason", text: now.hold_reason }));
+    if (job.schedd_aliases && job.schedd_aliases.length) {
+      add("Schedd also named", el("span", { id: "job-aliases", text: job.schedd_aliases.join(", ") }));
+    }
     add("Owner", job.owner || "—");
     add("GlobalJobId", job.global_id || "—");
     add("Submitted", job.submitted ? fmtTime(us(job.submitted)) : "—");
@@ -63,14 +67,15 @@
     return bits.join(", ");
   }
 
-  function row(tbody, name, depth, start, end, origin, total, status, text, extra) {
+  // An open interval (no event ended it yet) is drawn and counted until now: "6h30m so far".
+  function row(tbody, name, depth, start, end, origin, total, status, text, extra, soFar) {
     const left = 100 * (start - origin) / total;
-    const width = Math.max(0.3, 100 * (end - start) / total);
+    const width = Math.min(100 - left, Math.max(0.3, 100 * (end - start) / total));
     const bar = el("div", { className: "jr-bar status-" + status, style: { left: left + "%", width: width + "%" } });
     const tr = el("tr", extra || null,
       el("td", { className: "jr-name", style: { paddingLeft: (8 + depth * 18) + "px" }, text: name }),
       el("td", { className: "mono", text: "+" + fmtDuration(us(start - origin)) }),
-      el("td", { text: fmtDuration(us(end - start)) }),
+      el("td", { className: "jr-duration", text: fmtDuration(us(end - start)) + (soFar ? " so far" : "") }),
       el("td", { className: "jr-bar-col" }, el("div", { className: "jr-track" }, bar)),
       el("td", { className: "jr-details" }, text));
     tbody.append(tr);
@@ -106,7 +111,8 @@
     }
     const starts = nodes.map((n) => n.start).concat(nodes.filter((n) => n.glidein && n.glidein.submitted).map((n) => n.glidein.submitted));
     const origin = Math.min(...starts);
-    const total = Math.max(1, Math.max(...nodes.map((n) => n.end)) - origin);
+    const endOf = (n) => (n.open && n.elapsed_s !== undefined ? n.start + n.elapsed_s : n.end);
+    const total = Math.max(1, Math.max(...nodes.map(endOf)) - origin);
     const children = new Map();
     const ids = new Set(nodes.map((n) => n.span_id));
     const roots = [];
@@ -119,8 +125,8 @@
     const walk = (n, depth) => {
       if (n.name === "executing") glideinRows(tbody, n, depth, origin, total);
       const name = n.name + (n.open ? " (open)" : "");
-      row(tbody, name, depth, n.start, n.end, origin, total, n.status, details(n),
-        { className: "jr-span", dataset: { name: n.name, spanId: n.span_id, status: n.status } });
+      row(tbody, name, depth, n.start, endOf(n), origin, total, n.status, details(n),
+        { className: "jr-span", dataset: { name: n.name, spanId: n.span_id, status: n.status } }, n.open);
       for (const c of children.get(n.span_id) || []) walk(c, depth + 1);
     };
     for (const r of roots) walk(r, 0);
