@@ -59,8 +59,10 @@ def test_a_live_process_running_another_program_is_noted_and_kept() -> None:
 
 
 def test_a_live_bash_is_left_alone() -> None:
-    proc = subprocess.Popen(["bash", "-c", "sleep 30"])
+    # "sleep" not last: bash would exec it, and the pid would then be a sleep, not a bash
+    proc = subprocess.Popen(["bash", "-c", "sleep 30; :"])
     try:
+        _wait_for_comm(proc.pid, "bash")
         asm = Assembler()
         asm.feed(parse_text(begin(proc.pid, "a" * 16, "-", "x.sh", "gwtrace.kind=script")))
         gone = GoneProcesses()
@@ -68,3 +70,14 @@ def test_a_live_bash_is_left_alone() -> None:
     finally:
         proc.kill()
         proc.wait()
+
+
+def _wait_for_comm(pid: int, name: str) -> None:
+    """Wait (at most 5 s) until PID has exec'd NAME: just after the fork it is still Python."""
+    deadline = time.monotonic() + 5
+    while time.monotonic() < deadline:
+        with open(f"/proc/{pid}/comm") as comm:
+            if comm.read().strip() == name:
+                return
+        time.sleep(0.01)
+    raise AssertionError(f"process {pid} did not become {name}")
