@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import time
 
 from gwtrace.sidecar.assembler import Assembler
 from gwtrace.sidecar.gone import GoneProcesses
