@@ -15,7 +15,7 @@ from typing import Any, Dict, Iterable, List, Optional, TextIO, Tuple
 from gwtrace.gcpause import gc_paused
 from gwtrace.factory.cli import add_record_options, load_summaries, summary_parts
 from .fold import Part, default_workers, fold
-from .hints import Hint, HintInputs, Thresholds, ranked
+from .hints import SHORT_UNITS, UNITS, Hint, HintInputs, Thresholds, ranked
 from .outliers import OutlierGroups, compare_spec
 from .stats import PhaseCells, ScriptCells, TrendCells
 from ..cli.terminal import terminal_text
@@ -71,14 +71,21 @@ def render_report(report: Dict[str, Any], by: str, out: TextIO) -> None:
 
 
 def render_hints(found: List[Hint], out: TextIO) -> None:
-    """The ranked hints, each with its cost, action and evidence."""
+    """The ranked hints, each with its cost, action and evidence: pilot time lost first, then, ranked on
+    their own, capacity requested but not running (a CE wait is not pilot time)."""
     if not found:
         out.write("hints: none (no threshold crossed; docs/analysis.md lists them)\n")
-    for rank, hint in enumerate(found, 1):
-        out.write(f"{rank}. [{hint.cost_hours_per_day:.1f} canonical h/day] {hint.summary}\n"
+    unit = None
+    for hint in found:
+        if hint.cost_unit != unit:
+            unit = hint.cost_unit
+            out.write(f"{'' if hint is found[0] else chr(10)}ranked by {UNITS[unit]}:\n")
+        lost = f", {hint.glideins_lost_per_day:.1f} glideins lost/day" if hint.glideins_lost_per_day else ""
+        out.write(f"{hint.rank}. [{hint.cost_per_day:.1f} {SHORT_UNITS[unit]}{lost}] {hint.summary}\n"
                   f"   do: {hint.action}\n"
-                  f"   evidence: {json.dumps(hint.evidence)}; {hint.count} glideins, e.g. "
-                  f"{', '.join(g['glidein'] for g in hint.glideins[:3])} (trace {hint.glideins[0]['trace_id']})\n")
+                  f"   evidence: {json.dumps(hint.evidence)}; {hint.count} glideins over {hint.period_days:.1f} "
+                  f"days, e.g. {', '.join(g['glidein'] for g in hint.glideins[:3])} "
+                  f"(trace {hint.glideins[0]['trace_id']})\n")
 
 
 def render_outliers(found: List[Dict[str, Any]], out: TextIO, top: int = 30) -> None:
