@@ -46,7 +46,9 @@ def test_a_far_but_trivial_phase_is_not_an_outlier_and_cut_rows_are_said(tmp_pat
     hits = [r for r in outliers(records, min_extra=0) if r["phase"] == "script:main/cvmfs_setup.sh"]
     assert len(hits) >= 5 and all(r["score"] > 3.5 for r in hits)
     assert not [r for r in outliers(records) if r["extra_seconds"] < 300]      # default: >= 300 s of effect
-    assert not [r for r in outliers(records) if r["phase"] == "script:main/cvmfs_setup.sh"]
+    planted = {f"{r['cluster']}.{r['proc']}@{r['schedd']}" for r in ok[:5]}
+    assert planted <= {r["glidein"] for r in hits}
+    assert not planted & {r["glidein"] for r in outliers(records)}
     from gwtrace.analysis.cli import render_outliers
     import io
     out = io.StringIO()
