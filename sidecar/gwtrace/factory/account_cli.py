@@ -55,7 +55,7 @@ def rows_of(data: Dict[Tuple[str, int], Dict[str, float]], by: Optional[str]) ->
 
 
 def body_of(data: Dict[Tuple[str, int], Dict[str, float]], gwms: Dict[str, EntryTotals], by: Optional[str],
-            **extra: Any) -> Dict[str, Any]:
+            extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
     """The whole answer (``--format json``, the accounting page's API): series, totals, both sets of figures."""
     hours = category_hours(((group, cell) for (group, _start), cell in data.items()), grouped=by is not None)
     return accounting_body(rows_of(data, by), hours, gwms, extra, grouped=by is not None)

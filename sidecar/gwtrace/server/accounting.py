@@ -65,7 +65,8 @@ def accounting_data(store: TraceStore, q: Dict[str, Any]) -> Dict[str, Any]:
     totals: Dict[str, EntryTotals] = {}
     for name, figures in store.glidein_gwms(q["by"], q["since"], q["until"], **_filters(q)):
         totals.setdefault(name, EntryTotals()).add(figures)
-    return body_of(series, totals, q["by"], bucket=q["bucket"], by=q["by"], since=q["since"], until=q["until"])
+    return body_of(series, totals, q["by"],
+                   {"bucket": q["bucket"], "by": q["by"], "since": q["since"], "until": q["until"]})
 
 
 @bp.route("/accounting")
