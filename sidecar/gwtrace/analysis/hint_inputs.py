@@ -10,7 +10,7 @@ evidence can name the glideins behind a hint without keeping their summaries.
 from __future__ import annotations
 
 from array import array
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from gwtrace.factory.to_trace import glidein_trace_id
@@ -152,7 +152,7 @@ class _Site:
         self.glideins = 0
         self.failed: Dict[str, array] = {}   # failed_script -> glidein indexes
         self.lost: Dict[str, float] = defaultdict(float)   # failed_script -> validation_fail seconds
-        self.ran: Dict[str, int] = defaultdict(int)   # script -> glideins that ran it (the failure rate's base)
+        self.ran: Counter = Counter()   # script -> glideins that ran it (the failure rate's base)
         self.period = Period()
 
     def merge(self, later: "_Site", shift: int) -> None:
@@ -230,17 +230,14 @@ class HintInputs(Accumulator):
             site = self.sites[s[SITE]] = _Site()
         site.glideins += 1
         site.period.add(s[STARTED], s[ENDED])
-        ran = set()
+        ran = {script[0] for script in s[SCRIPTS]}   # each script once per glidein: the rates' base
         if s[STATUS] == "ERROR" and s[FAILED_SCRIPT]:
             site.failed.setdefault(s[FAILED_SCRIPT], array("l")).append(index)
             site.lost[s[FAILED_SCRIPT]] += s[CANON][0]
             ran.add(s[FAILED_SCRIPT])
+        site.ran.update(ran)
         runs = self.runs
         site_name = s[SITE]
-        for script in s[SCRIPTS]:
-            ran.add(script[0])
-        for script in ran:
-            site.ran[script] += 1
         for script, seconds, _, _ in s[SCRIPTS]:
             if seconds is not None:
                 by_site = runs.get(script)
