@@ -412,7 +412,8 @@ def activity_events(g: Glidein, end: Optional[int] = None) -> List[Tuple[int, st
     for at, code, subcode, reason in g.holds:
         events.append((at, event(12, g.cluster, at, f"Job was held.\n\t{reason}\n\tCode {code} Subcode {subcode}\n")))
     if g.removed is not None:
-        events.append((g.removed, event(9, g.cluster, g.removed, "Job was aborted.\n\tvia condor_rm (by user gfactory)\n")))
+        aborted = "Job was aborted.\n\tvia condor_rm (by user gfactory)\n"
+        events.append((g.removed, event(9, g.cluster, g.removed, aborted)))
     else:
         events.append((g.started, event(1, g.cluster, g.started, f"Job executing on host: condor {ce} {ce}:9619\n")))
         events.append((g.ended, event(5, g.cluster, g.ended, TERMINATED)))

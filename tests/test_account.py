@@ -137,7 +137,8 @@ def test_gwtrace_figures_are_core_weighted_on_both_sides():
     hours = category_hours([("S", cell)])
     assert list(hours) == ["S", "total"] and hours["total"] == hours["S"]
     got = own_figures(hours["total"])
-    assert got == {"pilot_hours": 8.0, "job_hours": round(8 * 3400 / 3600, 2), "goodput_hours": round(8 * 3000 / 3600, 2),
+    assert got == {"pilot_hours": 8.0, "job_hours": round(8 * 3400 / 3600, 2),
+                   "goodput_hours": round(8 * 3000 / 3600, 2),
                    "badput_hours": round(8 * 400 / 3600, 2), "validation_fail_hours": 0.0,
                    "idle_hours": round(8 * 200 / 3600, 2), "efficiency": round(3400 / 3600, 3),
                    "goodput_fraction": round(3000 / 3600, 3)}

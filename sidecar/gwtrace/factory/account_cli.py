@@ -83,7 +83,8 @@ def render(body: Dict[str, Any], fmt: str, by: Optional[str], out: TextIO) -> No
     render_figures(body, out)
 
 
-OWN = (("pilot_hours", "pilot_h"), ("job_hours", "jobs_h"), ("goodput_hours", "goodput_h"), ("badput_hours", "badput_h"),
+OWN = (("pilot_hours", "pilot_h"), ("job_hours", "jobs_h"), ("goodput_hours", "goodput_h"),
+       ("badput_hours", "badput_h"),
        ("validation_fail_hours", "val_fail_h"), ("idle_hours", "idle_h"), ("efficiency", "efficiency"),
        ("goodput_fraction", "goodput_frac"))
 GWMS = (("glideins", "glideins"), ("time_h", "time_h"), ("time_used_h", "used_h"),
