@@ -377,7 +377,7 @@ def err_text(g: Glidein) -> str:
         at, left = failed_at + 1, FAILED_SLEEP
         while left > 0:   # glidein_exit: "sleep for about 5 mins... but randomize a bit", up to the deadline
             step = min(left, 250 + (at % 100))
-            text += f"WARN {_date(at)} Sleeping {step}\n"
+            text += f"{_date(at)} Sleeping {step}\n"   # warn(), as in a real .err
             at, left = at + step, left - step
     if g.jobs:
         text += "StartdHistoryLog\n======== gzip | uuencode =============\n" + encode_block(history(g).encode())
