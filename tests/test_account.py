@@ -217,3 +217,19 @@ def test_per_mille_labels_equal_glideinwms_own_getMillRange():
     theirs = upstream[1].getMillRange
     for tenth in range(0, 10011):
         assert mill_range(tenth / 10) == theirs(tenth / 10), tenth / 10
+
+
+def test_the_glideins_table_shows_times_as_utc_dates_and_json_keeps_epochs(factory, capsys):
+    import re
+
+    from gwtrace.factory.cli import main as glideins
+
+    assert glideins(["--factory-logs", str(factory)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    head = lines[0].split()
+    assert "started" in head and "ended" in head
+    assert all(re.search(r"\b20\d\d-\d\d-\d\d \d\d:\d\d:\d\d\b", line) for line in lines[1:] if line.strip())
+    assert not any(re.search(r"\b1[6-9]\d{8}\b", line) for line in lines[1:])   # no epoch seconds in the table
+    assert glideins(["--factory-logs", str(factory), "--format", "json"]) == 0
+    rows = json.loads(capsys.readouterr().out)
+    assert rows and all(isinstance(r["started"], (int, float)) for r in rows if r["started"] is not None)
