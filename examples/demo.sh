@@ -25,7 +25,9 @@ echo "(picture: $data/demo-accounting.svg)"
 echo
 echo "== What to change first (gwtrace analyze --hints)"
 hints=$(gwtrace analyze --hints)
-printf '%s\n' "$hints" | awk '/^[0-9]+\. / { n++ } n > 3 { exit } { print }'
+# the first three of each ranking: pilot time lost, then capacity requested but not running (apart)
+printf '%s\n' "$hints" | awk '/^$/ { next } /^ranked by/ { if (seen++) print ""; n = 0; print; next }
+                              /^[0-9]+\. / { n++ } n <= 3 { print }'
 first=$(printf '%s\n' "$hints" | sed -n 's/.*(trace \([0-9a-f]\{32\}\)).*/\1/p' | head -n 1)
 echo
 echo "Browse it: run 'gwtrace serve' (it reads the same store), then open"

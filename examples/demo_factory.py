@@ -12,7 +12,15 @@ header, the glidein_config dump lines, the ``=== ... ===`` markers, the
 result, and in ``.err`` the ``StartdHistoryLog`` and the encoded long XML (one
 ``OSGTestResult`` per executed script: the per-script timeline).
 
-Durations are log-normal around typical medians.  ``--plant`` puts in the
+Durations are log-normal around typical medians, and the factory is as mixed
+as a real one: single-, 4- and 8-core entries (some 8-core glideins run 4-core
+jobs beside 1-core ones), a GPU entry, glideins held at the CE and removed,
+glideins removed while idle, glideins still running when the logs are read
+(Condor-G events, no ``.out`` yet), glideins killed hard (a cut ``.out``),
+and failing glideins that live as GlideinWMS makes them: the failing script,
+then ``glidein_startup.sh``'s sleep "to reduce lost glideins" (1199 s with
+``-v std``, the production mode: ``sleep_time`` in glidein_startup.sh) before
+they exit.  ``--plant`` puts in the
 problems an operator should be told about (all of them by default; ``--clean``
 none), each at a named site or entry printed at the end:
 
@@ -47,6 +55,16 @@ FACTORY = "DemoFactory"
 SCHEDD = "schedd_glideins1@factory.example.org"
 INSTANCE = "gfactory_instance"
 FRONTENDS = ("OSG-VO.main", "CMS-fe.main-token")
+#: glidein_startup.sh's ``sleep_time`` for ``-v std``/``nodebug``: how long a failed glidein keeps its slot
+FAILED_SLEEP = 1199
+#: shares of glideins the factory loses before they run (per glidein drawn)
+HELD_SHARE, REMOVED_IDLE_SHARE, KILLED_SHARE = 0.03, 0.01, 0.01
+HOLD_REASONS = (
+    (34, 102, "Error from slot1@wn.example.edu: Job has gone over memory limit of 2048 megabytes."),
+    (30, 0, "Job put on hold by remote host ce.example.edu: Failed to authenticate with the CE"),
+    (3, 0, "The job attribute PeriodicHold expression 'JobStatus == 1 && CurrentTime - EnteredCurrentStatus > "
+           "86400' evaluated to TRUE"),
+)
 
 #: validation scripts in the order glidein_startup.sh runs them, with a median duration (s).
 SCRIPTS = (
@@ -65,6 +83,7 @@ class Entry:
     ce: str
     cpus: int
     memory_mb: int
+    gpus: int = 0
 
 
 @dataclass
@@ -78,6 +97,7 @@ class Job:
     preempted: bool = False
     cpus: int = 1
     memory_mb: int = 2048
+    gpus: int = 0
 
 
 @dataclass
@@ -97,10 +117,13 @@ class Glidein:
     jobs: List[Job] = field(default_factory=list)
     failed_script: Optional[str] = None
     uuid: str = ""
+    fate: str = "ended"   # ended | held (then removed) | removed (while idle) | running (at --end) | killed
+    holds: List[Tuple[int, int, int, str]] = field(default_factory=list)   # time, code, subcode, reason
+    removed: Optional[int] = None
 
 
 def make_entries(rng: random.Random) -> List[Entry]:
-    """Twelve entries at eight sites (some sites have two CEs)."""
+    """Twelve entries at eight sites (some sites have two CEs), and a GPU entry at the last site."""
     sites = ["Nebraska", "Wisconsin", "UCSD", "Purdue", "FNAL", "MIT", "Caltech", "Florida"]
     entries = []
     for index, site in enumerate(sites):
@@ -108,6 +131,8 @@ def make_entries(rng: random.Random) -> List[Entry]:
             cpus = rng.choice((1, 4, 8))
             entries.append(Entry(f"OSG_US_{site}_ce{ce + 1}", site, f"ce{ce + 1}.{site.lower()}.example.edu",
                                  cpus, cpus * 2048 + rng.choice((0, 0, 1024))))
+    site = sites[-1]
+    entries.append(Entry(f"OSG_US_{site}_gpu", site, f"gpu.{site.lower()}.example.edu", 4, 4 * 2048, gpus=2))
     return entries
 
 
@@ -142,20 +167,43 @@ class Generator:
         ce_submitted = submitted + self.lognormal(40)
         g = Glidein(cluster, entry, frontend, submitted, ce_submitted, ce_submitted + self.lognormal(ce_median, 0.6),
                     uuid=str(uuid.UUID(int=self.rng.getrandbits(128), version=4)))
+        fate = self.rng.random()
+        if fate < HELD_SHARE + REMOVED_IDLE_SHARE:   # never ran: held at the CE then removed, or removed idle
+            held = fate < HELD_SHARE
+            at = ce_submitted + self.lognormal(1800 if held else 3600, 0.6)
+            if held:
+                code, subcode, reason = self.rng.choice(HOLD_REASONS)
+                g.holds.append((at, code, subcode, reason))
+                at += self.lognormal(1200, 0.5)   # the factory removes held glideins it cannot release
+            g.fate, g.removed, g.ended = ("held" if held else "removed"), at, at
+            return g
         at = g.started + self.lognormal(15)
         for script, median in SCRIPTS:
             slow = script.endswith("singularity_setup.sh") and self.where.get("slow_script") == entry.site
             end = at + self.lognormal(median * (12 if slow else 1), 0.4)
+            if script.endswith("cvmfs_setup.sh") and self.rng.random() < 0.005:
+                end = at + self.lognormal(900, 0.3)   # now and then a cold CVMFS cache: a real outlier
             fails = self._fails(script, entry)
             g.scripts.append((script, at, end, "ERROR" if fails else "OK"))
             at = end + 1
             if fails:
                 g.failed_script = script
-                g.ended = at + 2
+                g.ended = at + FAILED_SLEEP + 2   # glidein_exit: the sleep, then the clean-up
                 return g
         g.condor_start = at + 2
         self._jobs(g)
+        if self.rng.random() < KILLED_SHARE:   # killed hard by the site's batch system: its .out is cut short
+            g.fate = "killed"
         return g
+
+    def slots(self, entry: Entry) -> List[Tuple[int, int]]:
+        """(cores, GPUs) of the job slots a glidein fills: an 8-core glidein often runs a 4-core job beside
+        1-core ones; a GPU glidein one GPU job per GPU (2 cores each)."""
+        if entry.gpus:
+            return [(2, 1)] * entry.gpus
+        if entry.cpus >= 8 and self.rng.random() < 0.5:
+            return [(4, 0)] + [(1, 0)] * (entry.cpus - 4)
+        return [(1, 0)] * entry.cpus
 
     def _fails(self, script: str, entry: Entry) -> bool:
         planted = script.endswith("validate_node.sh") and self.where.get("failing") == entry.site
@@ -175,11 +223,11 @@ class Generator:
         kill = g.condor_start + walltime
         last_end = g.condor_start
         if self.where.get("no_jobs") != name:
-            for _slot in range(g.entry.cpus):
+            for cores, gpus in self.slots(g.entry):
                 t = g.condor_start + self.lognormal(90, 0.7)
                 while t < retire:
                     end = t + self.lognormal(job_median, 0.7)
-                    job = Job(t, min(end, kill))
+                    job = Job(t, min(end, kill), cpus=cores, memory_mb=cores * 2048, gpus=gpus)
                     if end > kill:
                         job.signal, job.preempted = 9, True
                     elif self.rng.random() < 0.05:
@@ -277,7 +325,7 @@ def history(g: Glidein) -> str:
         out.append("\n".join([
             f"ClusterId = {1000 + index}", "ProcId = 0", f"JobCurrentStartDate = {job.start}",
             f"CompletionDate = {job.end}", f"RemoteWallClockTime = {float(job.end - job.start)}",
-            f"RequestCpus = {job.cpus}", f"RequestMemory = {job.memory_mb}", "RequestGpus = 0",
+            f"RequestCpus = {job.cpus}", f"RequestMemory = {job.memory_mb}", f"RequestGpus = {job.gpus}",
             f"ExitBySignal = {'true' if job.signal else 'false'}", exit_line,
             f"BadputCausedByPreemption = {'true' if job.preempted else 'false'}", "JobStatus = 4",
             f'GlobalJobId = "submit.example.org#{1000 + index}.0#{job.start - 600}"',
@@ -294,8 +342,13 @@ def out_text(g: Glidein) -> str:
             f"glidein_name      = '{INSTANCE}'\nglidein_entry     = '{e.name}'\nclient_name       = '{g.frontend}'\n"
             f"client_group      = '{g.frontend.split('.')[-1]}'\n\n"
             f"GLIDEIN_Factory {FACTORY}\nGLIDEIN_Entry_Name {e.name}\nGLIDEIN_Site {e.site}\n"
-            f"GLIDEIN_CPUS {e.cpus}\nGLIDEIN_MaxMemMBs {e.memory_mb}\nGLIDEIN_UUID {g.uuid}\n")
+            f"GLIDEIN_CPUS {e.cpus}\nGLIDEIN_MaxMemMBs {e.memory_mb}\nGLIDEIN_UUID {g.uuid}\n"
+            + (f"GLIDEIN_GPUS {e.gpus}\n" if e.gpus else ""))
     body = ""
+    if g.fate == "killed":   # the batch system killed the glidein: its output stops while HTCondor runs
+        assert g.condor_start is not None
+        return (PROVENANCE + head + f"=== Condor starting {_date(g.condor_start)} ({g.condor_start}) ===\n"
+                "=== Condor started in background, now waiting on process 9315 ===\n")
     if g.condor_start is not None and g.condor_end is not None:
         last = g.scripts[-1][2]
         body = (f"=== Last script starting {_date(last)} ({last}) after validating for {last - g.started} ===\n\n"
@@ -316,8 +369,16 @@ def out_text(g: Glidein) -> str:
 def err_text(g: Glidein) -> str:
     """``job.C.P.err``: validation errors, StartdHistoryLog, the encoded long XML."""
     text = f"WARN {_date(g.started)} generated by gwtrace examples/demo_factory.py\n"
+    if g.fate == "killed":
+        return text
     if g.failed_script:
+        failed_at = g.scripts[-1][2]
         text += f"=== Validation error in {g.failed_script} ===\n"
+        at, left = failed_at + 1, FAILED_SLEEP
+        while left > 0:   # glidein_exit: "sleep for about 5 mins... but randomize a bit", up to the deadline
+            step = min(left, 250 + (at % 100))
+            text += f"{_date(at)} Sleeping {step}\n"   # warn(), as in a real .err
+            at, left = at + step, left - step
     if g.jobs:
         text += "StartdHistoryLog\n======== gzip | uuencode =============\n" + encode_block(history(g).encode())
     text += ("=== Encoded XML description of glidein activity ===\n" + encode_block(long_xml(g).encode())
@@ -339,31 +400,42 @@ def event(code: int, cluster: int, epoch: int, body: str) -> str:
     return f"{code:03d} ({cluster:03d}.000.000) {stamp} {body}...\n"
 
 
-def activity_events(g: Glidein) -> List[Tuple[int, str]]:
-    """The factory's Condor-G view of one glidein: submitted, at the CE, running, terminated."""
+def activity_events(g: Glidein, end: Optional[int] = None) -> List[Tuple[int, str]]:
+    """The factory's Condor-G view of one glidein: submitted, at the CE, held, running, terminated or removed
+    (only what happened by ``end``, when the logs are read)."""
     ce = g.entry.ce
-    return [
+    events = [
         (g.submitted, event(0, g.cluster, g.submitted, "Job submitted from host: <10.0.0.1:9618?addrs=10.0.0.1-9618>\n")),
         (g.ce_submitted, event(27, g.cluster, g.ce_submitted, f"Job submitted to grid resource\n    GridResource: "
                                f"condor {ce} {ce}:9619\n    GridJobId: condor {ce} {ce}:9619 {g.cluster}.0\n")),
-        (g.started, event(1, g.cluster, g.started, f"Job executing on host: condor {ce} {ce}:9619\n")),
-        (g.ended, event(5, g.cluster, g.ended, TERMINATED)),
     ]
+    for at, code, subcode, reason in g.holds:
+        events.append((at, event(12, g.cluster, at, f"Job was held.\n\t{reason}\n\tCode {code} Subcode {subcode}\n")))
+    if g.removed is not None:
+        aborted = "Job was aborted.\n\tvia condor_rm (by user gfactory)\n"
+        events.append((g.removed, event(9, g.cluster, g.removed, aborted)))
+    else:
+        events.append((g.started, event(1, g.cluster, g.started, f"Job executing on host: condor {ce} {ce}:9619\n")))
+        events.append((g.ended, event(5, g.cluster, g.ended, TERMINATED)))
+    return [pair for pair in events if end is None or pair[0] <= end]
 
 
-def write_factory(root: Path, glideins: Sequence[Glidein]) -> int:
-    """Write every glidein's files and each entry's Condor-G log; returns the number of files written."""
+def write_factory(root: Path, glideins: Sequence[Glidein], end: Optional[int] = None) -> int:
+    """Write every glidein's files and each entry's Condor-G log as they are at ``end`` (default: when every
+    glidein is over); returns the number of files written. A glidein still running at ``end``, or removed
+    before it ran, has Condor-G events and no ``.out``/``.err`` (the factory gets them when the job ends)."""
     files = 0
     logs: Dict[Path, List[Tuple[int, str]]] = {}
     for g in glideins:
         fe_user = g.frontend.split(".")[0].lower()
         directory = root / "client" / f"user_{fe_user}" / f"glidein_{INSTANCE}" / f"entry_{g.entry.name}"
         directory.mkdir(parents=True, exist_ok=True)
-        (directory / f"job.{g.cluster}.0.out").write_text(out_text(g))
-        (directory / f"job.{g.cluster}.0.err").write_text(err_text(g))
-        files += 2
+        if g.removed is None and (end is None or g.ended <= end):
+            (directory / f"job.{g.cluster}.0.out").write_text(out_text(g))
+            (directory / f"job.{g.cluster}.0.err").write_text(err_text(g))
+            files += 2
         day = time.strftime("%Y%m%d", time.gmtime(g.submitted))
-        logs.setdefault(directory / f"condor_activity_{day}_{g.frontend}.log", []).extend(activity_events(g))
+        logs.setdefault(directory / f"condor_activity_{day}_{g.frontend}.log", []).extend(activity_events(g, end))
     for path, events in logs.items():
         path.write_text("".join(text for _, text in sorted(events, key=lambda pair: pair[0])))
         files += 1
@@ -376,12 +448,27 @@ def generate(n: int, seed: int, plants: Sequence[str], days: float, end: int) ->
     entries = make_entries(rng)
     where = choose_plants(entries, plants)
     gen = Generator(rng, where)
-    begin = end - int(days * 86400)
+    span = int(days * 86400)
+    if span < 3600:
+        raise ValueError(f"--days {days}: at least an hour (0.042 days) of glideins")
+    begin = end - span
+    # submitted early enough to be over by ``end`` (the longest life is ~30 h) when the period allows it;
+    # in a shorter period the last glideins are still running at ``end``, as in a real factory
+    window = span - 30 * 3600 if span > 60 * 3600 else span
     glideins = []
     for index in range(n):
-        submitted = begin + rng.randrange(int(days * 86400) - 30 * 3600)
+        submitted = begin + rng.randrange(window)
         glideins.append(gen.glidein(5000 + index, rng.choice(entries), rng.choice(FRONTENDS), submitted))
     return glideins, where
+
+
+def _fate(g: Glidein, end: int) -> str:
+    """What the factory's files say about the glidein at ``end``."""
+    if g.removed is None and g.ended > end:
+        return "running"
+    if g.failed_script:
+        return "failed"
+    return g.fate
 
 
 def main(argv: Optional[List[str]] = None) -> int:
@@ -398,10 +485,18 @@ def main(argv: Optional[List[str]] = None) -> int:
     unknown = sorted(set(plants) - set(PLANTS))
     if unknown:
         parser.error(f"unknown problem(s) to plant: {', '.join(unknown)}")
+    if args.glideins < 1:
+        parser.error("--glideins takes 1 or more")
     end = args.end if args.end is not None else int(time.time())
-    glideins, where = generate(args.glideins, args.seed, plants, args.days, end)
-    files = write_factory(args.out, glideins)
+    try:
+        glideins, where = generate(args.glideins, args.seed, plants, args.days, end)
+    except ValueError as exc:
+        parser.error(str(exc))
+    files = write_factory(args.out, glideins, end)
+    fates = {fate: sum(1 for g in glideins if _fate(g, end) == fate)
+             for fate in ("ended", "failed", "held", "removed", "killed", "running")}
     print(f"demo factory: {len(glideins)} glideins, {files} files in {args.out}")
+    print("  " + ", ".join(f"{count} {fate}" for fate, count in fates.items()))
     for plant, place in where.items():
         print(f"  planted {plant} at {place}")
     return 0

@@ -38,7 +38,12 @@ def test_the_planted_problems_are_the_hints_with_their_scope(planted):
     for plant, (kind, scope_key) in EXPECTED.items():
         assert any(k == kind and dict(scope)[scope_key] == where[plant] for k, scope in got), (plant, got)
     assert len(found) == len(EXPECTED), [h.summary for h in found]
-    assert [h.cost_hours_per_day for h in found] == sorted((h.cost_hours_per_day for h in found), reverse=True)
+    for unit in ("pilot_hours", "requested_hours"):
+        mine = [h for h in found if h.cost_unit == unit]
+        assert [h.cost_per_day for h in mine] == sorted((h.cost_per_day for h in mine), reverse=True)
+        assert [h.rank for h in mine] == list(range(1, len(mine) + 1))
+    units = [h.cost_unit for h in found]
+    assert units == sorted(units, key=("pilot_hours", "requested_hours").index)   # CE waits after, apart
     for hint in found:
         assert hint.count > 0 and hint.glideins and all(len(g["trace_id"]) == 32 for g in hint.glideins)
         assert hint.evidence and hint.action
@@ -75,7 +80,11 @@ def test_cli_json_has_the_phases_the_scripts_and_ranked_hints(planted, capsys):
     assert main(["--factory-logs", str(root), "--format", "json"]) == 0
     body = json.loads(capsys.readouterr().out)
     assert {row["entry"] for row in body["phases"]} >= {where["long_tail"], where["no_jobs"]}
-    assert body["hints"][0]["cost_hours_per_day"] >= body["hints"][-1]["cost_hours_per_day"]
+    pilot = [h for h in body["hints"] if h["cost_unit"] == "pilot_hours"]
+    assert pilot[0]["cost_per_day"] >= pilot[-1]["cost_per_day"]
+    assert {h["cost_unit_text"] for h in body["hints"]} == {
+        "canonical core-hours of pilot time lost per day",
+        "canonical core-hours requested but not running per day (not pilot time)"}
     tail = next(r for r in body["phases"] if r["entry"] == where["long_tail"] and r["phase"] == "idle_tail")
     assert tail["p50_s"] > 3600
     others = [r for r in body["phases"] if r["entry"] != where["long_tail"] and r["phase"] == "idle_tail"]

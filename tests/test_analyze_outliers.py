@@ -26,14 +26,35 @@ def test_planted_extremes_are_the_top_outliers(tmp_path):
             by_entry.setdefault(rec["entry"], []).append(rec)
     entry, recs = max(by_entry.items(), key=lambda item: len(item[1]))
     planted = recs[:3]
-    for rec in planted:   # validate_node.sh 60x its length in three glideins of one entry
+    for rec in planted:   # validate_node.sh 60x its length (and a quarter of an hour) in three glideins of one entry
         script = next(s for s in rec["scripts"] if s["id"].endswith("validate_node.sh"))
-        script["end"] = script["start"] + 60 * max(1, script["end"] - script["start"])
+        script["end"] = script["start"] + 60 * max(15, script["end"] - script["start"])
     found = outliers(records)
     top = [(r["glidein"], r["phase"]) for r in found[:3]]
     expected = {(f"{r['cluster']}.{r['proc']}@{r['schedd']}", "script:main/validate_node.sh") for r in planted}
     assert set(top) == expected
     assert all(r["entry"] == entry and r["score"] > 3.5 and r["n"] >= 20 for r in found[:3])
+
+
+def test_a_far_but_trivial_phase_is_not_an_outlier_and_cut_rows_are_said(tmp_path, capsys):
+    records, _ = _records(tmp_path, [], 26)
+    entry = max({r["entry"] for r in records}, key=lambda e: sum(r["entry"] == e for r in records))
+    ok = [r for r in records if r["entry"] == entry and r["status"] == "OK" and r["scripts"]]
+    for rec in ok[:5]:   # cvmfs_setup.sh from ~6 s to 150 s: a huge score, under 150 s of effect
+        script = next(s for s in rec["scripts"] if s["id"].endswith("cvmfs_setup.sh"))
+        script["end"] = script["start"] + 150
+    hits = [r for r in outliers(records, min_extra=0) if r["phase"] == "script:main/cvmfs_setup.sh"]
+    assert len(hits) >= 5 and all(r["score"] > 3.5 for r in hits)
+    assert not [r for r in outliers(records) if r["extra_seconds"] < 300]      # default: >= 300 s of effect
+    planted = {f"{r['cluster']}.{r['proc']}@{r['schedd']}" for r in ok[:5]}
+    assert planted <= {r["glidein"] for r in hits}
+    assert not planted & {r["glidein"] for r in outliers(records)}
+    from gwtrace.analysis.cli import render_outliers
+    import io
+    out = io.StringIO()
+    render_outliers(hits, out, top=2, min_extra=0)
+    assert f"2 of {len(hits)} shown" in out.getvalue().splitlines()[0]
+    assert len(out.getvalue().splitlines()) == 1 + 1 + 2          # the line, the head, two rows
 
 
 def test_small_groups_are_not_judged(tmp_path):

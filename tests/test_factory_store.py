@@ -81,9 +81,13 @@ def test_account_from_the_store_equals_account_from_the_files(factory, store, ca
                             sorted(files["series"], key=lambda r: (r.get(key), r["bucket"]))):
         assert mine["bucket"] == theirs["bucket"]
         assert {c: mine[c] for c in CATEGORIES} == pytest.approx({c: theirs[c] for c in CATEGORIES}, abs=0.02)
-    assert stored["analyze_entries"].keys() == files["analyze_entries"].keys()
-    for group, totals in files["analyze_entries"].items():
-        assert stored["analyze_entries"][group] == pytest.approx(totals)
+    assert stored["glideinwms"]["groups"].keys() == files["glideinwms"]["groups"].keys()
+    for group, totals in files["glideinwms"]["groups"].items():
+        assert stored["glideinwms"]["groups"][group] == pytest.approx(totals)
+    assert stored["figures"].keys() == files["figures"].keys()
+    for group, figures in files["figures"].items():
+        assert {k: v or 0 for k, v in stored["figures"][group].items()} == pytest.approx(
+            {k: v or 0 for k, v in figures.items()}, abs=0.05)
 
 
 def test_analyze_from_the_store_gives_the_same_hints(factory, store, capsys):

@@ -234,3 +234,17 @@ def test_what_a_span_is_compared_with(name, parent, attrs, phase):
 
     span = {"name": name, "parent_span_id": parent, "attributes": attrs}
     assert span_phase(span, ["main/cvmfs_setup.sh", "main/condor_startup.sh"]) == phase
+
+
+def test_accounting_api_is_the_cli_answer_with_both_figures_labelled(client, db, capsys):
+    from gwtrace.factory.account_cli import main as account
+
+    got = client.get("/ui/api/accounting?by=site&bucket=1d")
+    assert got.status_code == 200
+    body = got.get_json()
+    assert account(["--store", str(db), "--by", "site", "--format", "json"]) == 0
+    cli = json.loads(capsys.readouterr().out)
+    for key in ("units", "series", "groups", "figures", "glideinwms", "demand"):
+        assert body[key] == cli[key], key
+    assert body["figures"]["total"]["efficiency"] <= 1 and body["glideinwms"]["groups"]["total"]["glideins"] > 0
+    assert body["glideinwms"]["note"] and "3.10.12" in body["glideinwms"]["note"]   # the demo has multi-core pilots

@@ -46,9 +46,15 @@ def test_make_demo_ends_with_the_accounting_summary_and_the_top_hints(tmp_path: 
     text = out.stdout
     assert "backfilled 400 glidein(s)" in out.stderr
     assert "== Where pilot time went" in text and "goodput" in text and "not computable: no demand data" in text
+    figures = text[text.index("gwtrace figures"):text.index("== What to change first")]
+    assert "GlideinWMS's analyze_entries figures" in figures and "3.10.12" in figures   # ours first, theirs labelled
+    ours = figures.splitlines()[2].split()
+    assert ours[0] == "total" and 0 < float(ours[-2]) <= 1                # efficiency: a share
     hints = text[text.index("== What to change first"):]
-    assert "1. [" in hints and "3. [" in hints and "4. [" not in hints
-    assert "killed by the glidein's end" in hints  # the most costly planted problem comes first
+    pilot, requested = hints.split("ranked by canonical core-hours requested but not running")
+    assert "1. [" in pilot and "3. [" in pilot and "4. [" not in pilot
+    assert "killed by the glidein's end" in pilot  # the most costly planted problem comes first
+    assert "at the CE of" in requested and "at the CE of" not in pilot   # CE waits ranked on their own
     urls = [line.split()[0] for line in text.splitlines() if line.strip().startswith("http://127.0.0.1:4318/trace/")]
     assert len(urls) == 2
     assert (tmp_path / "home" / "demo-accounting.svg").read_text().startswith("<?xml")

@@ -124,7 +124,8 @@ def test_hints_page_shows_the_planted_problems_and_a_glidein_opens_its_trace(pla
     hints = css(d, "#hint-list li.hint")
     api = _json(f"{url}/ui/api/hints")["hints"]
     assert len(hints) == len(api) >= 6
-    assert [h.get_attribute("data-rank") for h in hints] == [str(i) for i in range(1, len(api) + 1)]
+    assert [h.get_attribute("data-rank") for h in hints] == [str(h["rank"]) for h in api]
+    assert [h["cost_unit"] for h in api][-1] == "requested_hours"   # the CE wait, ranked on its own, last
     text = {h.get_attribute("data-kind"): h.text for h in hints}
     assert "fails in" in text["failing_script"] and where["failing"] in text["failing_script"]
     assert "main/validate_node.sh" in text["failing_script"]
@@ -133,7 +134,7 @@ def test_hints_page_shows_the_planted_problems_and_a_glidein_opens_its_trace(pla
     assert where["ce_wait"] in text["ce_wait"] and where["preempted"] in text["preempted_jobs"]
     assert where["slow_script"] in text["slow_script"] and "GLIDEIN_Retire_Time" in text["preempted_jobs"]
     first = hints[0]
-    assert f"{api[0]['cost_hours_per_day']:.1f} canonical h/day" in first.text and "Do:" in first.text
+    assert f"{api[0]['cost_per_day']:.1f} pilot h/day" in first.text and "Do:" in first.text
     assert api[0]["summary"] in first.find_element("css selector", ".hint-summary").text
 
     link = first.find_elements("css selector", ".hint-glideins a.trace-link")

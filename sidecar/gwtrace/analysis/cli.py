@@ -15,8 +15,8 @@ from typing import Any, Dict, Iterable, List, Optional, TextIO, Tuple
 from gwtrace.gcpause import gc_paused
 from gwtrace.factory.cli import add_record_options, load_summaries, summary_parts
 from .fold import Part, default_workers, fold
-from .hints import Hint, HintInputs, Thresholds, ranked
-from .outliers import OutlierGroups, compare_spec
+from .hints import SHORT_UNITS, UNITS, Hint, HintInputs, Thresholds, ranked
+from .outliers import MIN_EXTRA, MIN_N, THRESHOLD, OutlierGroups, compare_spec
 from .stats import PhaseCells, ScriptCells, TrendCells
 from ..cli.terminal import terminal_text
 
@@ -29,6 +29,10 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--hints", action="store_true", help="only the ranked hints")
     parser.add_argument("--outliers", action="store_true",
                         help="list glideins far out in a phase at their entry (robust z-score on log duration)")
+    parser.add_argument("--min-extra", type=float, default=MIN_EXTRA, metavar="SECONDS",
+                        help=f"--outliers: only glideins at least this much longer than their entry's median "
+                             f"(default {MIN_EXTRA:.0f} s)")
+    parser.add_argument("--top", type=int, default=30, metavar="N", help="--outliers: rows printed (default 30)")
     parser.add_argument("--compare", metavar="failed|slow:PHASE",
                         help="which attribute values are over-represented in failed (or slow) glideins")
     parser.add_argument("--threshold", action="append", default=[], metavar="NAME=VALUE",
@@ -71,22 +75,34 @@ def render_report(report: Dict[str, Any], by: str, out: TextIO) -> None:
 
 
 def render_hints(found: List[Hint], out: TextIO) -> None:
-    """The ranked hints, each with its cost, action and evidence."""
+    """The ranked hints, each with its cost, action and evidence: pilot time lost first, then, ranked on
+    their own, capacity requested but not running (a CE wait is not pilot time)."""
     if not found:
         out.write("hints: none (no threshold crossed; docs/analysis.md lists them)\n")
-    for rank, hint in enumerate(found, 1):
-        out.write(f"{rank}. [{hint.cost_hours_per_day:.1f} canonical h/day] {hint.summary}\n"
+    unit = None
+    for hint in found:
+        if hint.cost_unit != unit:
+            unit = hint.cost_unit
+            out.write(f"{'' if hint is found[0] else chr(10)}ranked by {UNITS[unit]}:\n")
+        lost = f", {hint.glideins_lost_per_day:.1f} glideins lost/day" if hint.glideins_lost_per_day else ""
+        out.write(f"{hint.rank}. [{hint.cost_per_day:.1f} {SHORT_UNITS[unit]}{lost}] {hint.summary}\n"
                   f"   do: {hint.action}\n"
-                  f"   evidence: {json.dumps(hint.evidence)}; {hint.count} glideins, e.g. "
-                  f"{', '.join(g['glidein'] for g in hint.glideins[:3])} (trace {hint.glideins[0]['trace_id']})\n")
+                  f"   evidence: {json.dumps(hint.evidence)}; {hint.count} glideins over {hint.period_days:.1f} "
+                  f"days, e.g. {', '.join(g['glidein'] for g in hint.glideins[:3])} "
+                  f"(trace {hint.glideins[0]['trace_id']})\n")
 
 
-def render_outliers(found: List[Dict[str, Any]], out: TextIO, top: int = 30) -> None:
-    """The farthest glideins first, with the group's median and the robust z-score."""
-    out.write(f"{len(found)} outliers (robust z-score > 3.5 on log duration, groups of >= 20 glideins)\n")
-    _table(out, ["glidein", "entry", "phase", "minutes", "entry median", "score", "trace"],
+def render_outliers(found: List[Dict[str, Any]], out: TextIO, top: int = 30, min_extra: float = MIN_EXTRA) -> None:
+    """The farthest glideins first, with the group's median and the robust z-score; says when rows are cut."""
+    shown = found[:top]
+    out.write(f"{len(found)} outliers (robust z-score > {THRESHOLD} on log duration, groups of >= {MIN_N} glideins, "
+              f"at least {min_extra:.0f} s longer than the entry's median)"
+              + (f"; {len(shown)} of {len(found)} shown (--top)" if len(shown) < len(found) else "") + "\n")
+    if not shown:
+        return
+    _table(out, ["glidein", "entry", "phase", "minutes", "entry median", "extra", "score", "trace"],
            [[r["glidein"], str(r["entry"]), r["phase"], _minutes(r["seconds"]), _minutes(r["median_seconds"]),
-             str(r["score"]), r["trace_id"]] for r in found[:top]])
+             _minutes(r["extra_seconds"]), str(r["score"]), r["trace_id"]] for r in shown])
 
 
 def render_compare(label: Optional[str], rows: List[Dict[str, Any]], out: TextIO) -> None:
@@ -133,6 +149,8 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
         parser.error(str(exc))
     if args.workers < 1:
         parser.error("--workers takes a number of processes, 1 or more")
+    if args.top < 1 or args.min_extra < 0:
+        parser.error("--top takes 1 or more rows, --min-extra 0 or more seconds")
     if args.compare is not None:
         summaries, errors = load_summaries(args)
         try:
@@ -145,8 +163,9 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
     parts, errors = summary_parts(args, args.workers)
     if args.outliers:
         with gc_paused():
-            found = fold(parts, lambda: (OutlierGroups(),))[0].found()
-        return _emit(args.format, {"outliers": found}, stdout, lambda: render_outliers(found, stdout), errors, stderr)
+            found = fold(parts, lambda: (OutlierGroups(),))[0].found(min_extra=args.min_extra)
+        return _emit(args.format, {"outliers": found, "min_extra_s": args.min_extra}, stdout,
+                     lambda: render_outliers(found, stdout, args.top, args.min_extra), errors, stderr)
     report, ranked, lengths = _folded(parts, args.by, thresholds, full=not args.hints or bool(args.plot))
     if args.plot:
         from .plots import plot_all

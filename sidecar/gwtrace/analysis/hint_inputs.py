@@ -10,7 +10,7 @@ evidence can name the glideins behind a hint without keeping their summaries.
 from __future__ import annotations
 
 from array import array
-from collections import defaultdict
+from collections import Counter, defaultdict
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from gwtrace.factory.to_trace import glidein_trace_id
@@ -113,24 +113,61 @@ def shifted(indexes: array, shift: int) -> array:
     return array("l", [i + shift for i in indexes]) if shift else indexes
 
 
+MIN_PERIOD = 3600.0   # a group's period is at least an hour: a few minutes' sample is not scaled up to a day
+
+
+class Period:
+    """The first start and last end of a group's glideins: the period its costs per day are over.
+
+    Each group has its own, so a glidein elsewhere (another site, an unrelated two-second trace)
+    cannot stretch the days a hint's cost is divided by.
+    """
+
+    __slots__ = ("first", "last")
+
+    def __init__(self) -> None:
+        self.first: Optional[float] = None
+        self.last: Optional[float] = None
+
+    def add(self, start: Optional[float], end: Optional[float]) -> None:
+        if start is not None:
+            self.first = start if self.first is None or start < self.first else self.first
+        if end is not None:
+            self.last = end if self.last is None or end > self.last else self.last
+
+    def merge(self, later: "Period") -> None:
+        self.add(later.first, later.last)
+
+    def days(self) -> float:
+        """Days from the first start to the last end, at least one hour (a tiny sample is not inflated)."""
+        if self.first is None or self.last is None:
+            return MIN_PERIOD / 86400.0
+        return max(self.last - self.first, MIN_PERIOD) / 86400.0
+
+
 class _Site:
-    __slots__ = ("glideins", "failed", "lost")
+    __slots__ = ("glideins", "failed", "lost", "ran", "period")
 
     def __init__(self) -> None:
         self.glideins = 0
         self.failed: Dict[str, array] = {}   # failed_script -> glidein indexes
         self.lost: Dict[str, float] = defaultdict(float)   # failed_script -> validation_fail seconds
+        self.ran: Counter = Counter()   # script -> glideins that ran it (the failure rate's base)
+        self.period = Period()
 
     def merge(self, later: "_Site", shift: int) -> None:
         self.glideins += later.glideins
         for script, bad in later.failed.items():
             self.failed.setdefault(script, array("l")).extend(shifted(bad, shift))
             self.lost[script] += later.lost[script]
+        for script, count in later.ran.items():
+            self.ran[script] += count
+        self.period.merge(later.period)
 
 
 class _Entry:
     __slots__ = ("glideins", "waits", "jobs", "killed", "hit", "lost", "walls", "lives", "running", "empty",
-                 "empty_lost")
+                 "empty_lost", "period")
 
     def __init__(self) -> None:
         self.glideins = 0
@@ -142,6 +179,7 @@ class _Entry:
         self.lives = array("d")
         self.empty = array("l")        # glideins that started HTCondor and never got a job
         self.empty_lost = 0.0
+        self.period = Period()
 
     def merge(self, later: "_Entry", shift: int) -> None:
         self.glideins += later.glideins
@@ -156,6 +194,7 @@ class _Entry:
         self.lives.extend(later.lives)
         self.empty.extend(shifted(later.empty, shift))
         self.empty_lost += later.empty_lost
+        self.period.merge(later.period)
 
 
 class HintInputs(Accumulator):
@@ -190,9 +229,13 @@ class HintInputs(Accumulator):
         if site is None:
             site = self.sites[s[SITE]] = _Site()
         site.glideins += 1
+        site.period.add(s[STARTED], s[ENDED])
+        ran = {script[0] for script in s[SCRIPTS]}   # each script once per glidein: the rates' base
         if s[STATUS] == "ERROR" and s[FAILED_SCRIPT]:
             site.failed.setdefault(s[FAILED_SCRIPT], array("l")).append(index)
             site.lost[s[FAILED_SCRIPT]] += s[CANON][0]
+            ran.add(s[FAILED_SCRIPT])
+        site.ran.update(ran)
         runs = self.runs
         site_name = s[SITE]
         for script, seconds, _, _ in s[SCRIPTS]:
@@ -211,6 +254,7 @@ class HintInputs(Accumulator):
         if entry is None:
             entry = self.entries[s[ENTRY]] = _Entry()
         entry.glideins += 1
+        entry.period.add(s[STARTED], s[ENDED])
         first_job, tail, ce = s[WAITS]
         if first_job is not None:
             entry.waits[0].add(first_job, index)
@@ -248,10 +292,10 @@ class HintInputs(Accumulator):
                 mine.setdefault(site, GlideinValues()).merge(cell, shift)
 
     def days(self) -> float:
-        """Length of the analysed period, for costs per day (at least one hour, so a tiny sample is not inflated)."""
-        if self.first_start is None or self.last_end is None:
-            return 1.0
-        return max(self.last_end - self.first_start, 3600) / 86400.0
+        """Length of the whole analysed period (at least one hour); each hint uses its own group's (``Period``)."""
+        period = Period()
+        period.add(self.first_start, self.last_end)
+        return period.days() if self.first_start is not None and self.last_end is not None else 1.0
 
 
 def _either(pick: Any, a: Optional[float], b: Optional[float]) -> Optional[float]:

@@ -7,7 +7,10 @@ median and MAD because, unlike the mean and standard deviation, the outliers
 themselves cannot drag them. A glidein is listed when its robust z-score,
 (log d - median) / (1.4826 MAD), is above a threshold (3.5, a common choice
 for this score), in groups of at least ``min_n`` glideins (20): fewer, and a
-"typical" value is not known well enough to call anything odd.
+"typical" value is not known well enough to call anything odd.  And only when
+the effect is worth a look: at least ``min_extra`` seconds (300) longer than
+the group's median. A score alone flags a 12 s script where the median is 4 s,
+which no operator would act on.
 
 Compare (as Honeycomb's BubbleUp or Tempo's ``compare()``): for a selection
 (failed glideins, or the slowest tenth in a phase) against the rest, each
@@ -28,6 +31,7 @@ from .summary import CPUS, ENTRY, FAILED_SCRIPT, FRONTEND, PHASES, SITE, STATUS,
 
 MIN_N = 20
 THRESHOLD = 3.5
+MIN_EXTRA = 300.0   # seconds longer than the group's median, at least, for a row to be listed
 ATTRIBUTES = ("site", "entry", "frontend", "cpus", "failed_script")
 
 
@@ -58,8 +62,10 @@ class OutlierGroups(Accumulator):
                 cell[0].extend(values)
                 cell[1].extend(shifted(index, shift))
 
-    def found(self, min_n: int = MIN_N, threshold: float = THRESHOLD) -> List[Dict[str, Any]]:
-        """Glideins whose phase is far longer than the same phase at the same entry, farthest first."""
+    def found(self, min_n: int = MIN_N, threshold: float = THRESHOLD, min_extra: float = MIN_EXTRA
+              ) -> List[Dict[str, Any]]:
+        """Glideins whose phase is far longer than the same phase at the same entry (by the score) and
+        at least ``min_extra`` seconds longer than its median (by the effect), farthest first."""
         found = []
         for (_, name), (values, index) in self.groups.items():
             if len(values) < min_n:
@@ -69,17 +75,20 @@ class OutlierGroups(Accumulator):
             mad = statistics.median(abs(x - median) for x in logs)
             if mad == 0:
                 continue  # (nearly) all the same: no scale to measure "far" with
+            typical = math.expm1(median)
             for seconds, at, x in zip(values, index, logs):
                 score = (x - median) / (1.4826 * mad)
-                if score > threshold:
+                if score > threshold and seconds - typical >= min_extra:
                     found.append({**self.refs.name(at), "phase": name, "seconds": seconds, "n": len(values),
-                                  "median_seconds": round(math.expm1(median), 1), "score": round(score, 1)})
+                                  "median_seconds": round(typical, 1), "extra_seconds": round(seconds - typical, 1),
+                                  "score": round(score, 1)})
         return sorted(found, key=lambda row: -row["score"])
 
 
-def outliers(records: Iterable[Any], min_n: int = MIN_N, threshold: float = THRESHOLD) -> List[Dict[str, Any]]:
+def outliers(records: Iterable[Any], min_n: int = MIN_N, threshold: float = THRESHOLD,
+             min_extra: float = MIN_EXTRA) -> List[Dict[str, Any]]:
     """Glideins whose phase is far longer than the same phase at the same entry, farthest first."""
-    return OutlierGroups().feed(records).found(min_n, threshold)
+    return OutlierGroups().feed(records).found(min_n, threshold, min_extra)
 
 
 def _attributes(s: Summary) -> Dict[str, Any]:

@@ -140,6 +140,12 @@ class EntryTotals:
             else:
                 self.idle, self.idle_buckets = self.idle + exact, self.idle_buckets + approx
 
+    def merge(self, other: "EntryTotals") -> None:
+        """Add another group's sums (analyze_entries' all-entries totals are sums of the entries')."""
+        for name in ("glideins", "failed_to_start", "jobs", "time", "used", "goodput", "validating", "idle",
+                     "validating_buckets", "idle_buckets"):
+            setattr(self, name, getattr(self, name) + getattr(other, name))
+
     def to_dict(self) -> Dict[str, float]:
         """The figures analyze_entries prints, plus the exact/bucketed pair for validation and idle."""
         waste = self.time - self.used

@@ -1,9 +1,11 @@
 """``gwtrace account``: where pilot time went, in canonical hours, per time bucket.
 
 Prints the six OSG pilot categories per bucket (and per site/entry/frontend
-with ``--by``), the two site-side categories as not computable when there is
-no demand data, and analyze_entries' totals for the same period.  ``--plot``
-draws the series as a stacked area with matplotlib (the ``[factory]`` extra).
+with ``--by``) with a totals row, the two site-side categories as not
+computable when there is no demand data, gwtrace's own figures (core-weighted
+on both sides, ``figures.py``) and, beside them and labelled as GlideinWMS's,
+analyze_entries' figures for the same period.  ``--plot`` draws the series as
+a stacked area with matplotlib (the ``[factory]`` extra).
 """
 
 from __future__ import annotations
@@ -16,10 +18,11 @@ import time
 from collections import defaultdict
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
-from .account import BUCKETS, DEMAND_CATEGORIES, NOT_COMPUTABLE, EntryTotals, entries_totals, series
+from .account import BUCKETS, DEMAND_CATEGORIES, NOT_COMPUTABLE, EntryTotals, group_of, series
 from .canonical import CATEGORIES
 from .cli import add_record_options, open_store, select
 from .collect import collect
+from .figures import TOTAL, accounting_body, category_hours
 from ..cli.terminal import terminal_text
 
 
@@ -51,41 +54,66 @@ def rows_of(data: Dict[Tuple[str, int], Dict[str, float]], by: Optional[str]) ->
     return rows
 
 
-def render(rows: List[Dict[str, Any]], totals: Dict[str, Dict[str, Any]], fmt: str, by: Optional[str],
-           out: TextIO) -> None:
-    """Write the series and the totals as a table, JSON or CSV (CSV: the series only)."""
+def body_of(data: Dict[Tuple[str, int], Dict[str, float]], gwms: Dict[str, EntryTotals], by: Optional[str],
+            extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
+    """The whole answer (``--format json``, the accounting page's API): series, totals, both sets of figures."""
+    hours = category_hours(((group, cell) for (group, _start), cell in data.items()), grouped=by is not None)
+    return accounting_body(rows_of(data, by), hours, gwms, extra, grouped=by is not None)
+
+
+def render(body: Dict[str, Any], fmt: str, by: Optional[str], out: TextIO) -> None:
+    """Write the answer as a table, JSON or CSV (CSV: the series, numbers only, and a totals row)."""
+    rows = body["series"]
     if fmt == "json":
-        json.dump({"unit": "canonical hours", "series": rows, "analyze_entries": totals,
-                   "demand": {c: NOT_COMPUTABLE for c in DEMAND_CATEGORIES}}, out, indent=1)
+        json.dump(body, out, indent=1)
         out.write("\n")
         return
     columns = ["bucket"] + ([by] if by else []) + list(CATEGORIES) + ["total"]
+    whole = body["groups"][-1]                      # category_hours puts the totals row last
+    total_row = {"bucket": TOTAL, **({by: ""} if by else {}), **{c: whole[c] for c in CATEGORIES + ("total",)}}
     if fmt == "csv":
-        writer = csv.DictWriter(out, fieldnames=columns + list(DEMAND_CATEGORIES), extrasaction="ignore")
+        # numbers only in numeric columns: the demand categories are not computable, so they are not columns
+        writer = csv.DictWriter(out, fieldnames=columns + ["bucket_start"], extrasaction="ignore")
         writer.writeheader()
         writer.writerows(rows)
+        writer.writerow({**total_row, "bucket": TOTAL, "bucket_start": ""})
         return
-    _table(out, columns, [[str(r[c]) for c in columns] for r in rows])
+    _table(out, columns, [[str(r[c]) for c in columns] for r in rows + [total_row]])
     out.write(f"canonical hours (1 core + 2 GB); {', '.join(DEMAND_CATEGORIES)}: {NOT_COMPUTABLE}\n\n")
-    head = ["group", "glideins", "time_h", "used_h", "validating_h", "idle_h", "wasted_h", "badput_h",
-            "time_eff", "goodput_frac"]
-    keys = ["glideins", "time", "time_used", "time_validating", "time_idle", "time_wasted", "badput",
-            "time_efficiency", "goodput_fraction"]
-    body = [[name] + [_cell(t[k], k) for k in keys] for name, t in totals.items()]
-    out.write("analyze_entries totals (glideins that ended in the period; GlideinWMS's own per-glidein figures):\n")
-    _table(out, head, body)
-    if any(t["time_used"] > t["time"] for t in totals.values()):
-        out.write("note: as in GlideinWMS >= 3.10.12, time used is core-summed while time is the pilots' wall time: "
-                  "multi-core pilots push time used above time (efficiency > 1, negative idle/waste); the canonical "
-                  "series above count cores and memory (docs/accounting.md)\n")
+    render_figures(body, out)
 
 
-def _cell(value: Any, key: str) -> str:
+OWN = (("pilot_hours", "pilot_h"), ("job_hours", "jobs_h"), ("goodput_hours", "goodput_h"),
+       ("badput_hours", "badput_h"),
+       ("validation_fail_hours", "val_fail_h"), ("idle_hours", "idle_h"), ("efficiency", "efficiency"),
+       ("goodput_fraction", "goodput_frac"))
+GWMS = (("glideins", "glideins"), ("time_h", "time_h"), ("time_used_h", "used_h"),
+        ("time_validating_h", "validating_h"), ("time_idle_h", "idle_h"), ("time_wasted_h", "wasted_h"),
+        ("badput_h", "badput_h"), ("time_efficiency", "time_eff"), ("goodput_fraction", "goodput_frac"))
+
+
+def render_figures(body: Dict[str, Any], out: TextIO) -> None:
+    """gwtrace's figures first, then GlideinWMS's, labelled, with the note on its >= 3.10.12 behaviour."""
+    out.write("gwtrace figures (canonical core-hours inside the period, cores and memory counted on both sides; "
+              "efficiency = jobs/pilot):\n")
+    _table(out, ["group"] + [label for _, label in OWN],
+           [[group] + [_cell(f[key]) for key, _ in OWN] for group, f in body["figures"].items()])
+    gwms = body["glideinwms"]
+    out.write("\nGlideinWMS's analyze_entries figures, as GlideinWMS computes them (glideins that ended in the "
+              "period; hours):\n")
+    if not gwms["groups"]:
+        out.write("  none: no glidein ended in the period\n")
+        return
+    _table(out, ["group"] + [label for _, label in GWMS],
+           [[group] + [_cell(t[key]) for key, _ in GWMS] for group, t in gwms["groups"].items()])
+    if gwms["note"]:
+        out.write(f"note: {gwms['note']}\n")
+
+
+def _cell(value: Any) -> str:
     if value is None:
         return "-"
-    if key in ("time_efficiency", "goodput_fraction"):
-        return f"{value:.3f}"
-    return str(value) if key == "glideins" else f"{value / 3600.0:.1f}"
+    return str(value)
 
 
 def _table(out: TextIO, head: List[str], body: List[List[str]]) -> None:
@@ -102,23 +130,38 @@ def plot(rows: List[Dict[str, Any]], path: str, title: str, width: int) -> None:
     stacked_area(rows, path, title, width)
 
 
-def from_files(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], Dict[str, Dict[str, Any]], List[str]]:
-    """Series rows and totals straight from a factory's files."""
+def from_files(args: argparse.Namespace) -> Tuple[Dict[str, Any], List[Dict[str, Any]], List[str]]:
+    """The answer straight from a factory's files (and the series rows, for the picture)."""
     found = collect(args.factory_logs)
     records = select(found.records, args)
-    rows = rows_of(series(records, BUCKETS[args.bucket], args.by, args.since, args.until), args.by)
-    return rows, entries_totals(records, args.by, args.since, args.until), found.errors + found.skipped
+    data = series(records, BUCKETS[args.bucket], args.by, args.since, args.until)
+    gwms: Dict[str, EntryTotals] = defaultdict(EntryTotals)
+    for rec in _ended_in(records, args.since, args.until):
+        gwms[group_of(rec, args.by)].add(rec.gwms)
+    body = body_of(data, gwms, args.by)
+    return body, body["series"], found.errors + found.skipped
 
 
-def from_store(args: argparse.Namespace) -> Tuple[List[Dict[str, Any]], Dict[str, Dict[str, Any]], List[str]]:
-    """Series rows and totals from the store's records: SQLite sums the hourly cells kept at ingest."""
+def _ended_in(records: Any, since: Optional[float], until: Optional[float]) -> Any:
+    """The records analyze_entries counts: ended in [since, until), with GlideinWMS's figures."""
+    for rec in records:
+        end = rec.ended
+        if end is not None and ((since is not None and end < since) or (until is not None and end >= until)):
+            continue
+        if rec.gwms:
+            yield rec
+
+
+def from_store(args: argparse.Namespace) -> Tuple[Dict[str, Any], List[Dict[str, Any]], List[str]]:
+    """The answer from the store's records: SQLite sums the hourly cells kept at ingest."""
     filters = {"site": args.site, "entry": args.entry, "frontend": args.frontend}
     with open_store(args) as store:
         data = store.glidein_series(BUCKETS[args.bucket], args.by, args.since, args.until, **filters)
         groups: Dict[str, EntryTotals] = defaultdict(EntryTotals)
         for name, figures in store.glidein_gwms(args.by, args.since, args.until, **filters):
             groups[name].add(figures)
-    return rows_of(data, args.by), {k: v.to_dict() for k, v in sorted(groups.items())}, []
+    body = body_of(data, groups, args.by)
+    return body, body["series"], []
 
 
 def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
@@ -131,8 +174,8 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
     if args.source:
         parser.error("--source: accounting needs each glidein's canonical segments, which only the store "
                      "(ingest the traces or the factory's files into it) or --factory-logs give")
-    rows, totals, errors = from_files(args) if args.factory_logs else from_store(args)
-    render(rows, totals, args.format, args.by, stdout)
+    body, rows, errors = from_files(args) if args.factory_logs else from_store(args)
+    render(body, args.format, args.by, stdout)
     if args.plot:
         plot(rows, args.plot, f"pilot time by category, canonical hours per {args.bucket}", BUCKETS[args.bucket])
     for line in errors:

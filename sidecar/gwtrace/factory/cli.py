@@ -10,6 +10,7 @@ import argparse
 import csv
 import json
 import sys
+import time
 from datetime import datetime, timezone
 from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple
 
@@ -195,6 +196,18 @@ def _flat(rec: Dict[str, Any]) -> Dict[str, Any]:
     return row
 
 
+TIMES = ("submitted", "started", "ended")
+
+
+def table_cell(key: str, value: Any) -> str:
+    """A value as a table shows it: times as UTC dates a person reads (JSON and CSV keep epoch seconds)."""
+    if value is None:
+        return ""
+    if key in TIMES and isinstance(value, (int, float)):
+        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(value))
+    return str(value)
+
+
 def render(records: List[Dict[str, Any]], fmt: str, stream: TextIO) -> None:
     """Write records (dicts) as a table, JSON (one array) or CSV."""
     if fmt == "json":
@@ -207,7 +220,7 @@ def render(records: List[Dict[str, Any]], fmt: str, stream: TextIO) -> None:
         writer.writeheader()
         writer.writerows(rows)
         return
-    cells = [list(TABLE)] + [["" if row[k] is None else str(row[k]) for k in TABLE] for row in rows]
+    cells = [list(TABLE)] + [[table_cell(k, row[k]) for k in TABLE] for row in rows]
     widths = [max(len(r[i]) for r in cells) for i in range(len(TABLE))]
     for line in cells:
         stream.write("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() + "\n")

@@ -17,8 +17,8 @@ from typing import Any, Dict, Optional
 
 from flask import Blueprint, Response, current_app, render_template, request
 
-from ..factory.account import BUCKETS, DEMAND_CATEGORIES, NOT_COMPUTABLE, EntryTotals
-from ..factory.account_cli import rows_of
+from ..factory.account import BUCKETS, EntryTotals
+from ..factory.account_cli import body_of
 from ..factory.canonical import CATEGORIES
 from ..factory.cli import parse_time
 from ..store import TraceStore
@@ -60,24 +60,13 @@ def _filters(q: Dict[str, Any]) -> Dict[str, Optional[str]]:
 
 
 def accounting_data(store: TraceStore, q: Dict[str, Any]) -> Dict[str, Any]:
-    """What ``gwtrace account --format json`` prints for the same query, plus per-group totals."""
+    """What ``gwtrace account --format json`` prints for the same query (the same ``body_of``)."""
     series = store.glidein_series(BUCKETS[q["bucket"]], q["by"], q["since"], q["until"], **_filters(q))
-    rows = rows_of(series, q["by"])
     totals: Dict[str, EntryTotals] = {}
     for name, figures in store.glidein_gwms(q["by"], q["since"], q["until"], **_filters(q)):
         totals.setdefault(name, EntryTotals()).add(figures)
-    groups: Dict[str, Dict[str, float]] = {}
-    for (group, _start), cell in series.items():
-        acc = groups.setdefault(group, dict.fromkeys(CATEGORIES + ("total",), 0.0))
-        for key in acc:
-            acc[key] += cell[key] / 3600.0
-    return {
-        "unit": "canonical hours", "bucket": q["bucket"], "by": q["by"], "since": q["since"], "until": q["until"],
-        "series": rows,
-        "groups": [{"group": g, **{k: round(v, 2) for k, v in cells.items()}} for g, cells in sorted(groups.items())],
-        "analyze_entries": {k: v.to_dict() for k, v in sorted(totals.items())},
-        "demand": {c: NOT_COMPUTABLE for c in DEMAND_CATEGORIES},
-    }
+    return body_of(series, totals, q["by"],
+                   {"bucket": q["bucket"], "by": q["by"], "since": q["since"], "until": q["until"]})
 
 
 @bp.route("/accounting")

@@ -26,7 +26,7 @@ from flask import Blueprint, Response, current_app, render_template, request
 
 from ..analysis.cli import analysis_body
 from ..analysis.hints import Thresholds
-from ..analysis.outliers import outliers
+from ..analysis.outliers import MIN_EXTRA, outliers
 from ..analysis.percentiles import span_percentiles
 from ..analysis.phases import phases
 from ..analysis.plots import CHARTS, ChartLinks, kind_seconds
@@ -116,7 +116,7 @@ def outlier_list() -> Response:
         q = analysis_query()
     except BadQuery as exc:
         return _bad(exc)
-    return json_response({"outliers": outliers(_records(q))})
+    return json_response({"outliers": outliers(_records(q)), "min_extra_s": MIN_EXTRA})
 
 
 @bp.route("/ui/api/percentiles/<trace_id>")

@@ -1,5 +1,6 @@
-// Hints page: what an operator should change first, ranked by the canonical hours it costs per day; each hint
-// with its GlideinWMS knob, its evidence and the glideins that show it (each linked to its trace).
+// Hints page: what an operator should change first, ranked by the pilot time it costs per day (then, ranked on
+// their own, the capacity requested but not running: a CE wait is not pilot time); each hint with its
+// GlideinWMS knob, its evidence and the glideins that show it (each linked to its trace).
 "use strict";
 
 (() => {
@@ -16,7 +17,10 @@
     return table;
   }
 
-  function renderHint(hint, rank) {
+  const SHORT = { pilot_hours: "pilot h/day", requested_hours: "requested h/day, not running" };
+
+  function renderHint(hint) {
+    const rank = hint.rank;
     const links = el("ul", { className: "hint-glideins" });
     for (const g of hint.glideins) {
       links.append(el("li", null, el("a", { href: "/trace/" + encodeURIComponent(g.trace_id), className: "trace-link",
@@ -26,8 +30,9 @@
     return el("li", { className: "hint", dataset: { kind: hint.kind, rank: String(rank) } },
       el("h2", { className: "hint-summary" }, el("span", { className: "hint-rank", text: "#" + rank + " " }),
         el("span", { text: hint.summary })),
-      el("p", { className: "hint-cost", text: hint.cost_hours_per_day.toFixed(1) + " canonical h/day · " + hint.kind +
-        " · " + scope }),
+      el("p", { className: "hint-cost", text: hint.cost_per_day.toFixed(1) + " " + SHORT[hint.cost_unit] +
+        (hint.glideins_lost_per_day ? " · " + hint.glideins_lost_per_day.toFixed(1) + " glideins lost/day" : "") +
+        " · " + hint.kind + " · " + scope + " · over " + hint.period_days.toFixed(1) + " days" }),
       el("p", { className: "hint-action" }, el("strong", { text: "Do: " }), el("span", { text: hint.action })),
       evidence(hint.evidence),
       el("p", { className: "muted", text: hint.count + " glideins; " + (hint.glideins.length < hint.count ?
@@ -42,7 +47,14 @@
     try {
       const data = await api("/ui/api/hints?" + q.toString());
       const list = clear(document.getElementById("hint-list"));
-      data.hints.forEach((hint, i) => list.append(renderHint(hint, i + 1)));
+      let unit = null;
+      for (const hint of data.hints) {
+        if (hint.cost_unit !== unit) {
+          unit = hint.cost_unit;
+          list.append(el("li", { className: "hint-unit muted", text: "Ranked by " + hint.cost_unit_text + ":" }));
+        }
+        list.append(renderHint(hint));
+      }
       if (!data.hints.length) {
         list.append(el("li", { className: "muted", text: "No hint: no threshold crossed (docs/analysis.md lists them)." }));
       }

@@ -14,7 +14,8 @@
       [...q.entries()].map(([k, v]) => k + " = " + v).join(", ") || "all glideins in the store";
     try {
       const data = await api("/ui/api/outliers?" + q.toString());
-      document.getElementById("out-title").textContent = data.outliers.length + " outliers";
+      document.getElementById("out-title").textContent = data.outliers.length + " outliers (at least " +
+        minutes(data.min_extra_s) + " min longer than their entry's median)";
       const body = clear(document.querySelector("#out-table tbody"));
       for (const r of data.outliers) {
         body.append(el("tr", { dataset: { trace: r.trace_id, phase: r.phase } },
