@@ -17,6 +17,7 @@ from typing import Dict, List, Optional, Tuple
 from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
 from gwtrace.sidecar.channels import JobChannels
 from gwtrace.sidecar.eventlog import EventLogReader
+from gwtrace.sidecar.failure import REGISTERED, FailureNotes
 from gwtrace.sidecar.statedir import Checkpoint, Spool
 from gwtrace.wire.events import parse_text
 
@@ -44,6 +45,7 @@ class ReadingHalf:
     assembler: Assembler
     reader: Optional[EventLogReader]
     channels: Optional[JobChannels]
+    failures: FailureNotes
     next_seq: int
     outbox_cap: int
     _ready: List[SpanRecord]
@@ -67,6 +69,9 @@ class ReadingHalf:
         moved = (self.reader.offset, self.reader.resets) != before
         ready = self._ready
         was_empty = not ready
+        sampled = bool(lines) and self.failures.watching
+        if sampled:
+            self.failures.sample()                 # where registered stderr files end now (failure.py)
         feed = self.assembler.feed
         malformed = finished = 0
         for raw in lines:
@@ -77,6 +82,8 @@ class ReadingHalf:
                 malformed += 1
                 continue
             if span is not None:
+                if span.status == "error" or REGISTERED in span.attributes:
+                    self.failures.on_finished(span, self.assembler.open)
                 ready.append(span)
                 finished += 1
         # Counted once per read, not per line: the counters are a dict
@@ -93,12 +100,13 @@ class ReadingHalf:
         if self.reader.resets:
             counters.add("log_resets", self.reader.resets)
             self.reader.resets = 0
-        jobs = self._step_jobs()
+        jobs = self._step_jobs(sampled)
         self._flush(force=force_flush)
         return len(lines) + oversized + jobs or int(moved)
 
-    def _step_jobs(self) -> int:
-        """Read the user jobs' logs: only what each job may write (channels.py)."""
+    def _step_jobs(self, sampled: bool = False) -> int:
+        """Read the user jobs' logs: only what each job may write (channels.py). SAMPLED: the
+        registered stderr files' sizes were noted in this step already."""
         channels = self.channels
         if channels is None:
             return 0
@@ -111,6 +119,9 @@ class ReadingHalf:
             lines, oversized = channel.reader.read_lines(STEP_BYTES)
             handled += len(lines) + oversized + int((channel.reader.offset, channel.reader.resets) != before)
             malformed += oversized
+            if lines and not sampled and self.failures.watching:
+                sampled = True
+                self.failures.sample()
             for raw in lines:
                 try:
                     event = parse_text(raw.decode("utf-8", "replace"))
@@ -127,6 +138,8 @@ class ReadingHalf:
                     malformed += 1
                     continue
                 if span is not None:
+                    if span.status == "error" or REGISTERED in span.attributes:
+                        self.failures.on_finished(span, self.assembler.open)
                     ready.append(span)
                     finished += 1
         counters = self.counters
