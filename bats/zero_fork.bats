@@ -74,3 +74,28 @@ EOF
   assert_equal "$EXECS" 2
   assert_equal "$(count_of B)" 3
 }
+
+@test "a failing span notes where it failed (line, file, function), forking nothing" {
+  cat >"$SCRIPT" <<'EOF2'
+source "$GWTRACE_LIB"
+set -u
+fix_config() {
+  trace_begin fix_config
+  builtin false
+  trace_end
+}
+trace_begin outer
+fix_config
+trace_run step builtin false
+trace_end 0
+EOF2
+  count_forks
+  assert_equal "$FORKS" 0
+  assert_equal "$EXECS" 1
+  local ends
+  ends=$(grep -P '^gw1\tE\t' "$LOG")
+  [[ $ends == *$'\t1\tcode.line.number=6\tcode.file.path='"$SCRIPT"$'\tcode.function.name=fix_config'* ]]
+  [[ $ends == *$'\t1\tcode.line.number=10\tcode.file.path='"$SCRIPT"* ]]
+  # a span that ends well carries nothing more
+  [[ $(grep -P '^gw1\tE\t' "$LOG" | tail -1) == *$'\t0' ]]
+}
