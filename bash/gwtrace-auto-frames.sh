@@ -165,6 +165,9 @@ _gwtrace_auto_pop() {
     if [[ ${_gwtrace_apid[_gwtrace_li]} == "$BASHPID" ]]; then
       _gwtrace_auto_now
       _gwtrace_lline="gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp[_gwtrace_li]}${_gwtrace_lt}${1:-0}"
+      if [[ $# == 1 && $1 == [1-9]* && $1 != *[!0-9]* ]]; then     # a failure: where (the call site)
+        _gwtrace_auto_where "${_gwtrace_asite[_gwtrace_li]-}"; _gwtrace_lline+=$_gwtrace_awh
+      fi
       shift
       for _gwtrace_la in "$@"; do _gwtrace_lline+=$_gwtrace_lt$_gwtrace_la; done
       builtin printf '%s\n' "$_gwtrace_lline" >>"$_gwtrace_alog" || :
