@@ -41,6 +41,8 @@ REGISTERED = "gwtrace.stderr.registered"
 MAX_REGISTRATIONS = 256
 #: Sizes noted per registered file.
 MAX_SAMPLES = 256
+#: How often the sizes are noted while no events come (only while files are registered).
+IDLE_SAMPLE_S = 0.1
 #: How often the registrations are listed again (a new one is listed at once when a span of its
 #: trace fails).
 LIST_EVERY_S = 0.5
@@ -132,15 +134,24 @@ class FailureNotes:
 
     Where a span's stderr ends: the sidecar notes the size of every registered file (one stat
     each) before it handles a read of new events, so a span's end, read in that step, was
-    written before the size was taken: its tail stops there, and starts no earlier than the
-    last size noted before the span began. Lines written between the span's end and that
-    read (up to the sidecar's poll interval, 0.1 s, when it keeps up) can be among them."""
+    written before the size was taken: its tail stops there, and starts at the last size noted
+    before the span began (noted every 0.1 s while files are registered and no events come).
+    Lines written between the span's end and that read (up to the sidecar's poll interval,
+    0.1 s, when it keeps up) can be among them, and so can lines written up to 0.1 s before
+    the span began."""
 
     def __init__(self, directory: Optional[str]) -> None:
         self.dir = os.path.join(directory, STDERR_DIR) if directory else None
         self._names: Dict[str, str] = {}           # registration file name -> path
         self._listed = -1.0
         self._sizes: Dict[str, List[Tuple[int, int]]] = {}    # path -> [(time us, size)], oldest first
+        self._sampled = -1.0
+
+    @property
+    def idle_due(self) -> bool:
+        """True if files are registered and their sizes were last noted IDLE_SAMPLE_S ago: noted
+        while no events come too, so that a span's tail starts near its begin."""
+        return bool(self._names) and time.monotonic() - self._sampled >= IDLE_SAMPLE_S
 
     @property
     def watching(self) -> bool:
@@ -168,6 +179,7 @@ class FailureNotes:
             return
         if time.monotonic() - self._listed >= LIST_EVERY_S:
             self._list()
+        self._sampled = time.monotonic()
         now_us = int(time.time() * 1e6)
         for path in set(self._names.values()):
             try:

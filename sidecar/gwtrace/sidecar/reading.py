@@ -69,7 +69,7 @@ class ReadingHalf:
         moved = (self.reader.offset, self.reader.resets) != before
         ready = self._ready
         was_empty = not ready
-        sampled = bool(lines) and self.failures.watching
+        sampled = bool(lines) and self.failures.watching or self.failures.idle_due
         if sampled:
             self.failures.sample()                 # where registered stderr files end now (failure.py)
         feed = self.assembler.feed
