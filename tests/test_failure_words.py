@@ -180,3 +180,69 @@ def test_the_job_wrapper_gives_the_jobs_stderr_to_its_failing_spans(sidecar, rec
     fix = _exception(spans["fix_config"])
     assert fix["code.line.number"] == 8 and fix["exception.message"] == "patching config\n" + SED
     assert not list((Path(env["GWTRACE_DIR"]) / "stderr").iterdir())     # the registration went with its span
+
+
+# --- where people look: gwtrace job, the store's Jaeger view --------------------------------
+
+def _job_store(tmp_path: Path) -> Path:
+    """Job 77.0's journey (test_journey's generator), and its wrapper's span failed with the sidecar's
+    exception event, as the sidecar exports it."""
+    import journey_gen as gen
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.resources import Resource
+
+    from gwtrace.export.otlp import to_readable_spans
+    from gwtrace.journey.spans import run_span_id
+    from gwtrace.store import TraceStore
+    from test_journey import T0, ingest
+
+    parent = "00f067aa0ba902b7"
+    log = tmp_path / "user.log"
+    log.write_text(gen.full_journey(77, 0, T0))
+    ads = tmp_path / "job.ad"
+    ads.write_text(f'ClusterId = 77\nProcId = 0\nTraceParent = "00-{TRACE}-{parent}-01"\nNumShadowStarts = 2\n')
+    db = tmp_path / "traces.db"
+    ingest(db, log, ads=[ads], schedd="submit.example.org")
+    failure = {"exception.type": "bash", "exception.message": "patching config\n" + SED,
+               "code.line.number": 8, "code.file.path": "/srv/job.sh", "code.function.name": "fix_config",
+               "gwtrace.stderr.lines": 2}
+    wrapper = SpanRecord(trace_id=TRACE, span_id="aaaaaaaaaaaaaaa1", parent_id=run_span_id(TRACE, 77, 0, 2),
+                         parent_remote=True, flags=1, tracestate="", name="user_job", start_us=(T0 + 610) * 10**6,
+                         pid=1, end_us=(T0 + 690) * 10**6, status="error", status_message="exit code 3",
+                         attributes={"htcondor.job.id": "77.0", "process.exit.code": 3},
+                         events=[("exception", (T0 + 690) * 10**6, failure)])
+    with TraceStore(db) as store:
+        store.ingest(encode_spans(to_readable_spans([wrapper], Resource({"service.name": "glidein"}))))
+    return db
+
+
+def test_gwtrace_job_prints_where_and_the_stderr_under_the_failed_step(tmp_path: Path) -> None:
+    import io
+
+    from gwtrace.journey.cli import main as job_main
+
+    db = _job_store(tmp_path)
+    out = io.StringIO()
+    assert job_main(["77.0", "--store", str(db)], out) == 0
+    lines = out.getvalue().splitlines()
+    at = next(i for i, line in enumerate(lines) if line.lstrip().startswith("user_job"))
+    assert "ERROR" in lines[at]
+    indent = len(lines[at]) - len(lines[at].lstrip()) + 4
+    assert lines[at + 1:at + 4] == [" " * indent + "at /srv/job.sh:8 in fix_config",
+                                    " " * indent + "| patching config", " " * indent + "| " + SED]
+
+
+def test_the_jaeger_api_carries_the_exception_event_as_a_log(tmp_path: Path) -> None:
+    from gwtrace.server import create_app
+    from gwtrace.store import TraceStore
+
+    db = _job_store(tmp_path)
+    with TraceStore(db, create=False) as store:
+        answer = create_app(store).test_client().get(f"/api/traces/{TRACE}")
+        assert answer.status_code == 200
+        [trace] = answer.get_json()["data"]
+    [job] = [s for s in trace["spans"] if s["operationName"] == "user_job"]
+    [log] = job["logs"]
+    fields = {f["key"]: f["value"] for f in log["fields"]}
+    assert fields["event"] == "exception" and fields["exception.message"] == "patching config\n" + SED
+    assert fields["code.line.number"] == 8

@@ -60,3 +60,21 @@ def test_the_span_panel_shows_where_and_the_stderr_tail(served, driver, tmp_path
     wait(d, lambda d: css(d, "#detail .detail-title")[0].text == "bash")
     assert css(d, "#detail .failure h3")[0].text.lower() == "failure"      # the run failed too (exit 1)
     assert severe_console_messages(d) == []
+
+
+def test_the_job_page_shows_the_failed_step_in_its_own_words(driver, tmp_path: Path) -> None:
+    from test_failure_words import SED, _job_store
+
+    proc, url = start_server(_job_store(tmp_path))
+    try:
+        d = driver
+        open_page(d, f"{url}/job/77.0")
+        wait(d, lambda d: css(d, "#journey tr.jr-failure"))
+        [box] = css(d, "#journey tr.jr-failure")
+        assert box.get_attribute("data-span-id") == "aaaaaaaaaaaaaaa1"
+        assert box.find_element("css selector", ".failure-where").text == "at /srv/job.sh:8 in fix_config"
+        assert box.find_element("css selector", ".failure-stderr").text.splitlines() == ["patching config", SED]
+        d.save_screenshot(str(tmp_path / "job-failure.png"))
+        assert severe_console_messages(d) == []
+    finally:
+        stop_server(proc)
