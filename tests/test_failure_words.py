@@ -18,7 +18,8 @@ from typing import Dict, List
 
 import pytest
 
-from conftest import GWTRACE, REPO
+from conftest import GWTRACE, REPO, clean_env
+from test_shim_setup import glidein  # noqa: F401  (the fake glidein directory)
 from gwtrace.sidecar.assembler import SpanRecord
 from gwtrace.sidecar.failure import FailureNotes, make_stderr_dir, register, tail_lines
 
@@ -246,3 +247,36 @@ def test_the_jaeger_api_carries_the_exception_event_as_a_log(tmp_path: Path) -> 
     fields = {f["key"]: f["value"] for f in log["fields"]}
     assert fields["event"] == "exception" and fields["exception.message"] == "patching config\n" + SED
     assert fields["code.line.number"] == 8
+
+
+# --- glidein scripts: the step hook's span gets the glidein's stderr tail ---------------------
+
+def test_a_failing_glidein_step_gets_the_glideins_stderr_tail(glidein, receiver) -> None:
+    from test_shim_setup import run_setup, setup_env
+
+    config = glidein["config"]
+    with config.open("a") as f:
+        f.write(f"GWTRACE_OTLP_TRACES_ENDPOINT {receiver.endpoint}\n")
+    out = run_setup(glidein, setup_env(OTEL_EXPORTER_OTLP_TIMEOUT="2000"))
+    assert out.returncode == 0, out.stderr
+    base, hook = glidein["base"], [str(glidein["main"] / "error_augment.sh")]
+    env = clean_env()
+    assert subprocess.run(hook + ["-init"], cwd=base, env=env, timeout=30).returncode == 0
+    # the script, as glidein_startup.sh runs it: its stderr is the glidein's .err
+    with open(base / "job.err", "a") as err:
+        err.write("check_blacklist: node wn042 is blacklisted\nsecret=hunter2\n")
+    (base / "otrb_output.xml").write_text("<OSGTestResult><result><status>ERROR</status></result>"
+                                          "<detail>Node is blacklisted</detail></OSGTestResult>")
+    assert subprocess.run(hook + ["-process", "1", "main/check_blacklist.sh", str(base), "cmd", "1", "2"],
+                          cwd=base, env=env, timeout=30).returncode == 0
+    for step in sorted((base / ".gwms.d" / "exec" / "cleanup").iterdir()):
+        assert subprocess.run([str(step), str(config)], env=env, timeout=120).returncode == 0
+    spans = {s.name: s for s in receiver.spans}
+    step = spans["main/check_blacklist.sh"]
+    failure = _exception(step)
+    assert failure["exception.message"] == "check_blacklist: node wn042 is blacklisted\n[REDACTED]"
+    assert failure["gwtrace.failed.command"] == "check_blacklist.sh" and failure["gwtrace.stderr.lines"] == 2
+    assert step.status_message == "Node is blacklisted"           # GlideinWMS's <detail> stays the message
+    sidecar_dir = Path([line.split(" ", 1)[1] for line in config.read_text().splitlines()
+                        if line.startswith("GWTRACE_DIR ")][-1])
+    assert not (sidecar_dir / "stderr").exists() or not list((sidecar_dir / "stderr").iterdir())
