@@ -284,7 +284,7 @@ _gwtrace_begin() {
 # _gwtrace_end [STATUS] [KEY=VALUE...]: trace_end's general path. Runs in
 # trace_end's dynamic scope: sets its _gwtrace_rc to the code to return.
 _gwtrace_end() {
-  builtin local _gwtrace_status="$_gwtrace_rc" _gwtrace_line _gwtrace_m _gwtrace_w
+  builtin local _gwtrace_status="$_gwtrace_rc" _gwtrace_line _gwtrace_m _gwtrace_wh
   if [[ $_gwtrace_depth -eq 0 || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$_gwtrace_depth"; then
     [[ -o allexport ]] && _gwtrace_unexport
     builtin return 0
@@ -302,7 +302,7 @@ _gwtrace_end() {
       (( $# == 0 )) || _gwtrace_attrs "$@"
     else
       _gwtrace_where
-      _gwtrace_attrs "$@" ${_gwtrace_w[@]+"${_gwtrace_w[@]}"}
+      _gwtrace_attrs "$@" ${_gwtrace_wh[@]+"${_gwtrace_wh[@]}"}
     fi
     _gwtrace_emit
   fi
@@ -324,7 +324,7 @@ _gwtrace_end() {
   builtin return 0
 }
 
-# _gwtrace_where: where a failing span ends, into the caller's _gwtrace_w
+# _gwtrace_where: where a failing span ends, into the caller's _gwtrace_wh
 # (KEY=VALUE words): the line, file and function of the first frame outside
 # the library (the caller of trace_end, or of trace_run). Facts bash already
 # has (BASH_LINENO, BASH_SOURCE, FUNCNAME): no fork, no system call. The
@@ -332,7 +332,7 @@ _gwtrace_end() {
 # event (gwtrace/sidecar/failure.py).
 _gwtrace_where() {
   builtin local -i _gwtrace_k=1
-  _gwtrace_w=()
+  _gwtrace_wh=()
   while (( _gwtrace_k < ${#FUNCNAME[@]} )); do
     case ${FUNCNAME[_gwtrace_k]} in
       trace_*|_gwtrace_*) _gwtrace_k+=1 ;;
@@ -340,11 +340,11 @@ _gwtrace_where() {
     esac
   done
   (( _gwtrace_k < ${#FUNCNAME[@]} + 1 )) || builtin return 0
-  [[ ${BASH_LINENO[_gwtrace_k-1]-} == [1-9]* ]] && _gwtrace_w+=("code.line.number=${BASH_LINENO[_gwtrace_k-1]}")
-  [[ -n ${BASH_SOURCE[_gwtrace_k]-} ]] && _gwtrace_w+=("code.file.path=${BASH_SOURCE[_gwtrace_k]:0:1000}")
+  [[ ${BASH_LINENO[_gwtrace_k-1]-} == [1-9]* ]] && _gwtrace_wh+=("code.line.number=${BASH_LINENO[_gwtrace_k-1]}")
+  [[ -n ${BASH_SOURCE[_gwtrace_k]-} ]] && _gwtrace_wh+=("code.file.path=${BASH_SOURCE[_gwtrace_k]:0:1000}")
   case ${FUNCNAME[_gwtrace_k]-main} in
     main|source) ;;
-    *) _gwtrace_w+=("code.function.name=${FUNCNAME[_gwtrace_k]}") ;;
+    *) _gwtrace_wh+=("code.function.name=${FUNCNAME[_gwtrace_k]}") ;;
   esac
   builtin return 0
 }
