@@ -54,7 +54,7 @@ _gwtrace_auto_now() {
 _gwtrace_auto_where() {
   local _gwtrace_lline=${1%% *} _gwtrace_lname=${1#* } _gwtrace_lfile
   _gwtrace_lfile=${_gwtrace_lname#* } _gwtrace_lname=${_gwtrace_lname%% *} _gwtrace_awh=''
-  [[ $1 == *' '*' '* ]] || return 0
+  [[ $1 == *' '*' '* && $_gwtrace_lname != source && $_gwtrace_lname != . ]] || return 0   # a sourced file's span has its own code.file.path
   [[ $_gwtrace_lline == [1-9]* && $_gwtrace_lline != *[!0-9]* ]] && _gwtrace_awh+="	code.line.number=$_gwtrace_lline"
   if [[ -n $_gwtrace_lfile && $_gwtrace_lfile != environment ]]; then
     _gwtrace_auto_esc "${_gwtrace_lfile:0:1000}"; _gwtrace_awh+="	code.file.path=$_gwtrace_ar"
