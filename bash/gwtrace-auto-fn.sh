@@ -199,9 +199,9 @@ _gwtrace_auto_leave() {
     return 0
   fi
   _gwtrace_ast=0
-  if (( _gwtrace_aps || _gwtrace_arc )); then       # a failure is ended by _gwtrace_auto_pop, which notes where
+  if (( _gwtrace_aps || _gwtrace_arc )); then       # a failure: _gwtrace_auto_leave_err ends the frames, noting where
     _gwtrace_auto_cold; _gwtrace_auto_leave_status
-    [[ $_gwtrace_ast != [1-9]* ]] || { _gwtrace_auto_sync "$_gwtrace_dn" 3; return 0; }
+    [[ $_gwtrace_ast != [1-9]* ]] || _gwtrace_auto_leave_err
   fi
   while (( _gwtrace_di > 0 && _gwtrace_adep[_gwtrace_di] > _gwtrace_dn )); do
     _gwtrace_dz=${_gwtrace_asp[_gwtrace_di]}
