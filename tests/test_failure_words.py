@@ -114,6 +114,22 @@ def test_the_nearest_registered_ancestor_gives_the_tail_and_its_end_forgets_it(t
     assert not (state / "stderr" / f"{TRACE}-{root}").exists()
 
 
+def test_lines_before_the_registration_are_not_the_spans(tmp_path: Path) -> None:
+    """`gwtrace run cmd 2>>old.log`: what the log held before is never a span's."""
+    state = tmp_path / "state"
+    make_stderr_dir(str(state))
+    err = tmp_path / "old.log"
+    err.write_text("yesterday's error\n")
+    root = "1111111111111111"
+    assert register(str(state), TRACE, root, str(err), err.stat().st_size)
+    with open(err, "a") as f:
+        f.write("today's error\n")
+    notes = FailureNotes(str(state))
+    failed = _span("2222222222222222", root)
+    notes.on_finished(failed, {})
+    assert failed.events[0][2]["exception.message"] == "today's error"
+
+
 def test_a_span_of_an_unregistered_trace_still_says_where(tmp_path: Path) -> None:
     notes = FailureNotes(str(tmp_path))
     span = _span("4444444444444444")

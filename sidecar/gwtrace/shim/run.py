@@ -109,7 +109,11 @@ def register_stderr(directory: Optional[str], span: Span) -> Dict[str, object]:
     from gwtrace.sidecar.failure import REGISTERED, register, stderr_of_fd
 
     path = stderr_of_fd(2)
-    if path and register(directory, span.trace_id, span.span_id, path):
+    try:
+        size: Optional[int] = os.fstat(2).st_size
+    except OSError:
+        size = None
+    if path and register(directory, span.trace_id, span.span_id, path, size):
         return {REGISTERED: True}
     return {}
 

@@ -45,7 +45,7 @@ MAX_SAMPLES = 256
 IDLE_SAMPLE_S = 0.1
 #: How often the registrations are listed again (a new one is listed at once when a span of its
 #: trace fails).
-LIST_EVERY_S = 0.5
+LIST_EVERY_S = 0.1
 #: ... but not more often than this (a flood of failing spans of an unregistered trace).
 RELIST_MIN_S = 0.05
 #: Ancestors looked at for a registration (a deeper span keeps no tail).
@@ -63,9 +63,10 @@ def make_stderr_dir(directory: str) -> str:
     return path
 
 
-def register(directory: str, trace_id: str, span_id: str, path: str) -> bool:
+def register(directory: str, trace_id: str, span_id: str, path: str, size: Optional[int] = None) -> bool:
     """Say that the process of span ``trace_id``/``span_id`` and its children write stderr to
-    ``path``. False (and nothing written) if the state directory has no ``stderr/``."""
+    ``path``, which holds ``size`` bytes now (nothing before that offset is theirs: a log they
+    append to). False (and nothing written) if the state directory has no ``stderr/``."""
     target = os.path.join(directory, STDERR_DIR)
     if not os.path.isdir(target) or "\n" in path:
         return False
@@ -75,7 +76,8 @@ def register(directory: str, trace_id: str, span_id: str, path: str) -> bool:
     except OSError:
         return False
     try:
-        os.write(fd, path.encode("utf-8", "surrogateescape") + b"\n")
+        os.write(fd, path.encode("utf-8", "surrogateescape") + b"\n"
+                 + (b"" if size is None else str(size).encode() + b"\n"))
     finally:
         os.close(fd)
     return True
@@ -143,15 +145,26 @@ class FailureNotes:
     def __init__(self, directory: Optional[str]) -> None:
         self.dir = os.path.join(directory, STDERR_DIR) if directory else None
         self._names: Dict[str, str] = {}           # registration file name -> path
+        self._floors: Dict[str, int] = {}          # path -> its size when registered (0: unknown)
         self._listed = -1.0
         self._sizes: Dict[str, List[Tuple[int, int]]] = {}    # path -> [(time us, size)], oldest first
         self._sampled = -1.0
+        self._active = -1.0
 
     @property
     def idle_due(self) -> bool:
-        """True if files are registered and their sizes were last noted IDLE_SAMPLE_S ago: noted
-        while no events come too, so that a span's tail starts near its begin."""
-        return bool(self._names) and time.monotonic() - self._sampled >= IDLE_SAMPLE_S
+        """True if files are registered and their sizes were last noted IDLE_SAMPLE_S ago (noted
+        while no events come too, so that a span's tail starts near its begin), or if events
+        came since the registrations were last listed and that is LIST_EVERY_S ago (a producer
+        registers just after its span's begin). Nothing while nothing is registered or read."""
+        now = time.monotonic()
+        if self._names:
+            return now - self._sampled >= IDLE_SAMPLE_S
+        return self._active > self._listed and now - self._listed >= LIST_EVERY_S
+
+    def seen_events(self) -> None:
+        """New events were read: a registration may have come with them."""
+        self._active = time.monotonic()
 
     @property
     def watching(self) -> bool:
@@ -166,12 +179,18 @@ class FailureNotes:
         except OSError:
             found = []
         for name in found[:MAX_REGISTRATIONS]:
-            path = self._names.get(name) or _read_registration(os.path.join(self.dir or "", name))
-            if path:
-                names[name] = path
+            path = self._names.get(name)
+            if path is None:
+                found_path = _read_registration(os.path.join(self.dir or "", name))
+                if found_path is None:
+                    continue
+                path, floor = found_path
+                self._floors[path] = max(self._floors.get(path, 0), floor)
+            names[name] = path
         self._names = names
         live = set(names.values())
         self._sizes = {p: v for p, v in self._sizes.items() if p in live}
+        self._floors = {p: v for p, v in self._floors.items() if p in live}
 
     def sample(self) -> None:
         """Note the size of every registered file now (before a read of new events)."""
@@ -205,14 +224,15 @@ class FailureNotes:
 
     def window(self, path: str, start_us: int) -> Tuple[int, Optional[int]]:
         """Byte offsets of ``path`` to read for a span that began at ``start_us``: from the
-        last size noted before it began, to the last size noted (None: the file's size)."""
+        last size noted before it began (at least the size it had when registered), to the
+        last size noted (None: the file's size)."""
+        start = self._floors.get(path, 0)
         seen = self._sizes.get(path)
         if not seen:
-            return 0, None
-        start = 0
+            return start, None
         for ts, size in seen:
             if ts <= start_us:
-                start = size
+                start = max(start, size)
         return start, seen[-1][1]
 
     def on_finished(self, span: "SpanRecord", open_spans: Dict[Key, "SpanRecord"]) -> None:
@@ -260,7 +280,8 @@ class FailureNotes:
         self._names.pop(name, None)
 
 
-def _read_registration(path: str) -> Optional[str]:
+def _read_registration(path: str) -> Optional[Tuple[str, int]]:
+    """(path, size when registered or 0) from a registration file; None if it is not one."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0))
     except OSError:
@@ -268,13 +289,17 @@ def _read_registration(path: str) -> Optional[str]:
     try:
         if not stat.S_ISREG(os.fstat(fd).st_mode):
             return None
-        data = os.read(fd, MAX_PATH + 1)
+        data = os.read(fd, MAX_PATH + 32)
     except OSError:
         return None
     finally:
         os.close(fd)
-    text = data.decode("utf-8", "surrogateescape").split("\n", 1)[0]
-    return text if text.startswith("/") and len(text) <= MAX_PATH else None
+    lines = data.decode("utf-8", "surrogateescape").split("\n")
+    text = lines[0]
+    floor = lines[1] if len(lines) > 2 else ""
+    if not text.startswith("/") or len(text) > MAX_PATH:
+        return None
+    return text, int(floor) if floor.isdigit() and len(floor) < 19 else 0
 
 
 def _nearest(span: "SpanRecord", open_spans: Dict[Key, "SpanRecord"],

@@ -69,7 +69,10 @@ class ReadingHalf:
         moved = (self.reader.offset, self.reader.resets) != before
         ready = self._ready
         was_empty = not ready
-        sampled = bool(lines) and self.failures.watching or self.failures.idle_due
+        failures = self.failures
+        if lines:
+            failures.seen_events()
+        sampled = bool(lines) and failures.watching or failures.idle_due
         if sampled:
             self.failures.sample()                 # where registered stderr files end now (failure.py)
         feed = self.assembler.feed
@@ -119,9 +122,11 @@ class ReadingHalf:
             lines, oversized = channel.reader.read_lines(STEP_BYTES)
             handled += len(lines) + oversized + int((channel.reader.offset, channel.reader.resets) != before)
             malformed += oversized
-            if lines and not sampled and self.failures.watching:
-                sampled = True
-                self.failures.sample()
+            if lines and not sampled:
+                self.failures.seen_events()
+                if self.failures.watching:
+                    sampled = True
+                    self.failures.sample()
             for raw in lines:
                 try:
                     event = parse_text(raw.decode("utf-8", "replace"))
