@@ -72,9 +72,12 @@ _gwtrace_auto_where() {
 # _gwtrace_auto_failed_cmd: the command that made the shell exit (in the
 # EXIT trap BASH_COMMAND is still that command), its first word only and
 # only a plain one, as gwtrace.failed.command after a TAB into _gwtrace_awh.
+# Bash 5 only: before 5.0 a trap whose text holds `((` (ours) sees its own
+# command there (bash's CHANGES, 5.0-rc1 d; 4.2 tested).
 _gwtrace_auto_failed_cmd() {
   local _gwtrace_lw=${BASH_COMMAND#"${BASH_COMMAND%%[![:space:]]*}"}
   _gwtrace_lw=${_gwtrace_lw%%[[:space:]]*} _gwtrace_awh=''
+  (( BASH_VERSINFO[0] >= 5 )) || return 0
   [[ -n $_gwtrace_lw && $_gwtrace_lw != *[!A-Za-z0-9_./+:@%-]* ]] || return 0
   _gwtrace_awh="	gwtrace.failed.command=${_gwtrace_lw##*/}"
 }
