@@ -11,10 +11,12 @@ tail of that file: the last lines (at most ``MAX_LINES`` lines, ``MAX_BYTES`` by
 redacted by the one secrets rule (gwtrace.wire.redact). A registration is removed when its own
 span (marked ``gwtrace.stderr.registered``) ends.
 
-What the tail is: the last lines of the file when the sidecar reads the span's end (normally
-within a second of it): a line another process wrote to the same stderr meanwhile may be among
-them. No registration (a terminal, a stderr shared with stdout through a pipe): the event still
-says where the span failed, and its message is the span's status.
+What the tail is: the file's lines between the size noted just before the span began and the
+size noted when the sidecar read the span's end (FailureNotes: sizes are noted every 0.1 s while
+a file is registered, and before each read of new events), so a line written up to about 0.1 s
+around the span, by another process writing to the same stderr too, may be among them. No
+registration (stderr a terminal or a pipe): the event still says where the span failed, and its
+message is the span's status.
 """
 
 from __future__ import annotations
