@@ -187,9 +187,13 @@ _gwtrace_auto_cmd_end() {
     [[ -n $_gwtrace_at ]] || _gwtrace_auto_now
     _gwtrace_ar=$_gwtrace_acmd
     [[ $_gwtrace_ar != *[$'\\\t\n\r']* ]] || _gwtrace_auto_esc "$_gwtrace_acmd"
+    _gwtrace_awh=''
+    if [[ ${1:-0} == [1-9]* ]]; then          # a failure: where (the command's own line)
+      _gwtrace_dw=$_gwtrace_ar; _gwtrace_auto_where "$_gwtrace_accs" command; _gwtrace_ar=$_gwtrace_dw
+    fi
     # begin and end in one append (literal TABs)
     builtin printf '%s\n' "gw1	B	$_gwtrace_acts	$BASHPID	$_gwtrace_atr	$_gwtrace_acsp	${_gwtrace_acur:--}	0	$_gwtrace_afl	${_gwtrace_ats:--}	$_gwtrace_ar	gwtrace.kind=command	process.executable.name=$_gwtrace_ar" \
-      "gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_acsp	${1:-0}" >>"$_gwtrace_alog" || :
+      "gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_acsp	${1:-0}$_gwtrace_awh" >>"$_gwtrace_alog" || :
   fi
   _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
   _gwtrace_acmd=''

@@ -91,7 +91,13 @@ _gwtrace_auto_exit_frames() {
   _gwtrace_dn=$_gwtrace_an _gwtrace_dw=''
   while (( _gwtrace_dn > 0 )) && [[ ${_gwtrace_apid[_gwtrace_dn-1]} == "$BASHPID" ]]; do
     _gwtrace_dn=$((_gwtrace_dn - 1))
-    [[ -z ${_gwtrace_asp[_gwtrace_dn]} ]] || _gwtrace_dw+="gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	${_gwtrace_asp[_gwtrace_dn]}	${1:-0}"$'\n'
+    [[ -z ${_gwtrace_asp[_gwtrace_dn]} ]] || _gwtrace_dw+="gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	${_gwtrace_asp[_gwtrace_dn]}	${1:-0}"
+    if [[ -n ${_gwtrace_asp[_gwtrace_dn]} && ${1:-0} == [1-9]* ]]; then   # a failure: where (the call site)
+      _gwtrace_auto_cold
+      if [[ -n ${_gwtrace_asite[_gwtrace_dn]-} ]]; then _gwtrace_auto_where "${_gwtrace_asite[_gwtrace_dn]}"; else _gwtrace_auto_failed_cmd; fi
+      _gwtrace_dw+=$_gwtrace_awh
+    fi
+    [[ -z ${_gwtrace_asp[_gwtrace_dn]} ]] || _gwtrace_dw+=$'\n'
   done
   _gwtrace_an=0
   [[ -z $_gwtrace_dw ]] || builtin printf '%s' "$_gwtrace_dw" >>"$_gwtrace_alog" || :
@@ -193,7 +199,10 @@ _gwtrace_auto_leave() {
     return 0
   fi
   _gwtrace_ast=0
-  (( ! _gwtrace_aps && ! _gwtrace_arc )) || { _gwtrace_auto_cold; _gwtrace_auto_leave_status; }
+  if (( _gwtrace_aps || _gwtrace_arc )); then       # a failure: _gwtrace_auto_leave_err ends the frames, noting where
+    _gwtrace_auto_cold; _gwtrace_auto_leave_status
+    [[ $_gwtrace_ast != [1-9]* ]] || _gwtrace_auto_leave_err
+  fi
   while (( _gwtrace_di > 0 && _gwtrace_adep[_gwtrace_di] > _gwtrace_dn )); do
     _gwtrace_dz=${_gwtrace_asp[_gwtrace_di]}
     if [[ -n $_gwtrace_dz && -n ${_gwtrace_aotpset[_gwtrace_di]} && ${_gwtrace_apid[_gwtrace_di]} == "$BASHPID" ]]; then

@@ -64,6 +64,27 @@ _gwtrace_auto_leave_status() {
   _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_li]}"
 }
 
+# _gwtrace_auto_leave_err: _gwtrace_auto_leave's loop for functions that
+# returned a failure (_gwtrace_ast a non-zero code): the same ends, each
+# with where it was called (_gwtrace_auto_where), written out as there;
+# anything else through _gwtrace_auto_pop, which notes it too. Leaves
+# _gwtrace_di where _gwtrace_auto_leave's own loop then stops at once.
+_gwtrace_auto_leave_err() {
+  while (( _gwtrace_di > 0 && _gwtrace_adep[_gwtrace_di] > _gwtrace_dn )); do
+    _gwtrace_dz=${_gwtrace_asp[_gwtrace_di]}
+    if [[ -n $_gwtrace_dz && -n ${_gwtrace_aotpset[_gwtrace_di]} && ${_gwtrace_apid[_gwtrace_di]} == "$BASHPID" ]]; then
+      _gwtrace_auto_where "${_gwtrace_asite[_gwtrace_di]-}"
+      builtin printf '%s\n' "gw1	E	$EPOCHREALTIME	$BASHPID	$_gwtrace_atr	$_gwtrace_dz	$_gwtrace_ast$_gwtrace_awh" >>"$_gwtrace_alog" || :
+      GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"$_gwtrace_dz"} _gwtrace_aexp=${_gwtrace_aotp[_gwtrace_di]} \
+        _gwtrace_acur=${_gwtrace_apar[_gwtrace_di]} _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1)) TRACEPARENT=$_gwtrace_aexp
+    elif [[ -n $_gwtrace_dz ]]; then
+      _gwtrace_auto_pop "$_gwtrace_ast"; _gwtrace_di=$((_gwtrace_di - 1))
+    else
+      _gwtrace_an=$_gwtrace_di _gwtrace_di=$((_gwtrace_di - 1))
+    fi
+  done
+}
+
 # _gwtrace_auto_dbg_pre LASTARG: after a `set` or a `source`; xtrace on, or
 # maybe about to be (the trap with fd 2 closed), or off again.
 _gwtrace_auto_dbg_pre() {
@@ -165,6 +186,9 @@ _gwtrace_auto_pop() {
     if [[ ${_gwtrace_apid[_gwtrace_li]} == "$BASHPID" ]]; then
       _gwtrace_auto_now
       _gwtrace_lline="gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_asp[_gwtrace_li]}${_gwtrace_lt}${1:-0}"
+      if [[ $# == 1 && $1 == [1-9]* && $1 != *[!0-9]* ]]; then     # a failure: where (the call site)
+        _gwtrace_auto_where "${_gwtrace_asite[_gwtrace_li]-}"; _gwtrace_lline+=$_gwtrace_awh
+      fi
       shift
       for _gwtrace_la in "$@"; do _gwtrace_lline+=$_gwtrace_lt$_gwtrace_la; done
       builtin printf '%s\n' "$_gwtrace_lline" >>"$_gwtrace_alog" || :

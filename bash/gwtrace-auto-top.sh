@@ -74,6 +74,10 @@ _gwtrace_auto_top_end() {
   else
     _gwtrace_ast=0
   fi
+  if [[ $_gwtrace_ast == [1-9]* && $_gwtrace_ast != *[!0-9]* ]]; then    # a failure: where (the call site)
+    _gwtrace_auto_top_util
+    _gwtrace_auto_where "$_gwtrace_atl $_gwtrace_atn ${BASH_SOURCE[${#BASH_SOURCE[@]}-1]}"; _gwtrace_ast+=$_gwtrace_awh
+  fi
   _gwtrace_at=${EPOCHREALTIME-}
   [[ -n $_gwtrace_at ]] || { _gwtrace_auto_top_util; _gwtrace_auto_now; }
   builtin printf '%s\n' "gw1	E	$_gwtrace_at	$_gwtrace_atk	$_gwtrace_atsp	$_gwtrace_ast" >>"$_gwtrace_alog" || :

@@ -45,6 +45,43 @@ _gwtrace_auto_now() {
   fi
 }
 
+# _gwtrace_auto_where "LINE NAME FILE" [command]: where a span failed, as
+# attributes of its E line (each after a TAB) into _gwtrace_awh: LINE and
+# FILE of the call site (a function's call, or the failing command itself),
+# NAME as code.function.name, or with `command` as gwtrace.failed.command
+# (a command word, never its arguments). Facts the shell already has, no
+# fork; the sidecar adds the stderr's last lines (gwtrace/sidecar/failure.py).
+_gwtrace_auto_where() {
+  local _gwtrace_lline=${1%% *} _gwtrace_lname=${1#* } _gwtrace_lfile
+  _gwtrace_lfile=${_gwtrace_lname#* } _gwtrace_lname=${_gwtrace_lname%% *} _gwtrace_awh=''
+  [[ $1 == *' '*' '* && $_gwtrace_lname != source && $_gwtrace_lname != . ]] || return 0   # a sourced file's span has its own code.file.path
+  [[ $_gwtrace_lline == [1-9]* && $_gwtrace_lline != *[!0-9]* ]] && _gwtrace_awh+="	code.line.number=$_gwtrace_lline"
+  if [[ -n $_gwtrace_lfile && $_gwtrace_lfile != environment ]]; then
+    _gwtrace_auto_esc "${_gwtrace_lfile:0:1000}"; _gwtrace_awh+="	code.file.path=$_gwtrace_ar"
+  fi
+  [[ -n $_gwtrace_lname ]] || return 0
+  _gwtrace_auto_esc "${_gwtrace_lname:0:255}"
+  if [[ ${2-} == command ]]; then
+    _gwtrace_awh+="	gwtrace.failed.command=${_gwtrace_ar##*/}"
+  else
+    _gwtrace_awh+="	code.function.name=$_gwtrace_ar"
+  fi
+  return 0
+}
+
+# _gwtrace_auto_failed_cmd: the command that made the shell exit (in the
+# EXIT trap BASH_COMMAND is still that command), its first word only and
+# only a plain one, as gwtrace.failed.command after a TAB into _gwtrace_awh.
+# Bash 5 only: before 5.0 a trap whose text holds `((` (ours) sees its own
+# command there (bash's CHANGES, 5.0-rc1 d; 4.2 tested).
+_gwtrace_auto_failed_cmd() {
+  local _gwtrace_lw=${BASH_COMMAND#"${BASH_COMMAND%%[![:space:]]*}"}
+  _gwtrace_lw=${_gwtrace_lw%%[[:space:]]*} _gwtrace_awh=''
+  (( BASH_VERSINFO[0] >= 5 )) || return 0
+  [[ -n $_gwtrace_lw && $_gwtrace_lw != *[!A-Za-z0-9_./+:@%-]* ]] || return 0
+  _gwtrace_awh="	gwtrace.failed.command=${_gwtrace_lw##*/}"
+}
+
 # _gwtrace_auto_esc TEXT: protocol escaping into _gwtrace_ar.
 _gwtrace_auto_esc() {
   _gwtrace_ar=$1

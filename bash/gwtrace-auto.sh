@@ -10,7 +10,7 @@
 {
 [[ -z ${_gwtrace_auto_loaded-} ]] || return 0
 _gwtrace_auto_loaded=1 _gwtrace_adir=${BASH_SOURCE[0]%/*} _gwtrace_alevel=0 _gwtrace_amain=$BASHPID
-_gwtrace_ar='' _gwtrace_abusy=0 _gwtrace_atop='' _gwtrace_adbg='' _gwtrace_atsp='' _gwtrace_aw='' _gwtrace_aprem=0 _gwtrace_a44=0
+_gwtrace_ar='' _gwtrace_awh='' _gwtrace_abusy=0 _gwtrace_atop='' _gwtrace_adbg='' _gwtrace_atsp='' _gwtrace_aw='' _gwtrace_aprem=0 _gwtrace_a44=0
 _gwtrace_atend=(_gwtrace_auto_top_end) _gwtrace_aso='' _gwtrace_apfx='' _gwtrace_actr=1999999 _gwtrace_arngpid='' _gwtrace_arng=0 _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
 # The EXIT trap: record the status, end the spans (around a handler of the
 # script's own: gwtrace-auto-extra.sh).
@@ -29,7 +29,12 @@ _gwtrace_auto_exit_post() {
   elif [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_asp0 && -z $_gwtrace_aroot ]]; then
     [[ -z $_gwtrace_atsp ]] || "${_gwtrace_atend[@]}" "$_gwtrace_aexit"
     [[ -n ${EPOCHREALTIME-} ]] || { _gwtrace_auto_extra; _gwtrace_auto_now; }
-    builtin printf '%s\n' "gw1	E	${EPOCHREALTIME:-$_gwtrace_at}	$BASHPID	$_gwtrace_atr	$_gwtrace_asp0	$_gwtrace_aexit" >>"$_gwtrace_alog" || :
+    _gwtrace_awh=''
+    if [[ $_gwtrace_aexit != 0 ]]; then       # a failure: the command that made the shell exit
+      [[ -n ${_gwtrace_autil-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"
+      _gwtrace_auto_failed_cmd
+    fi
+    builtin printf '%s\n' "gw1	E	${EPOCHREALTIME:-$_gwtrace_at}	$BASHPID	$_gwtrace_atr	$_gwtrace_asp0	$_gwtrace_aexit$_gwtrace_awh" >>"$_gwtrace_alog" || :
     _gwtrace_asp0=''
   fi
   [[ -z $_gwtrace_atsp || $BASHPID != "$_gwtrace_amain" ]] || "${_gwtrace_atend[@]}" "$_gwtrace_aexit"

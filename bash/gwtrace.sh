@@ -132,13 +132,14 @@ trace_begin() {
 
 # trace_end [STATUS] [KEY=VALUE...]: end the innermost span. STATUS is an exit
 # code (default: $?), `ok`, `error` or an error message; it is also returned.
-# Fast path: no argument or an exit code below 1000 only, no `set -a`, the
-# key (as in trace_begin), TRACEPARENT set now, and before the span set and
-# exported with no TRACESTATE, the span sampled.
+# Fast path: a span that ends well (no argument with $? 0, or `0`), no `set
+# -a`, the key (as in trace_begin), TRACEPARENT set now, and before the span
+# set and exported with no TRACESTATE, the span sampled. A span that fails
+# takes the general path, which notes where (_gwtrace_where).
 trace_end() {
   builtin local _gwtrace_rc="$?"
   # shellcheck disable=SC2053  # the key is glob-free (_gwtrace_rekey)
-  if [[ ( $# == 0 || $#$1 == 1[0-9] || $#$1 == 1[1-9][0-9] || $#$1 == 1[1-9][0-9][0-9] ) \
+  if [[ ( $#$_gwtrace_rc == 00 || $#${1-} == 10 ) \
         && ${TRACEPARENT+x}$_gwtrace_fl$_gwtrace_mk == x?[13579bdf]*x \
         && ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:${GWTRACE_SOCKET:-${GWTRACE_DIR-}} == $_gwtrace_ekey \
         && ! -o allexport ]]; then
@@ -283,7 +284,7 @@ _gwtrace_begin() {
 # _gwtrace_end [STATUS] [KEY=VALUE...]: trace_end's general path. Runs in
 # trace_end's dynamic scope: sets its _gwtrace_rc to the code to return.
 _gwtrace_end() {
-  builtin local _gwtrace_status="$_gwtrace_rc" _gwtrace_line _gwtrace_m
+  builtin local _gwtrace_status="$_gwtrace_rc" _gwtrace_line _gwtrace_m _gwtrace_wh
   if [[ $_gwtrace_depth -eq 0 || -n ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] && _gwtrace_skip "$_gwtrace_depth"; then
     [[ -o allexport ]] && _gwtrace_unexport
     builtin return 0
@@ -297,7 +298,12 @@ _gwtrace_end() {
   if [[ $_gwtrace_fl == ?[13579bdf] ]]; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
     _gwtrace_line="gw1${_gwtrace_tab}E${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_tr}${_gwtrace_tab}${_gwtrace_sp}${_gwtrace_tab}${_gwtrace_status}"
-    (( $# == 0 )) || _gwtrace_attrs "$@"
+    if [[ $_gwtrace_status == 0 || $_gwtrace_status == ok ]]; then
+      (( $# == 0 )) || _gwtrace_attrs "$@"
+    else
+      _gwtrace_where
+      _gwtrace_attrs "$@" ${_gwtrace_wh[@]+"${_gwtrace_wh[@]}"}
+    fi
     _gwtrace_emit
   fi
   # Pop the span and give back the TRACEPARENT/TRACESTATE it hid.
@@ -315,6 +321,31 @@ _gwtrace_end() {
     _gwtrace_set_tracestate '' ''
   fi
   [[ -o allexport ]] && _gwtrace_unexport
+  builtin return 0
+}
+
+# _gwtrace_where: where a failing span ends, into the caller's _gwtrace_wh
+# (KEY=VALUE words): the line, file and function of the first frame outside
+# the library (the caller of trace_end, or of trace_run). Facts bash already
+# has (BASH_LINENO, BASH_SOURCE, FUNCNAME): no fork, no system call. The
+# sidecar puts them, with the stderr's last lines, into the span's exception
+# event (gwtrace/sidecar/failure.py).
+_gwtrace_where() {
+  builtin local -i _gwtrace_k=1
+  _gwtrace_wh=()
+  while (( _gwtrace_k < ${#FUNCNAME[@]} )); do
+    case ${FUNCNAME[_gwtrace_k]} in
+      trace_*|_gwtrace_*) _gwtrace_k+=1 ;;
+      *) break ;;
+    esac
+  done
+  (( _gwtrace_k < ${#FUNCNAME[@]} + 1 )) || builtin return 0
+  [[ ${BASH_LINENO[_gwtrace_k-1]-} == [1-9]* ]] && _gwtrace_wh+=("code.line.number=${BASH_LINENO[_gwtrace_k-1]}")
+  [[ -n ${BASH_SOURCE[_gwtrace_k]-} ]] && _gwtrace_wh+=("code.file.path=${BASH_SOURCE[_gwtrace_k]:0:1000}")
+  case ${FUNCNAME[_gwtrace_k]-main} in
+    main|source) ;;
+    *) _gwtrace_wh+=("code.function.name=${FUNCNAME[_gwtrace_k]}") ;;
+  esac
   builtin return 0
 }
 
@@ -842,7 +873,7 @@ _gwtrace_init() {
       _gwtrace_init _gwtrace_is_hex _gwtrace_is_log _gwtrace_is_shell_code _gwtrace_logpath _gwtrace_newpfx _gwtrace_now \
       _gwtrace_off _gwtrace_rand64 _gwtrace_read_context _gwtrace_readonly_context _gwtrace_rekey _gwtrace_reseed \
       _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_fit _gwtrace_chars _gwtrace_redacts _gwtrace_skip _gwtrace_status_of \
-      _gwtrace_trace_id _gwtrace_put_begin _gwtrace_put_end _gwtrace_userinfo _gwtrace_message || :
+      _gwtrace_trace_id _gwtrace_put_begin _gwtrace_put_end _gwtrace_userinfo _gwtrace_message _gwtrace_where || :
   fi
   builtin return 0
 }

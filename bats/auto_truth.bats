@@ -55,7 +55,7 @@ EOS
   run begins command
   assert_output $'cat\ngrep'
   run span_end grep
-  assert_output "1"
+  assert_output "1 code.line.number=3 code.file.path=$SCRIPT gwtrace.failed.command=grep"
 }
 
 @test "commands: a background command and wait are timed, with the job's status" {
@@ -93,7 +93,7 @@ EOS
   auto_run functions
   assert_success
   run awk -F'\t' '$2 == "E" { s = $7; for (i = 8; i <= NF; i++) s = s " " $i; print s }' "$LOG"
-  assert_output $'ok process.exit.code=3 gwtrace.status.tested=true\nok process.exit.code=3 gwtrace.status.tested=true\nok process.exit.code=3 gwtrace.status.tested=true\n3\n0'
+  assert_output $'ok process.exit.code=3 gwtrace.status.tested=true\nok process.exit.code=3 gwtrace.status.tested=true\nok process.exit.code=3 gwtrace.status.tested=true\n3 code.line.number=6 code.file.path='"$SCRIPT"$' code.function.name=no\n0'
 }
 
 @test "functions: bash -c and bash -s read only the common half of the layer, and trace as a script file does" {

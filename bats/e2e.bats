@@ -85,10 +85,13 @@ EOF
   assert_success
   assert_line --index 0 --regexp '^trace [0-9a-f]{32}  service=glidein  spans=4$'
   assert_line --index 1 --regexp '^validate_node  [0-9.]+ (us|ms|s)  ERROR  \(exit code 3\)$'
-  assert_line --index 2 --regexp '^  check_disk  [0-9.]+ (us|ms|s)  OK$'
-  assert_line --index 3 --regexp '^  nap  (2[5-9][0-9]|[3-9][0-9][0-9])\.[0-9] ms  OK$'
-  assert_line --index 4 --regexp '^  stage_out  [0-9.]+ (us|ms|s)  ERROR  \(exit code 3\)$'
-  assert_equal "${#lines[@]}" 5
+  # where each failed (its trace_end's, its trace_run's line; no stderr file was registered)
+  assert_line --index 2 "    at $SCRIPT:8"
+  assert_line --index 3 --regexp '^  check_disk  [0-9.]+ (us|ms|s)  OK$'
+  assert_line --index 4 --regexp '^  nap  (2[5-9][0-9]|[3-9][0-9][0-9])\.[0-9] ms  OK$'
+  assert_line --index 5 --regexp '^  stage_out  [0-9.]+ (us|ms|s)  ERROR  \(exit code 3\)$'
+  assert_line --index 6 "      at $SCRIPT:5"
+  assert_equal "${#lines[@]}" 7
 }
 
 @test "the store holds the attributes, the event and the parent links the script wrote" {

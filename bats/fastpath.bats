@@ -51,9 +51,9 @@ _gwtrace_end() { echo e >>"$GWTRACE_DIR/general"; _orig_gwtrace_end "$@"; }
   assert_success
   local fast_out=$output
   normalize_log "$LOG" >"$BATS_TEST_TMPDIR/fast"
-  # most calls took the fast path
+  # most calls took the fast path (the 7 failing ends take the general one, which notes where)
   run grep -c . "$GWTRACE_DIR/general"
-  (( output < 16 )) || fail "$output of 32 calls took the general path"
+  (( output < 23 )) || fail "$output of 32 calls took the general path"
   rm -f "$LOG" "$GWTRACE_DIR/general"
   # OTEL_SDK_DISABLED=false leaves tracing on but keeps every call off the fast path.
   OTEL_SDK_DISABLED=false gw_run <<<"$COUNTING$WORKLOAD"

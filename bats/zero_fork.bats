@@ -74,3 +74,54 @@ EOF
   assert_equal "$EXECS" 2
   assert_equal "$(count_of B)" 3
 }
+
+@test "a failing span notes where it failed (line, file, function), forking nothing" {
+  cat >"$SCRIPT" <<'EOF2'
+source "$GWTRACE_LIB"
+set -u
+fix_config() {
+  trace_begin fix_config
+  builtin false
+  trace_end
+}
+trace_begin outer
+fix_config
+trace_run step builtin false
+trace_end 0
+EOF2
+  count_forks
+  assert_equal "$FORKS" 0
+  assert_equal "$EXECS" 1
+  local ends
+  ends=$(grep -P '^gw1\tE\t' "$LOG")
+  [[ $ends == *$'\t1\tcode.line.number=6\tcode.file.path='"$SCRIPT"$'\tcode.function.name=fix_config'* ]]
+  [[ $ends == *$'\t1\tcode.line.number=10\tcode.file.path='"$SCRIPT"* ]]
+  # a span that ends well carries nothing more
+  [[ $(grep -P '^gw1\tE\t' "$LOG" | tail -1) == *$'\t0' ]]
+}
+
+@test "the auto layer notes where a span failed, at every level, forking only for the script's own command" {
+  local level acc
+  cat >"$BATS_TEST_TMPDIR/failing.sh" <<'EOF2'
+fix_config() {
+  sed -e '/unterminated' /dev/null
+}
+fix_config
+echo after
+EOF2
+  for level in scripts functions commands; do
+    for acc in 1 0; do
+      rm -f "$LOG"
+      printf '%s\n' "export GWTRACE_ACCEL=$acc GWTRACE_AUTO_LEVEL=$level BASH_ENV=$GW_ROOT/bash/gwtrace-auto.sh" \
+        "bash $BATS_TEST_TMPDIR/failing.sh 2>/dev/null" >"$SCRIPT"
+      count_forks
+      assert_equal "$FORKS $EXECS" "2 3"      # the traced bash, and its sed
+      grep -qP '^gw1\tE\t.*\t1\tcode.line.number=4\tcode.file.path='"$BATS_TEST_TMPDIR"'/failing.sh\tcode.function.name=fix_config$' "$LOG" \
+        || fail "$level (accelerator $acc): no E line with where for fix_config: $(cat "$LOG")"
+      if [[ $level == commands ]]; then
+        grep -qP '^gw1\tE\t.*\t1\tcode.line.number=2\tcode.file.path=.*\tgwtrace.failed.command=sed$' "$LOG" \
+          || fail "commands (accelerator $acc): no E line with where for sed"
+      fi
+    done
+  done
+}

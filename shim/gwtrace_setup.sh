@@ -403,7 +403,11 @@ _gwtrace_gl_step() {
   fi
   _gwtrace_put_begin "$start" "$_gwtrace_gl_trace" "$span" "$_gwtrace_gl_root" "$id" "glidein.script=$id"
   [[ $id != *condor_startup.sh ]] || _gwtrace_gl_condor "$start" "$now" "$span"
-  _gwtrace_put_end "$now" "$_gwtrace_gl_trace" "$span" "$status" "process.exit.code=$ret"
+  if [[ $ret != 0 ]]; then
+    _gwtrace_put_end "$now" "$_gwtrace_gl_trace" "$span" "$status" "process.exit.code=$ret" "gwtrace.failed.command=${id##*/}"
+  else
+    _gwtrace_put_end "$now" "$_gwtrace_gl_trace" "$span" "$status" "process.exit.code=$ret"
+  fi
   printf '%s\t%s\t%s\n' "$id" "$ret" "$detail" >"$_gwtrace_gl_dir/last"
 }
 
@@ -481,6 +485,7 @@ _gwtrace_gl_end_root() {
   [[ -z $cpus ]] || attrs+=("glidein.cpus=$cpus")
   [[ -z $memory ]] || attrs+=("glidein.memory_mb=$memory")
   [[ -z $gpus ]] || attrs+=("glidein.gpus=$gpus")
+  [[ ! -f $_gwtrace_gl_sidecar/stderr/$_gwtrace_gl_trace-$_gwtrace_gl_root ]] || attrs+=("gwtrace.stderr.registered=true")
   _gwtrace_put_end "$1" "$_gwtrace_gl_trace" "$_gwtrace_gl_root" "$status" "${attrs[@]}"
 }
 # ---- end of the step hook
@@ -514,6 +519,19 @@ write_hook_file() {
     declare -f _gwtrace_gl_hook _gwtrace_gl_lib _gwtrace_gl_id _gwtrace_gl_text _gwtrace_gl_step _gwtrace_gl_condor \
       _gwtrace_gl_cleanup _gwtrace_gl_end_root
   } >"$gwtrace_dir/steps.sh.tmp" && mv -f "$gwtrace_dir/steps.sh.tmp" "$gwtrace_dir/steps.sh"
+  register_stderr "$err"
+}
+
+# register_stderr [FILE]: tell the sidecar where the glidein scripts' stderr
+# goes (the copy GLIDEIN_LOGDIR keeps, else our own stderr when it is a
+# file, the glidein's .err): for a step that fails it adds that file's last
+# lines to the step's span (gwtrace/sidecar/failure.py); GlideinWMS's
+# <detail> stays the span's message. Once, at set-up.
+register_stderr() {
+  local file=${1-} dir=${GWTRACE_DIR-}/stderr
+  [[ -n $file ]] || { [[ -f /proc/$$/fd/2 ]] && file=$(readlink /proc/$$/fd/2 2>/dev/null); } || file=''
+  [[ $file == /* && $file != *$'\n'* && $file != *' (deleted)' && -d $dir && -O $dir ]] || return 0
+  printf '%s\n' "$file" >"$dir/$gwtrace_trace-$gwtrace_root" 2>/dev/null || :
 }
 
 # hook_error_augment: error_augment.sh first sources steps.sh with its own

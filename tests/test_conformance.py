@@ -153,7 +153,8 @@ MESSAGES: List[str] = [m if "=" not in m or " " in m.partition("=")[0] else "fai
 
 def test_bash_library_writes_the_reference_end_lines(tmp_path: Path) -> None:
     """``trace_end MESSAGE`` writes ``error:<message>``: escaped, its secrets redacted by the value
-    rule (a URL's credentials replaced), cut as the reference cuts it."""
+    rule (a URL's credentials replaced), cut as the reference cuts it; and where it failed, as any
+    producer may (docs/protocol.md, "Failures"): here the line of the `bash -c` text (no file)."""
     script = (f'source "{LIB}"\ntrace_begin root\n'
               "while IFS= read -r -d '' m; do trace_begin s; trace_end \"$m\" || :; done\ntrace_end 0\n")
     stdin = "".join(f"{m}\0" for m in MESSAGES)
@@ -164,7 +165,8 @@ def test_bash_library_writes_the_reference_end_lines(tmp_path: Path) -> None:
     assert len(ends) == len(MESSAGES)
     for line, message in zip(ends, MESSAGES):
         parse_line(line)
-        assert line + b"\n" == _expected(line, None, [], status="error:" + escape(message)), message
+        assert line + b"\n" == _expected(line, None, [("code.line.number", "3")],
+                                         status="error:" + escape(message)), message
     written = b"\n".join(ends).decode()
     assert "hunter6" not in written and "abc4" not in written and ":pw@" not in written and "u:p@" not in written
 

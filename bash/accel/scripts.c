@@ -112,6 +112,26 @@ static int top_shell(const char *last, int rc, const char *ps) {
   return 0;
 }
 
+/* A failing top function's end, at exit: gwtrace-auto-top.sh's _gwtrace_auto_top_end STATUS, which
+ * notes where it was called (gwtrace-auto-util.sh's _gwtrace_auto_where), as without the accelerator. */
+static int top_end_shell(const char *status) {
+  SHELL_VAR *fn = find_function("_gwtrace_auto_top_end");
+  char path[4096];
+  WORD_LIST *args;
+  gw_count[SHELL]++;
+  if (!fn) {
+    const char *dir = gw_sval("_gwtrace_adir");
+    if (!dir || (size_t)snprintf(path, sizeof path, "%s/gwtrace-auto-top.sh", dir) >= sizeof path) return 0;
+    source_file(path, 0);
+    fn = find_function("_gwtrace_auto_top_end");
+    if (!fn) return 0;
+  }
+  args = make_word_list(make_word("_gwtrace_auto_top_end"), make_word_list(make_word(status), 0));
+  execute_shell_function(fn, args);
+  dispose_words(args);
+  return 0;
+}
+
 static int gwtrace_atopc_builtin(WORD_LIST *list) {
   int rc = last_command_exit_value, ok = 1;
   const char *cmd = the_printed_command_except_trap ? the_printed_command_except_trap : "";
@@ -125,6 +145,7 @@ static int gwtrace_atopc_builtin(WORD_LIST *list) {
   if (gw_count_request(list)) return 0;
   /* the exit, or the script's own DEBUG trap: two words (the trap passes one, "$_", which may be "--end") */
   if (list && list->next && !strcmp(list->word->word, "--end")) {
+    if (strcmp(list->next->word->word, "0")) return top_end_shell(list->next->word->word);   /* a failure: where */
     top_end(list->next->word->word);
     gw_count[DONE]++;
     return 0;

@@ -11,6 +11,8 @@ import pathlib
 import sqlite3
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, TextIO
 
+from gwtrace.cli.terminal import printable
+
 if TYPE_CHECKING:
     from gwtrace.store import TraceStore
 
@@ -31,6 +33,47 @@ def format_duration(ns: int) -> str:
         return f"{int(minutes)}m{seconds:04.1f}s"
     hours, minutes = divmod(int(minutes), 60)
     return f"{hours}h{minutes:02d}m{seconds:02.0f}s"
+
+
+#: Lines of a failure's stderr shown under its span (the span keeps up to 20).
+FAILURE_LINES = 20
+
+
+def failure_of(span: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The attributes of the span's ``exception`` event (the sidecar adds one to every span that
+    ends in error: gwtrace/sidecar/failure.py), or None."""
+    for event in span.get("events") or ():
+        if event.get("name") == "exception":
+            return event.get("attributes") or {}
+    return None
+
+
+def where_text(failure: Dict[str, Any]) -> str:
+    """``at FILE:LINE in FUNCTION (COMMAND)``, from what the failure says; '' if nothing."""
+    path, line = failure.get("code.file.path"), failure.get("code.line.number")
+    parts = []
+    if path or line:
+        parts.append(f"at {path or '?'}{f':{line}' if line else ''}")
+    if failure.get("code.function.name"):
+        parts.append(f"in {failure['code.function.name']}")
+    if failure.get("gwtrace.failed.command"):
+        parts.append(f"({failure['gwtrace.failed.command']} failed)")
+    return " ".join(parts)
+
+
+def failure_lines(span: Dict[str, Any]) -> List[str]:
+    """What to print under a failed span: where, then its stderr's last lines (``| ``)."""
+    failure = failure_of(span)
+    if failure is None:
+        return []
+    out = []
+    where = where_text(failure)
+    if where:
+        out.append(where)
+    message = str(failure.get("exception.message") or "")
+    if failure.get("gwtrace.stderr.lines") and message:
+        out.extend("| " + line for line in message.split("\n")[-FAILURE_LINES:])
+    return out
 
 
 def render_tree(spans: List[Dict[str, Any]], out: TextIO, path: Optional[Dict[str, Any]] = None) -> None:
@@ -64,6 +107,10 @@ def render_tree(spans: List[Dict[str, Any]], out: TextIO, path: Optional[Dict[st
             out.write(f"{star}{'  ' * depth}{span['name']}  {duration}  {status}{detail}\n")
         else:
             out.write(f"{'  ' * depth}{span['name']}  {duration}  {status}{detail}\n")
+        if status == "ERROR":
+            pad = ("  " if path is not None else "") + "  " * (depth + 2)
+            for text in failure_lines(span):
+                out.write(f"{pad}{printable(text)}\n")
         for child in children.get(span["span_id"], []):
             line(child, depth + 1)
 

@@ -59,6 +59,14 @@ def _span_line(node: Dict[str, Any]) -> str:
     return text
 
 
+def _failure_lines(node: Dict[str, Any], depth: int, out: TextIO) -> None:
+    """Under a failed step: where it failed and its stderr's last lines (as `gwtrace show` prints them)."""
+    from gwtrace.cli.show import _printable, failure_lines
+
+    for text in failure_lines(node):
+        out.write("  " * (depth + 2) + _printable(text) + "\n")
+
+
 def render_journey(data: Dict[str, Any], out: TextIO) -> None:
     job, now = data["job"], data["current"]
     out.write(f"job {job['id']}@{job['schedd'] or '?'}"
@@ -82,6 +90,8 @@ def render_journey(data: Dict[str, Any], out: TextIO) -> None:
 
     def walk(node: Dict[str, Any], depth: int) -> None:
         out.write("  " * depth + _span_line(node) + "\n")
+        if node["status"] == "error":
+            _failure_lines(node, depth, out)
         for child in children.get(node["span_id"], []):
             walk(child, depth + 1)
 

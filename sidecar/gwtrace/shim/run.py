@@ -98,18 +98,39 @@ def _parsed(parse: Callable[[Sequence[str]], T], argv: List[str], verb: str) -> 
         return 2
 
 
+def register_stderr(directory: Optional[str], span: Span) -> Dict[str, object]:
+    """Tell the sidecar in DIRECTORY where CMD's stderr goes, when it is a regular file (a
+    batch job's, `2>log`): for a span that fails below ours it reads the file's last lines
+    (gwtrace/sidecar/failure.py). A terminal or a pipe is left as it is: nothing of CMD's
+    output passes through us. The attributes for our span's end: the sidecar forgets the
+    registration when our span ends."""
+    if not directory or not span.sampled:
+        return {}
+    from gwtrace.sidecar.failure import REGISTERED, register, stderr_of_fd
+
+    path = stderr_of_fd(2)
+    try:
+        size: Optional[int] = os.fstat(2).st_size
+    except OSError:
+        size = None
+    if path and register(directory, span.trace_id, span.span_id, path, size):
+        return {REGISTERED: True}
+    return {}
+
+
 def _run_in_span(span: Span, command: List[str], env: Dict[str, str], verb: str,
-                 sink: Optional[Sink] = None) -> int:
+                 sink: Optional[Sink] = None, directory: Optional[str] = None) -> int:
     """Run CMD, end its span with CMD's exit, stop a private sidecar; CMD's status."""
+    noted = register_stderr(directory, span)
     try:
         outcome = run_command(command, env)
     except ExecError as exc:
-        span.end(str(exc.exit_code), {"error.type": exc.strerror})
+        span.end(str(exc.exit_code), dict(noted, **{"error.type": exc.strerror}))
         _stop(sink)
         print(f"gwtrace {verb}: {exc.message()}", file=sys.stderr)
         return exc.exit_code
     status, attributes = outcome.span_end()
-    span.end(status, attributes)
+    span.end(status, dict(noted, **attributes))
     _stop(sink)
     return finish(outcome)
 
@@ -151,7 +172,7 @@ def run_main(argv: List[str]) -> int:
     if auto:
         check_accelerator(os.path.dirname(auto), args.command, environ)
     env = child_environment(environ, sink_env, span, args.level, auto)
-    return _run_in_span(span, args.command, env, "run", sink)
+    return _run_in_span(span, args.command, env, "run", sink, sink.directory if sink else None)
 
 
 def _disabled(environ: Dict[str, str]) -> bool:
@@ -193,4 +214,6 @@ def span_main(argv: List[str]) -> int:
     env = dict(environ)
     if log.path and span.sampled:
         env["TRACEPARENT"] = span.traceparent
-    return _run_in_span(span, args.command, env, "span")
+    from gwtrace.shim.sink import sidecar_dir
+
+    return _run_in_span(span, args.command, env, "span", directory=sidecar_dir(environ) if log.path else None)

@@ -23,7 +23,7 @@ class Sink:
     def acquire(cls, environ: Dict[str, str]) -> "Sink":
         """The sidecar named by GWTRACE_SOCKET/GWTRACE_DIR if one runs on it,
         else a private one in a new directory."""
-        directory = _sidecar_dir(environ)
+        directory = sidecar_dir(environ)
         if directory and _sidecar_running(directory):
             return cls({}, directory, private=False)
         from gwtrace.sidecar import control
@@ -103,7 +103,8 @@ def undelivered_message(directory: str, status: Dict[str, object]) -> str:
             f"send them with: gwtrace ingest --spool {shlex.quote(directory)}")
 
 
-def _sidecar_dir(environ: Dict[str, str]) -> Optional[str]:
+def sidecar_dir(environ: Dict[str, str]) -> Optional[str]:
+    """The state directory GWTRACE_SOCKET or GWTRACE_DIR names (it may hold no sidecar)."""
     socket = environ.get("GWTRACE_SOCKET", "")
     if socket.startswith("file://"):
         return os.path.dirname(socket[len("file://"):])

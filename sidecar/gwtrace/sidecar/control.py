@@ -21,6 +21,7 @@ from typing import Dict, List, Optional, TextIO
 
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
 from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir
+from gwtrace.sidecar.failure import make_stderr_dir
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
 from gwtrace.wire.redact import strip_userinfo_in_logs
 
@@ -207,6 +208,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     spool.acquire()
     create_event_log(spool.dir)
     make_jobs_dir(spool.dir)            # the jobs' own logs (channels.py): writable from "ready" on
+    make_stderr_dir(spool.dir)          # where producers register their stderr (failure.py)
     _preflight()
     early: List[int] = []          # a stop asked for while the exporter loads
     signal.signal(signal.SIGTERM, lambda signum, frame: early.append(signum))

@@ -32,6 +32,7 @@ from gwtrace.export.otlp import Delivery, hashed_resource
 from gwtrace.export.resource import GlideinIdentity
 from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
 from gwtrace.sidecar.channels import JobChannels, make_jobs_dir
+from gwtrace.sidecar.failure import FailureNotes, make_stderr_dir
 from gwtrace.sidecar.delivering import DeliveryHalf
 from gwtrace.sidecar.eventlog import EventLogReader, create_event_log
 from gwtrace.sidecar.gone import CHECK_INTERVAL_S, GoneProcesses
@@ -93,6 +94,7 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
         self.assembler = Assembler(self.counters)
         self.reader: Optional[EventLogReader] = None
         self.channels: Optional[JobChannels] = None     # user jobs' event logs (channels.py)
+        self.failures = FailureNotes(None)               # error spans' exception events (failure.py)
         self.next_seq = 0
         self._ready: List[SpanRecord] = []      # finished, not yet in a batch
         self._ready_since = 0.0
@@ -136,6 +138,8 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
         self.assembler.restore(cp.open_spans)
         self.reader = EventLogReader(log_path, cp.offset, cp.inode)
         make_jobs_dir(self.spool.dir)
+        make_stderr_dir(self.spool.dir)
+        self.failures = FailureNotes(self.spool.dir)
         self.channels = JobChannels(self.spool.dir, cp.channels)
         self.next_seq = self._committed_seq = cp.next_seq
         self._committed_offset = self._position()

@@ -19,6 +19,7 @@ from gwtrace.export.otlp import SERVICE_KEY
 from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
 from gwtrace.sidecar.channels import JobChannels
 from gwtrace.sidecar.eventlog import EventLogReader
+from gwtrace.sidecar.failure import REGISTERED, FailureNotes
 from gwtrace.sidecar.statedir import Checkpoint, Spool
 from gwtrace.wire.events import parse_text
 
@@ -64,6 +65,7 @@ class ReadingHalf:
     assembler: Assembler
     reader: Optional[EventLogReader]
     channels: Optional[JobChannels]
+    failures: FailureNotes
     next_seq: int
     outbox_cap: int
     _ready: List[SpanRecord]
@@ -87,6 +89,12 @@ class ReadingHalf:
         moved = (self.reader.offset, self.reader.resets) != before
         ready = self._ready
         was_empty = not ready
+        failures = self.failures
+        if lines:
+            failures.seen_events()
+        sampled = bool(lines) and failures.watching or failures.idle_due
+        if sampled:
+            self.failures.sample()                 # where registered stderr files end now (failure.py)
         feed = self.assembler.feed
         malformed = finished = 0
         for raw in lines:
@@ -99,6 +107,8 @@ class ReadingHalf:
             if span is not None:
                 if span.attributes.get("gwtrace.kind") == "job":     # the job wrapper's user_job span
                     mark_job_span(span)
+                if span.status == "error" or REGISTERED in span.attributes:
+                    self.failures.on_finished(span, self.assembler.open)
                 ready.append(span)
                 finished += 1
         # Counted once per read, not per line: the counters are a dict
@@ -115,12 +125,13 @@ class ReadingHalf:
         if self.reader.resets:
             counters.add("log_resets", self.reader.resets)
             self.reader.resets = 0
-        jobs = self._step_jobs()
+        jobs = self._step_jobs(sampled)
         self._flush(force=force_flush)
         return len(lines) + oversized + jobs or int(moved)
 
-    def _step_jobs(self) -> int:
-        """Read the user jobs' logs: only what each job may write (channels.py)."""
+    def _step_jobs(self, sampled: bool = False) -> int:
+        """Read the user jobs' logs: only what each job may write (channels.py). SAMPLED: the
+        registered stderr files' sizes were noted in this step already."""
         channels = self.channels
         if channels is None:
             return 0
@@ -134,6 +145,11 @@ class ReadingHalf:
             lines, oversized = channel.reader.read_lines(STEP_BYTES)
             handled += len(lines) + oversized + int((channel.reader.offset, channel.reader.resets) != before)
             malformed += oversized
+            if lines and not sampled:
+                self.failures.seen_events()
+                if self.failures.watching:
+                    sampled = True
+                    self.failures.sample()
             for raw in lines:
                 try:
                     event = parse_text(raw.decode("utf-8", "replace"))
@@ -151,6 +167,8 @@ class ReadingHalf:
                     continue
                 if span is not None:
                     mark_job_span(span, service)
+                    if span.status == "error" or REGISTERED in span.attributes:
+                        self.failures.on_finished(span, self.assembler.open)
                     ready.append(span)
                     finished += 1
         counters = self.counters

@@ -226,6 +226,8 @@ const gw = (() => {
     panel.append(meta);
     panel.append(el("p", null, el("a", { href: "/trace/" + encodeURIComponent(span.traceID) + "#" + encodeURIComponent(span.spanID), text: "open in trace view" })));
     panel.dataset.status = status;
+    const failure = failureOf(span);
+    if (failure) panel.append(failure);
 
     const hidden = new Set(["otel.status_code", "otel.status_description", "error"]);
     const attrs = span.tags.filter((t) => !hidden.has(t.key));
@@ -248,6 +250,33 @@ const gw = (() => {
     if (process && process.tags.length) {
       panel.append(el("details", null, el("summary", { text: "Resource (" + process.tags.length + ")" }), kvTable(process.tags)));
     }
+  }
+
+  /**
+   * A failed span in its own words: where it failed and what its process wrote to stderr just
+   * before (the `exception` event the sidecar adds, gwtrace/sidecar/failure.py), or null.
+   * Text from the node only ever goes in through textContent.
+   */
+  function failureOf(span) {
+    const log = (span.logs || []).find((l) => tagValue(l.fields, "event") === "exception");
+    if (!log) return null;
+    const f = (key) => tagValue(log.fields, key);
+    const where = [];
+    const path = f("code.file.path"), line = f("code.line.number");
+    if (path || line) where.push("at " + (path || "?") + (line ? ":" + line : ""));
+    if (f("code.function.name")) where.push("in " + f("code.function.name"));
+    if (f("gwtrace.failed.command")) where.push("(" + f("gwtrace.failed.command") + " failed)");
+    const box = el("section", { className: "failure" });
+    box.append(el("h3", { text: "Failure" }));
+    if (where.length) box.append(el("p", { className: "failure-where", text: where.join(" ") }));
+    const message = f("exception.message");
+    if (f("gwtrace.stderr.lines") && message) {
+      box.append(el("p", { className: "muted", text: "stderr, last " + f("gwtrace.stderr.lines") + " line(s):" }));
+      box.append(el("pre", { className: "failure-stderr", text: String(message) }));
+    } else if (message) {
+      box.append(el("p", { className: "failure-message", text: String(message) }));
+    }
+    return box;
   }
 
   /** Tick marks for an axis spanning `total` µs: about `count` round steps. */
@@ -301,5 +330,5 @@ const gw = (() => {
     document.body.dataset.ready = "1";
   }
 
-  return { el, clear, api, picture, svgChart, cleanSvg, pageQuery, ready, subject, hashPart, ApiError, showMessage, fmtDuration, fmtTime, fmtValue, statusOf, tagValue, kvTable, renderDetail, ticks };
+  return { el, clear, api, picture, svgChart, cleanSvg, pageQuery, ready, subject, hashPart, ApiError, showMessage, fmtDuration, fmtTime, fmtValue, statusOf, tagValue, kvTable, renderDetail, failureOf, ticks };
 })();

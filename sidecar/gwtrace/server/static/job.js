@@ -82,6 +82,18 @@
     return tr;
   }
 
+  /** Under a failed step: where it failed and its stderr's last lines (common.js's failureOf). */
+  function failureRow(tbody, node, depth) {
+    const logs = (node.events || []).map((e) => ({
+      timestamp: e.time,
+      fields: [{ key: "event", value: e.name }].concat(Object.entries(e.attributes || {}).map(([key, value]) => ({ key, value }))),
+    }));
+    const box = gw.failureOf({ logs });
+    if (!box) return;
+    tbody.append(el("tr", { className: "jr-failure", dataset: { spanId: node.span_id } },
+      el("td", { colSpan: 5, style: { paddingLeft: (26 + depth * 18) + "px" } }, box)));
+  }
+
   function glideinRows(tbody, node, depth, origin, total) {
     const g = node.glidein;
     if (!g) return;
@@ -127,6 +139,7 @@
       const name = n.name + (n.open ? " (open)" : "");
       row(tbody, name, depth, n.start, endOf(n), origin, total, n.status, details(n),
         { className: "jr-span", dataset: { name: n.name, spanId: n.span_id, status: n.status } }, n.open);
+      if (n.status === "error") failureRow(tbody, n, depth);
       for (const c of children.get(n.span_id) || []) walk(c, depth + 1);
     };
     for (const r of roots) walk(r, 0);
