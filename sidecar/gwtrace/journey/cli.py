@@ -61,10 +61,11 @@ def _span_line(node: Dict[str, Any]) -> str:
 
 def _failure_lines(node: Dict[str, Any], depth: int, out: TextIO) -> None:
     """Under a failed step: where it failed and its stderr's last lines (as `gwtrace show` prints them)."""
-    from gwtrace.cli.show import _printable, failure_lines
+    from gwtrace.cli.show import failure_lines
+    from gwtrace.cli.terminal import printable
 
     for text in failure_lines(node):
-        out.write("  " * (depth + 2) + _printable(text) + "\n")
+        out.write("  " * (depth + 2) + printable(text) + "\n")
 
 
 def render_journey(data: Dict[str, Any], out: TextIO) -> None:
