@@ -251,27 +251,53 @@ def ingest_spool(directory: str, err: TextIO) -> int:
     return 0
 
 
-def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
-    """Backfill glideins from factory files; 1 if a file could not be read or a block was skipped (the rest
-    is sent)."""
+def backfill_book(forwarder: Forwarder) -> Any:
+    """Where a backfill remembers what it read: the store it fills, else a file of its own per OTLP
+    destination (beside the ledger), so that sending to another collector reads everything again."""
+    import hashlib
+
+    from .seen import SideBook
+
+    if forwarder.store is not None:
+        return forwarder.store
+    tag = hashlib.sha256(forwarder.destination.encode()).hexdigest()[:12]
+    return SideBook(default_ledger().parent / f"backfill-{tag}.db")
+
+
+def run_backfill(dirs: List[str], forwarder: Forwarder, err: TextIO, settle: float = 0.0) -> Any:
+    """One incremental backfill of ``dirs`` into the forwarder's destination (``backfill.backfill``)."""
     from .backfill import backfill
 
+    book = backfill_book(forwarder)
+    try:
+        keep = forwarder.store.put_glidein_records if forwarder.store is not None else None
+        return backfill(dirs, forwarder.send, err, keep, book, settle)
+    finally:
+        if book is not forwarder.store:
+            book.close()
+
+
+def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
+    """Backfill glideins from factory files (only those new or changed since the last run); 1 if a directory
+    is missing or holds no glidein file, a file could not be read or a block was skipped (the rest is sent)."""
     try:
         forwarder = Forwarder()
     except IngestError as exc:
         print(f"gwtrace: {exc}", file=err)
         return 1
     try:
-        keep = forwarder.store.put_glidein_records if forwarder.store is not None else None
-        glideins, spans, problems = backfill(dirs, forwarder.send, err, keep)
+        totals = run_backfill(dirs, forwarder, err)
     except IngestError as exc:
         print(f"gwtrace: {exc}; nothing is lost: run the same command again", file=err)
         return 1
     finally:
         forwarder.close()
-    print(f"gwtrace: backfilled {glideins} glidein(s), {spans} span(s) into {forwarder.destination}; "
-          f"{problems} file(s) unreadable or block(s) skipped", file=err)
-    return 1 if problems else 0
+    if totals.bad_dirs and not totals.files_found:
+        return 1                        # each directory said why in its line: nothing to report beside it
+    print(f"gwtrace: backfilled {totals.glideins} glidein(s), {totals.spans} span(s) into {forwarder.destination}"
+          f" ({totals.files_read} file(s) read, {totals.files_unchanged} unchanged since the last run, "
+          f"{totals.events} new Condor-G event(s)); {totals.problems} problem(s) above", file=err)
+    return 1 if totals.problems else 0
 
 
 def _parser() -> argparse.ArgumentParser:

@@ -1,0 +1,233 @@
+"""Glidein states from the factory's Condor-G event logs: per job, its transitions; per entry, the counts.
+
+Why: the first thing a factory operator checks is how many glideins of each
+entry are idle, running and held, and why the held ones are held
+(GlideinWMS's own ``Status`` page shows it from ``condor_q``). The factory's
+``condor_activity_*.log`` files say the same over time: every Condor-G job's
+submission, hand-over to the CE, start at the site, hold (with its reason
+and code), release, removal and end. They are read by byte offset as they
+grow (``journey.eventlog.read_events``) and kept here:
+
+``glidein_events``  one row per event of a glidein's Condor-G job (the
+                    transition it makes, the held reason, code and subcode,
+                    the exit code);
+``glidein_jobs``    the state each job is in now (after its last event), and
+                    ``dirty`` = events arrived that its glidein record does
+                    not reflect yet (cleared once the record is stored, so a
+                    run cut short makes the record on the next).
+
+The state machine (HTCondor event codes): 000 submit and 027 grid submit ->
+idle (GlideinWMS counts a glidein waiting at the CE as idle), 001 execute ->
+running, 004 evicted and 013 released -> idle, 012 held -> held, 005
+terminated -> completed, 009 aborted -> removed. A job whose last event is
+older than ``MAX_LIFE`` (its end fell in a log that was deleted) is not
+counted as idle or running now.
+"""
+
+from __future__ import annotations
+
+import bisect
+import sqlite3
+from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
+
+from .condorg_log import CondorGJob, Hold
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS glidein_events (
+    dir     TEXT NOT NULL, cluster INTEGER NOT NULL, proc INTEGER NOT NULL,
+    time    INTEGER NOT NULL, code INTEGER NOT NULL,
+    state   TEXT,                       -- the state the event leads to (None: no change)
+    reason  TEXT, hold_code INTEGER, hold_subcode INTEGER, exit_code INTEGER,
+    PRIMARY KEY (dir, cluster, proc, time, code)
+);
+CREATE TABLE IF NOT EXISTS glidein_jobs (
+    dir     TEXT NOT NULL, cluster INTEGER NOT NULL, proc INTEGER NOT NULL,
+    entry   TEXT,
+    state   TEXT NOT NULL, since INTEGER NOT NULL, submitted INTEGER,
+    reason  TEXT, hold_code INTEGER, hold_subcode INTEGER,
+    dirty   INTEGER NOT NULL DEFAULT 1,
+    PRIMARY KEY (dir, cluster, proc)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS glidein_jobs_state ON glidein_jobs (state, entry);
+"""
+
+#: event code -> the state it leads to
+STATE_OF = {0: "idle", 27: "idle", 1: "running", 4: "idle", 13: "idle", 12: "held", 5: "completed", 9: "removed"}
+STATES = ("idle", "running", "held", "completed", "removed")
+OPEN = ("idle", "running", "held")
+#: a job silent for longer is not counted as open now (GlideinWMS's usual longest glidein is 2 days)
+MAX_LIFE = 4 * 86400
+
+Key = Tuple[int, int]
+
+
+def ensure(conn: sqlite3.Connection) -> None:
+    """Create the tables (the caller holds a write transaction)."""
+    for statement in SCHEMA.split(";"):
+        if statement.strip():
+            conn.execute(statement)
+
+
+def _row(directory: str, event: Any) -> Tuple[Any, ...]:
+    items = event.items
+    code = event.code
+    reason = hold = sub = exit_code = None
+    if code == 12:
+        reason, hold, sub = str(items.get("HoldReason", "")), items.get("HoldReasonCode"), \
+            items.get("HoldReasonSubCode")
+    elif code == 9:
+        reason = items.get("Reason")
+    elif code == 5:
+        exit_code = items.get("ReturnValue")
+    return (directory, event.cluster, event.proc, event.time, code, STATE_OF.get(code), reason, hold, sub, exit_code)
+
+
+def add_events(conn: sqlite3.Connection, directory: str, entry: Optional[str], events: Iterable[Any]) -> int:
+    """Keep the events of one entry directory's logs and move their jobs' states on; mark those jobs dirty.
+
+    Returns the events that were new (one read twice, as after a log was rotated, adds nothing).
+    """
+    touched: Dict[Key, None] = {}
+    new = 0
+    for event in events:
+        cur = conn.execute("INSERT OR IGNORE INTO glidein_events VALUES (?,?,?,?,?,?,?,?,?,?)", _row(directory, event))
+        if cur.rowcount:
+            new += 1
+            touched[(event.cluster, event.proc)] = None
+    _restate(conn, directory, entry, list(touched))
+    return new
+
+
+def _restate(conn: sqlite3.Connection, directory: str, entry: Optional[str], keys: List[Key]) -> None:
+    """The current state of each job of ``keys``, from all its events in time order."""
+    for cluster, proc in keys:
+        state, since, submitted, hold = None, None, None, (None, None, None)
+        for time, code, new, reason, code_h, sub in conn.execute(
+                "SELECT time, code, state, reason, hold_code, hold_subcode FROM glidein_events WHERE dir = ? AND"
+                " cluster = ? AND proc = ? ORDER BY time, rowid", (directory, cluster, proc)):
+            if code == 0 and submitted is None:
+                submitted = time
+            if new is None or new == state and code != 12:
+                continue
+            state, since = new, time
+            hold = (reason, code_h, sub) if new == "held" else (None, None, None)
+        if state is None:
+            state, since = "idle", submitted or 0
+        conn.execute("INSERT OR REPLACE INTO glidein_jobs VALUES (?,?,?,?,?,?,?,?,?,?,1)",
+                     (directory, cluster, proc, entry, state, since, submitted, *hold))
+
+
+def dirty(conn: sqlite3.Connection, directory: str) -> List[Key]:
+    """The jobs of a directory whose record does not reflect their latest events yet."""
+    return [(c, p) for c, p in conn.execute(
+        "SELECT cluster, proc FROM glidein_jobs WHERE dir = ? AND dirty = 1", (directory,))]
+
+
+def clean(conn: sqlite3.Connection, directory: str, keys: Sequence[Key]) -> None:
+    """Their records are stored (the caller holds a write transaction)."""
+    conn.executemany("UPDATE glidein_jobs SET dirty = 0 WHERE dir = ? AND cluster = ? AND proc = ?",
+                     [(directory, c, p) for c, p in keys])
+
+
+def condorg_jobs(conn: sqlite3.Connection, directory: str, keys: Sequence[Key]) -> Dict[Key, CondorGJob]:
+    """The Condor-G life of each job of ``keys`` (as ``condorg_log.read_condorg_log`` gives it), replayed
+    from the kept events: a glidein's record needs all its events, whichever log run they came in."""
+    out: Dict[Key, CondorGJob] = {}
+    for cluster, proc in keys:
+        job = None
+        for time, code, reason, hold, sub, exit_code in conn.execute(
+                "SELECT time, code, reason, hold_code, hold_subcode, exit_code FROM glidein_events WHERE dir = ?"
+                " AND cluster = ? AND proc = ? ORDER BY time, rowid", (directory, cluster, proc)):
+            job = job or CondorGJob(cluster, proc)
+            if code == 0 and job.submitted is None:
+                job.submitted = time
+            elif code == 27 and job.grid_submitted is None:
+                job.grid_submitted = time
+            elif code == 1:
+                job.running = time
+            elif code == 5:
+                job.terminated, job.exit_code = time, exit_code
+            elif code == 9:
+                job.removed = time
+            elif code == 12:
+                job.holds.append(Hold(time, reason or "", hold, sub))
+            job.last_event = time
+        if job is not None:
+            out[(cluster, proc)] = job
+    return out
+
+
+# ------------------------------------------------------------------ reading (gwtrace now, /now)
+
+def _ready(conn: sqlite3.Connection) -> bool:
+    return conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'glidein_jobs'").fetchone() \
+        is not None
+
+
+def _sites(conn: sqlite3.Connection) -> Dict[str, str]:
+    """entry -> its site, as the glidein records name it (the Condor-G logs do not)."""
+    return {entry: site for entry, site in conn.execute(
+        "SELECT entry, max(site) FROM glideins WHERE entry IS NOT NULL AND site IS NOT NULL GROUP BY entry")}
+
+
+def now_by_entry(conn: sqlite3.Connection, now: float, held_reasons: int = 5) -> List[Dict[str, Any]]:
+    """Per entry: glideins idle, running and held now, and the most common held reasons (with codes)."""
+    if not _ready(conn):
+        return []
+    sites = _sites(conn)
+    cells: Dict[str, Dict[str, Any]] = {}
+    for entry, state, count in conn.execute(
+            "SELECT coalesce(entry, ''), state, count(*) FROM glidein_jobs WHERE state IN ('idle','running','held')"
+            " AND since >= ? GROUP BY 1, 2", (int(now) - MAX_LIFE,)):
+        cell = cells.setdefault(entry, {"entry": entry, "site": sites.get(entry, ""), "idle": 0, "running": 0,
+                                        "held": 0, "held_reasons": []})
+        cell[state] = count
+    for entry, reason, code, sub, count in conn.execute(
+            "SELECT coalesce(entry, ''), reason, hold_code, hold_subcode, count(*) AS n FROM glidein_jobs"
+            " WHERE state = 'held' AND since >= ? GROUP BY 1, 2, 3, 4 ORDER BY n DESC", (int(now) - MAX_LIFE,)):
+        held = cells[entry]["held_reasons"]
+        if len(held) < held_reasons:
+            held.append({"reason": reason or "", "code": code, "subcode": sub, "glideins": count})
+    return [cells[k] for k in sorted(cells)]
+
+
+def series(conn: sqlite3.Connection, since: int, until: int, bucket: int) -> Dict[str, List[Dict[str, int]]]:
+    """Per entry, the glideins idle, running and held at the end of each bucket of [since, until): what the
+    operator's "over time" chart draws. One pass over the events, in job order; memory: the counts only."""
+    if not _ready(conn) or bucket <= 0 or until <= since:
+        return {}
+    edges = list(range(since + bucket, until + bucket, bucket))[:10_000]
+    out: Dict[str, List[Dict[str, int]]] = {}
+    entries = {(d, c, p): e or "" for d, c, p, e in conn.execute("SELECT dir, cluster, proc, entry FROM glidein_jobs")}
+
+    def count(key: Tuple[str, int, int], spans: List[Tuple[int, int, str]]) -> None:
+        cells = out.setdefault(entries.get(key, ""), [{s: 0 for s in OPEN} for _ in edges])
+        for start, end, state in spans:
+            if state not in OPEN:
+                continue
+            at = bisect.bisect_left(edges, start)
+            while at < len(edges) and edges[at] < end:
+                cells[at][state] += 1
+                at += 1
+
+    key, spans, last = None, [], None   # type: Optional[Tuple[str, int, int]], List[Tuple[int, int, str]], Any
+    for d, c, p, time, state in conn.execute(
+            "SELECT dir, cluster, proc, time, state FROM glidein_events WHERE state IS NOT NULL AND time < ?"
+            " ORDER BY dir, cluster, proc, time, rowid", (until,)):
+        if (d, c, p) != key:
+            if key is not None and last is not None:
+                spans.append((last[0], min(until, last[0] + MAX_LIFE), last[1]))
+                count(key, spans)
+            key, spans, last = (d, c, p), [], None
+        if last is not None:
+            spans.append((last[0], time, last[1]))
+        last = (time, state)
+    if key is not None and last is not None:
+        spans.append((last[0], min(until, last[0] + MAX_LIFE), last[1]))
+        count(key, spans)
+    return {entry: [{"time": edge, **cell} for edge, cell in zip(edges, cells)] for entry, cells in sorted(out.items())}
+
+
+def job_keys(conn: sqlite3.Connection, directory: str) -> Iterator[Key]:
+    """Every job of a directory the events name."""
+    yield from conn.execute("SELECT cluster, proc FROM glidein_jobs WHERE dir = ?", (directory,))
