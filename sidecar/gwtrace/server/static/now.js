@@ -14,12 +14,13 @@
     const list = clear(document.getElementById("now-lights"));
     if (!health.sites.length) list.append(el("li", { className: "muted", text: "No glidein ended in that time." }));
     for (const s of health.sites) {
-      list.append(el("li", { className: s.red ? "light red" : "light green", dataset: { site: s.site, red: s.red ? "1" : "0" } },
-        el("span", { className: "dot", text: s.red ? "●" : "○" }), " ",
+      const light = s.light || (s.red ? "red" : "green");
+      list.append(el("li", { className: "light " + light, dataset: { site: s.site, red: s.red ? "1" : "0", light: light } },
+        el("span", { className: "dot", text: light === "green" ? "○" : "●" }), " ",
         el("strong", { text: s.site }),
         " " + s.recent_failed + "/" + s.recent_glideins + " failed now (" + pct(s.recent_rate) + "), baseline " +
         s.baseline_failed + "/" + s.baseline_glideins + " (" + pct(s.baseline_rate) + ")",
-        s.red ? el("span", { className: "error-text", text: " — " + s.why }) : null));
+        s.why ? el("span", { className: s.red ? "error-text" : "amber-text", text: " — " + s.why }) : null));
     }
   }
 
@@ -32,6 +33,43 @@
         el("td", { className: "num", text: String(c.jobs_running) }),
         el("td", { className: c.stopped_reporting ? "num error-text" : "num", text: String(c.stopped_reporting) }),
         el("td", { text: phases })));
+    }
+  }
+
+  function spark(points) {
+    // one small inline chart per entry: running (solid), idle (dashed), held (red) at the end of each bucket
+    const w = 240, h = 36, top = Math.max(1, ...points.map((p) => Math.max(p.running, p.idle, p.held)));
+    const ns = "http://www.w3.org/2000/svg";
+    const svg = document.createElementNS(ns, "svg");
+    svg.setAttribute("width", w); svg.setAttribute("height", h); svg.setAttribute("class", "spark");
+    for (const [state, style] of [["running", "stroke:#2a6"], ["idle", "stroke:#888;stroke-dasharray:3 2"], ["held", "stroke:#c33"]]) {
+      const line = document.createElementNS(ns, "polyline");
+      line.setAttribute("fill", "none");
+      line.setAttribute("style", style);
+      line.setAttribute("points", points.map((p, i) =>
+        (i * w / Math.max(1, points.length - 1)).toFixed(1) + "," + (h - 2 - (h - 4) * p[state] / top).toFixed(1)).join(" "));
+      const title = document.createElementNS(ns, "title");
+      title.textContent = state + ": " + points.map((p) => p[state]).join(" ");
+      line.append(title);
+      svg.append(line);
+    }
+    return svg;
+  }
+
+  function factory(data, history) {
+    const f = data.factory || { entries: [], totals: { idle: 0, running: 0, held: 0 } };
+    document.getElementById("now-factory-totals").textContent = f.entries.length ?
+      f.totals.idle + " idle, " + f.totals.running + " running, " + f.totals.held + " held" :
+      "No Condor-G log backfilled (gwtrace ingest --factory-logs).";
+    const body = clear(document.querySelector("#now-factory tbody"));
+    for (const e of f.entries) {
+      const reasons = e.held_reasons.map((r) => r.glideins + "× " + r.reason + (r.code === null ? "" : " [code " + r.code + "/" + r.subcode + "]")).join("; ");
+      const points = ((history || {}).entries || {})[e.entry];
+      body.append(el("tr", { dataset: { entry: e.entry, site: e.site } },
+        el("td", { text: e.site }), el("td", { text: e.entry }), el("td", { className: "num", text: String(e.idle) }),
+        el("td", { className: "num", text: String(e.running) }),
+        el("td", { className: e.held ? "num error-text" : "num", text: String(e.held) }),
+        el("td", { text: reasons }), el("td", null, points ? spark(points) : "")));
     }
   }
 
@@ -56,6 +94,9 @@
       document.getElementById("now-totals").textContent = t.alive + " glidein(s) alive, " + t.jobs_running +
         " job(s) running, " + t.stopped_reporting + " stopped reporting";
       lights(data.health);
+      let history = null;
+      try { history = await api("/ui/api/factory-states"); } catch (e) { history = null; }
+      factory(data, history);
       entries(data);
       glideins(data);
     } catch (e) {
