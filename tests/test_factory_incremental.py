@@ -1,0 +1,175 @@
+"""Backfill at scale (issue 29): streaming batches, incremental re-runs, Condor-G states, bad directories."""
+
+import io
+import json
+import os
+import time
+
+import pytest
+
+import factory_gen as gen
+from gwtrace.cli import main
+from gwtrace.factory import backfill as backfill_mod
+from gwtrace.factory.backfill import backfill
+from gwtrace.live.cli import main as now_main
+from gwtrace.store import TraceStore
+
+pytestmark = pytest.mark.skipif(not gen.samples_present(), reason="../shared/samples/glideinwms not found")
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    monkeypatch.setenv("GWTRACE_HOME", str(tmp_path / "home"))
+    for key in list(os.environ):
+        if key.startswith("OTEL_EXPORTER_OTLP"):
+            monkeypatch.delenv(key)
+    return tmp_path / "home"
+
+
+@pytest.fixture
+def factory(tmp_path):
+    root = tmp_path / "factory"
+    gen.factory_dir(root)
+    return root
+
+
+@pytest.fixture
+def parsed(monkeypatch):
+    """The files the backfill parses, in order."""
+    files = []
+    real_read = backfill_mod._read
+
+    def counting(path, errors):
+        files.append(os.path.basename(path))
+        return real_read(path, errors)
+
+    monkeypatch.setattr(backfill_mod, "_read", counting)
+    return files
+
+
+def test_a_rerun_over_unchanged_logs_parses_no_file_and_a_grown_out_is_read_again(factory, home, parsed, capsys):
+    assert main(["ingest", "--factory-logs", str(factory)]) == 0
+    first = len(parsed)
+    assert first == 23                                  # 13 glideins: 11 .out/.err pairs and one .out alone
+    with TraceStore() as store:
+        spans = store.span_count()
+    parsed.clear()
+    capsys.readouterr()
+    assert main(["ingest", "--factory-logs", str(factory)]) == 0
+    assert parsed == []
+    err = capsys.readouterr().err
+    assert "backfilled 0 glidein(s)" in err and "23 unchanged since the last run" in err
+    with TraceStore() as store:
+        [before] = [r for r in store.glidein_records() if r["cluster"] == 12]
+    # the .out of glidein 12 was empty (written back late): now it is complete, and only its pair is read
+    entry = next(factory.rglob("job.12.0.out")).parent
+    (entry / "job.12.0.out").write_text(gen.cms_out([gen.Job(100, 3600)]))
+    assert main(["ingest", "--factory-logs", str(factory)]) == 0
+    assert sorted(parsed) == ["job.12.0.err", "job.12.0.out"]
+    with TraceStore() as store:
+        [after] = [r for r in store.glidein_records() if r["cluster"] == 12]
+        assert store.span_count() > spans
+    assert (len(before["jobs"]), len(after["jobs"])) == (0, 1)
+
+
+def test_a_file_replaced_under_its_name_is_a_new_file(factory, home, parsed):
+    assert main(["ingest", "--factory-logs", str(factory)]) == 0
+    parsed.clear()
+    out = next(factory.rglob("job.3.0.out"))
+    text = out.read_text()
+    stat = out.stat()
+    out.unlink()
+    out.write_text(text)                              # same size, same content, new inode
+    os.utime(out, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    assert main(["ingest", "--factory-logs", str(factory)]) == 0
+    assert sorted(parsed) == ["job.3.0.err", "job.3.0.out"]
+
+
+def test_records_are_stored_a_batch_at_a_time(factory, home, monkeypatch, tmp_path):
+    """Nothing holds every record: each batch is in the store (committed) before the next is made."""
+    monkeypatch.setattr(backfill_mod, "BATCH", 4)
+    path = tmp_path / "batches.db"
+    seen_before = []
+    with TraceStore(path) as store:
+        def keep(records):
+            with TraceStore(path, create=False) as other:     # another connection: sees only what is committed
+                seen_before.append(sum(1 for _ in other.glidein_records()))
+            assert len(records) <= 4
+            return store.put_glidein_records(records)
+
+        totals = backfill([str(factory)], store.ingest, io.StringIO(), keep, store)
+    assert seen_before == [0, 4, 8, 12]
+    assert totals.batches == 4 and totals.glideins == 13
+
+
+def test_the_condorg_log_is_followed_by_offset_and_its_states_kept(tmp_path, home, capsys):
+    """Real event-log shapes (ISO times, the Condor-G hold body GlideinWMS sees): idle, running, held with its
+    reason and code, released, removed, completed; appended events are read alone, the states move on."""
+    entry = tmp_path / "factory" / "client" / "user_fe" / "glidein_gfactory_instance" / "entry_T2_US_MIT_ce1"
+    entry.mkdir(parents=True)
+    now = int(time.time())
+    log = entry / "condor_activity_20261128_CMSG-v1_0.main.log"
+    held = ("Job was held.\n\tError from slot1@ce01.cmsaf.mit.edu: Failed to start job: the CE is"
+            " full\n\tCode 34 Subcode 0\n")
+    events = [(0, c, 0, now - 3000) for c in (1, 2, 3, 4, 5)] + [(27, c, 0, now - 2990) for c in (1, 2, 3, 4, 5)] \
+        + [(1, c, 0, now - 2000) for c in (2, 3, 5)] + [(12, 3, 0, now - 1000), (12, 4, 0, now - 900)] \
+        + [(5, 5, 0, now - 500)]
+    text = gen.event_log(events)
+    text = text.replace(gen.EVENT_BODIES[12], held)
+    log.write_text(text)
+    assert main(["ingest", "--factory-logs", str(tmp_path / "factory")]) == 0
+    assert "16 new Condor-G event(s)" in capsys.readouterr().err
+    out = io.StringIO()
+    assert now_main(["--format", "json"], out=out) == 0
+    [cell] = json.loads(out.getvalue())["factory"]["entries"]
+    assert (cell["entry"], cell["idle"], cell["running"], cell["held"]) == ("T2_US_MIT_ce1", 1, 1, 2)
+    [reason] = cell["held_reasons"]
+    assert reason["glideins"] == 2 and reason["code"] == 34 and "the CE is full" in reason["reason"]
+    # the factory releases 3 and removes 4: only the two new events are read
+    with open(log, "a") as handle:
+        handle.write(gen.event_log([(13, 3, 0, now - 100), (9, 4, 0, now - 90)]))
+    assert main(["ingest", "--factory-logs", str(tmp_path / "factory")]) == 0
+    assert "2 new Condor-G event(s)" in capsys.readouterr().err
+    out = io.StringIO()
+    assert now_main(["--format", "json"], out=out) == 0
+    [cell] = json.loads(out.getvalue())["factory"]["entries"]
+    assert (cell["idle"], cell["running"], cell["held"], cell["held_reasons"]) == (2, 1, 0, [])
+    table = io.StringIO()
+    assert now_main([], out=table) == 0
+    assert "factory (Condor-G logs): 2 idle, 1 running, 0 held" in table.getvalue()
+    with TraceStore() as store:
+        removed = [r for r in store.glidein_records() if r["cluster"] == 4]
+        history = __import__("gwtrace.live.now", fromlist=["x"]).factory_history(store, now, 2, 600)
+    assert removed and removed[0]["incomplete"]
+    points = history["entries"]["T2_US_MIT_ce1"]
+    assert max(p["held"] for p in points) == 2 and points[-1]["held"] == 0
+
+
+@pytest.mark.parametrize("make", ["missing", "empty", "no glidein file"])
+def test_a_directory_without_glideins_is_one_line_and_a_failure(tmp_path, home, capsys, make):
+    target = tmp_path / "logs"
+    if make != "missing":
+        target.mkdir()
+    if make == "no glidein file":
+        (target / "entry_X").mkdir()
+        (target / "entry_X" / "README").write_text("not a glidein\n")
+    assert main(["ingest", "--factory-logs", str(target)]) == 1
+    err = capsys.readouterr().err.strip().splitlines()
+    assert len(err) == 1 and str(target) in err[0] and "backfilled" not in err[0]
+
+
+def test_a_site_failing_all_along_is_not_green_from_backfilled_records(tmp_path, home):
+    """Site lights read the backfilled records: a site losing 44% of its glideins every day is amber."""
+    from gwtrace.factory.record import GlideinRecord
+
+    now = time.time()
+    recs = [GlideinRecord(factory="f", schedd="s", cluster=i, proc=0, site="MIT", entry="MIT_ce1",
+                          started=int(now - 86400 - i * 600 - 3600), ended=int(now - 86400 - i * 600),
+                          status="ERROR" if i % 25 < 11 else "OK") for i in range(100)]
+    with TraceStore() as store:
+        store.put_glidein_records(recs)
+    out = io.StringIO()
+    assert now_main([], out=out) == 0
+    [line] = [line for line in out.getvalue().splitlines() if "MIT" in line and "failed" in line]
+    assert line.strip().startswith("AMBER MIT:")
+    assert "44/100 glideins failed over the last 7.0 days (44%" in line
