@@ -415,6 +415,24 @@ class TraceStore:
         return glideins.records(self._connections.reader(), since=since, until=until, site=site, entry=entry,
                                 frontend=frontend)
 
+    def glidein_statuses(self, trace_ids: Sequence[bytes]) -> Dict[str, Tuple[Any, Any]]:
+        """trace id (hex) -> (status, failed script) of the glideins whose record those traces are (as stored:
+        the search page must stay quick, so traced glideins not yet remade keep their last record)."""
+        return glideins.statuses(self._connections.reader(), trace_ids)
+
+    def glidein_page(self, **query: Any) -> Tuple[int, List[Dict[str, Any]]]:
+        """(count, records of one page) of the stored glideins: ``store.glideins.page``."""
+        self.refresh_glidein_records()
+        return glideins.page(self._connections.reader(), **query)
+
+    def glidein_record_texts(self, since: Optional[int] = None, until: Optional[int] = None,
+                             site: Optional[str] = None, entry: Optional[str] = None,
+                             frontend: Optional[str] = None) -> Iterator[str]:
+        """``glidein_records`` as JSON texts, as stored (``gwtrace glideins --format json``)."""
+        self.refresh_glidein_records()
+        return glideins.record_texts(self._connections.reader(), since=since, until=until, site=site, entry=entry,
+                                     frontend=frontend)
+
     def glidein_summaries(self, since: Optional[int] = None, until: Optional[int] = None,
                           site: Optional[str] = None, entry: Optional[str] = None,
                           frontend: Optional[str] = None,
