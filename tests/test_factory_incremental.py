@@ -173,3 +173,24 @@ def test_a_site_failing_all_along_is_not_green_from_backfilled_records(tmp_path,
     [line] = [line for line in out.getvalue().splitlines() if "MIT" in line and "failed" in line]
     assert line.strip().startswith("AMBER MIT:")
     assert "44/100 glideins failed over the last 7.0 days (44%" in line
+
+
+def test_watch_makes_the_records_of_untraced_glideins_as_their_files_settle(factory, home, capsys):
+    """``ingest --watch`` backfills too: records and Condor-G states, for glideins that ran no gwtrace; a file
+    still being written (younger than --settle) waits for a later scan."""
+    old = time.time() - 120
+    for path in factory.rglob("*"):
+        os.utime(path, (old, old))                              # written back two minutes ago: settled
+    young = next(factory.rglob("job.2.0.out"))
+    os.utime(young, (time.time(), time.time()))                 # still being written
+    assert main(["ingest", "--watch", str(factory), "--once", "--settle", "60"]) == 0
+    assert "backfilled 12 glidein(s)" in capsys.readouterr().err
+    with TraceStore() as store:
+        assert sorted(r["cluster"] for r in store.glidein_records()) == [1] + list(range(3, 14))
+    os.utime(young, (old, old))
+    assert main(["ingest", "--watch", str(factory), "--once", "--settle", "60"]) == 0
+    assert "backfilled 1 glidein(s)" in capsys.readouterr().err
+    with TraceStore() as store:
+        assert sorted(r["cluster"] for r in store.glidein_records()) == list(range(1, 14))
+    assert main(["ingest", "--watch", str(factory), "--once", "--settle", "60"]) == 0
+    assert "backfilled" not in capsys.readouterr().err          # nothing new: nothing to say

@@ -68,7 +68,7 @@ class Totals:
 
 
 def backfill(dirs: List[str], send: Callable[[ExportTraceServiceRequest], None], err: TextIO,
-             keep: Optional[Keep] = None, book: Any = None, settle: float = 0.0) -> Totals:
+             keep: Optional[Keep] = None, book: Any = None, settle: float = 0.0, require: bool = True) -> Totals:
     """Send every glidein of ``dirs`` that is new or changed since the book's last run (every glidein
     without a book); one line on ``err`` per file that could not be read, block skipped, or directory that
     does not exist or holds no glidein file.
@@ -76,7 +76,8 @@ def backfill(dirs: List[str], send: Callable[[ExportTraceServiceRequest], None],
     ``keep`` receives the records themselves, a batch at a time (the embedded store keeps them for
     accounting) and may answer the trace of those whose spans belong elsewhere than their identity's id
     (``put_glidein_records``). ``book`` (a ``TraceStore`` or ``seen.SideBook``) remembers what was read;
-    ``settle``: files modified less than this many seconds ago are left for the next run (``--watch``).
+    ``settle``: files modified less than this many seconds ago are left for the next run (``--watch``);
+    ``require=False``: a directory without glidein files is no problem (``--watch``: none came back yet).
     """
     totals = Totals()
     if book is not None:
@@ -91,7 +92,7 @@ def backfill(dirs: List[str], send: Callable[[ExportTraceServiceRequest], None],
         for dirpath, subdirs, names in os.walk(top):
             subdirs.sort()
             run.directory(os.path.abspath(dirpath), names)
-        if totals.files_found == before:
+        if totals.files_found == before and require:
             run.say(f"{top}: no glidein file in it (job.C.P.out/.err or condor_activity_*.log, in entry_* "
                     "directories)")
             totals.bad_dirs += 1

@@ -211,6 +211,21 @@ def _scan(watcher: Watcher, forwarder: Forwarder, ledger: Ledger, lock_wait: flo
     return ok
 
 
+def _backfill_scan(dirs: List[str], forwarder: Forwarder, settle: float, err: TextIO) -> bool:
+    """One scan's backfill (``backfill.py``): the records and spans of glideins whose ``.out``/``.err`` came
+    back or changed and settled, traced or not, and the new events of the Condor-G logs (queued, running,
+    held, removed); False if something could not be read."""
+    try:
+        totals = run_backfill(dirs, forwarder, err, settle, require=False)
+    except IngestError as exc:
+        print(f"gwtrace: {exc}; this scan's backfill skipped, nothing lost", file=err)
+        return True
+    if totals.glideins or totals.events or totals.problems:
+        print(f"gwtrace: backfilled {totals.glideins} glidein(s), {totals.spans} span(s), {totals.events} new "
+              f"Condor-G event(s) into {forwarder.destination}", file=err)
+    return not totals.problems
+
+
 def watch(args: argparse.Namespace, err: TextIO) -> int:
     """Ingest settled glidein output forever (or once with --once); SIGTERM ends it cleanly."""
     import signal as _signal
@@ -227,6 +242,8 @@ def watch(args: argparse.Namespace, err: TextIO) -> int:
     try:
         while not stop["now"]:
             status = status or (0 if _scan(watcher, forwarder, ledger, args.lock_wait, err) else 1)
+            if not args.no_backfill:
+                status = status or (0 if _backfill_scan(args.watch, forwarder, args.settle, err) else 1)
             if args.once:
                 break
             for _ in range(int(args.interval * 10)):
@@ -264,14 +281,15 @@ def backfill_book(forwarder: Forwarder) -> Any:
     return SideBook(default_ledger().parent / f"backfill-{tag}.db")
 
 
-def run_backfill(dirs: List[str], forwarder: Forwarder, err: TextIO, settle: float = 0.0) -> Any:
+def run_backfill(dirs: List[str], forwarder: Forwarder, err: TextIO, settle: float = 0.0, require: bool = True
+                 ) -> Any:
     """One incremental backfill of ``dirs`` into the forwarder's destination (``backfill.backfill``)."""
     from .backfill import backfill
 
     book = backfill_book(forwarder)
     try:
         keep = forwarder.store.put_glidein_records if forwarder.store is not None else None
-        return backfill(dirs, forwarder.send, err, keep, book, settle)
+        return backfill(dirs, forwarder.send, err, keep, book, settle, require)
     finally:
         if book is not forwarder.store:
             book.close()
@@ -312,7 +330,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="wait this long for another ingest's hold on the ledger, then give up in one line "
                         f"(exit 0; default {DEFAULT_LOCK_WAIT_S:g})")
     p.add_argument("--watch", nargs="+", metavar="DIR",
-                   help="follow client log directories: ingest job.*.err/.out files as glideins complete")
+                   help="follow client log directories: ingest job.*.err/.out files as glideins complete, and "
+                        "backfill their records and the Condor-G logs' states (as --factory-logs, incrementally)")
+    p.add_argument("--no-backfill", action="store_true",
+                   help="--watch: forward shipped blocks only (no records of untraced glideins, no Condor-G states)")
     p.add_argument("--interval", type=float, default=60.0, help="--watch: seconds between scans (default 60)")
     p.add_argument("--settle", type=float, default=30.0,
                    help="--watch: a file is read once unchanged for this many seconds (default 30)")
