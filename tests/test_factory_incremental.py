@@ -78,9 +78,11 @@ def test_a_file_replaced_under_its_name_is_a_new_file(factory, home, parsed):
     out = next(factory.rglob("job.3.0.out"))
     text = out.read_text()
     stat = out.stat()
-    out.unlink()
-    out.write_text(text)                              # same size, same content, new inode
-    os.utime(out, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    fresh = out.with_name("job.3.0.out.tmp")
+    fresh.write_text(text)                            # same size, same content, same times, another inode,
+    os.utime(fresh, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    fresh.rename(out)                                 # renamed over it, as a file transfer does
+    assert out.stat().st_ino != stat.st_ino
     assert main(["ingest", "--factory-logs", str(factory)]) == 0
     assert sorted(parsed) == ["job.3.0.err", "job.3.0.out"]
 

@@ -31,11 +31,6 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, TextIO, Tuple
 
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.resources import Resource
-
-from gwtrace.export.otlp import to_readable_spans
 from . import seen, states
 from .collect import ACTIVITY_FILE, JOB_FILE, _entry_of, _read
 from .condorg_log import CondorGJob, read_condorg_log
@@ -50,6 +45,7 @@ CHUNK_EVENTS = 20_000
 
 Key = Tuple[int, int]
 Keep = Callable[[Sequence[GlideinRecord]], Optional[Dict[int, str]]]
+Send = Callable[[Any], None]   # an ExportTraceServiceRequest (the OTLP modules load only when one is made)
 
 
 @dataclass
@@ -67,7 +63,7 @@ class Totals:
     bad_dirs: int = 0          # directories that do not exist or hold no glidein file
 
 
-def backfill(dirs: List[str], send: Callable[[ExportTraceServiceRequest], None], err: TextIO,
+def backfill(dirs: List[str], send: Send, err: TextIO,
              keep: Optional[Keep] = None, book: Any = None, settle: float = 0.0, require: bool = True) -> Totals:
     """Send every glidein of ``dirs`` that is new or changed since the book's last run (every glidein
     without a book); one line on ``err`` per file that could not be read, block skipped, or directory that
@@ -102,7 +98,7 @@ def backfill(dirs: List[str], send: Callable[[ExportTraceServiceRequest], None],
 class _Run:
     """One backfill run: the directories one at a time, their glideins a batch at a time."""
 
-    def __init__(self, send: Callable[[ExportTraceServiceRequest], None], err: TextIO, keep: Optional[Keep],
+    def __init__(self, send: Send, err: TextIO, keep: Optional[Keep],
                  book: Any, settle: float, totals: Totals) -> None:
         self.send, self.err, self.keep, self.book, self.settle, self.totals = send, err, keep, book, settle, totals
         self.now = time.time()
@@ -225,6 +221,11 @@ class _Run:
                 for line in err.skipped:
                     self.say(f"{files['err']}: {line}")
         moved = (self.keep(records) or {}) if self.keep is not None else {}
+        from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+        from opentelemetry.sdk.resources import Resource
+
+        from gwtrace.export.otlp import to_readable_spans
+
         batch = []
         for index, rec in enumerate(records):
             spans = record_to_spans(rec, moved.get(index))

@@ -22,14 +22,8 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, List, TextIO
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, TextIO
 
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.resources import Resource
-
-from gwtrace.sidecar.assembler import Assembler
-from gwtrace.export.otlp import to_readable_spans
 from gwtrace.factory.forward import Forwarder, IngestError  # noqa: F401  (re-exported: tests, callers)
 from gwtrace.wire.events import ProtocolError, parse_line
 from gwtrace.store import limits
@@ -37,12 +31,21 @@ from gwtrace.wire.blocks import SPANS_PER_BLOCK, BadBlock, Block, find_blocks
 from gwtrace.sidecar.daemon import now_us
 from gwtrace.factory.ledger import DEFAULT_LOCK_WAIT_S, LEDGER_NAME, Ledger, LedgerBusy, default_ledger
 
+if TYPE_CHECKING:   # the OTLP modules load when a block is decoded: a cron run over nothing new stays quick
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
 def events_to_requests(payload: bytes, host: str) -> "tuple[List[ExportTraceServiceRequest], int, int]":
     """Raw event-log lines (a bash-only node's spool) into OTLP requests of at most SPANS_PER_BLOCK spans.
 
     Returns (requests, spans, malformed lines). Spans that never ended are
     ended at the time of their last event, as incomplete errors.
     """
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.resources import Resource
+
+    from gwtrace.export.otlp import to_readable_spans
+    from gwtrace.sidecar.assembler import Assembler
+
     asm = Assembler()
     spans = []
     last_ts = 0
@@ -72,6 +75,8 @@ def otlp_block_request(payload: bytes) -> ExportTraceServiceRequest:
     if cost > limits.MAX_DECODE_COST:
         raise limits.TooLarge(f"over the limit: would take ~{cost >> 20} MiB to decode "
                               f"(at most {limits.MAX_DECODE_COST >> 20} MiB)")
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
     return ExportTraceServiceRequest.FromString(payload)
 
 
