@@ -165,9 +165,10 @@ def _ready(conn: sqlite3.Connection) -> bool:
 
 
 def _sites(conn: sqlite3.Connection) -> Dict[str, str]:
-    """entry -> its site, as the glidein records name it (the Condor-G logs do not)."""
+    """entry -> its site, as the glidein records name it (the Condor-G logs do not): from their hourly
+    rollup, a few rows per entry and hour, not the records themselves."""
     return {entry: site for entry, site in conn.execute(
-        "SELECT entry, max(site) FROM glideins WHERE entry IS NOT NULL AND site IS NOT NULL GROUP BY entry")}
+        "SELECT entry, max(site) FROM glidein_hours WHERE entry != '' AND site != '' GROUP BY entry")}
 
 
 def now_by_entry(conn: sqlite3.Connection, now: float, held_reasons: int = 5) -> List[Dict[str, Any]]:

@@ -60,19 +60,21 @@ def _rate(failed: int, total: int) -> float:
     return failed / total if total else 0.0
 
 
-def site_health(rows: Iterable[Tuple[Any, ...]], now: float, rule: Rule) -> List[Dict[str, Any]]:
+def site_health(rows: Iterable[Tuple[Any, ...]], now: float, rule: Rule,
+                columns: Tuple[int, int, int] = (_SITE, _ENDED, _STATUS)) -> List[Dict[str, Any]]:
     """One dict per site with glideins in the window or the baseline, red ones first, then amber, then by
     name."""
     cells: Dict[str, List[int]] = {}      # site -> [recent, recent failed, baseline, baseline failed]
     recent_from, baseline_from = now - rule.window_s, now - rule.span_s
+    site_at, ended_at, status_at = columns
     for row in rows:
-        ended = row[_ENDED]
+        ended = row[ended_at]
         if ended is None or ended < baseline_from or ended >= now:
             continue
-        cell = cells.setdefault(row[_SITE] or UNKNOWN_SITE, [0, 0, 0, 0])
+        cell = cells.setdefault(row[site_at] or UNKNOWN_SITE, [0, 0, 0, 0])
         at = 0 if ended >= recent_from else 2
         cell[at] += 1
-        cell[at + 1] += row[_STATUS] == "ERROR"
+        cell[at + 1] += row[status_at] == "ERROR"
     out = []
     for site, (recent, failed, base, base_failed) in cells.items():
         rate, base_rate = _rate(failed, recent), _rate(base_failed, base)
@@ -102,7 +104,7 @@ def site_health(rows: Iterable[Tuple[Any, ...]], now: float, rule: Rule) -> List
 
 def health(store: Any, now: float, rule: Rule) -> Dict[str, Any]:
     """The sites' lights from a store's glidein records, with the rule that set them."""
-    rows = store.glidein_record_rows(since=int(now - rule.span_s))
-    sites = site_health(rows, now, rule)
+    rows = store.glidein_outcomes(int(now - rule.span_s), int(now) + 1)
+    sites = site_health(rows, now, rule, columns=(0, 1, 2))
     return {"rule": asdict(rule), "sites": sites, "red": [s["site"] for s in sites if s["red"]],
             "amber": [s["site"] for s in sites if s["amber"]]}

@@ -415,6 +415,12 @@ class TraceStore:
         return glideins.records(self._connections.reader(), since=since, until=until, site=site, entry=entry,
                                 frontend=frontend)
 
+    def glidein_outcomes(self, since: Optional[int] = None, until: Optional[int] = None
+                         ) -> Iterator[Tuple[Any, Any, Any]]:
+        """(site, ended, status) of the glideins that ended in [since, until) (the site lights)."""
+        self.refresh_glidein_records()
+        return glideins.outcomes(self._connections.reader(), since, until)
+
     def glidein_statuses(self, trace_ids: Sequence[bytes]) -> Dict[str, Tuple[Any, Any]]:
         """trace id (hex) -> (status, failed script) of the glideins whose record those traces are (as stored:
         the search page must stay quick, so traced glideins not yet remade keep their last record)."""

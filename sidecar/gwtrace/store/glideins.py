@@ -57,6 +57,8 @@ CREATE TABLE IF NOT EXISTS glideins (
     record     TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS glideins_ended ON glideins (ended);
+-- what the site lights read (``outcomes``): a covering index, so they never wade through the records
+CREATE INDEX IF NOT EXISTS glideins_outcome ON glideins (ended, site, status);
 -- the glideins of one Condor-G job (factory, schedd, cluster.proc): a uuid-less record's own glidein
 CREATE INDEX IF NOT EXISTS glideins_job ON glideins (cluster, proc);
 
@@ -295,6 +297,23 @@ def statuses(conn: sqlite3.Connection, trace_ids: Sequence[bytes]) -> Dict[str, 
                 f" ({','.join('?' * len(batch))})", batch):
             out[bytes(key).hex()] = (status, script)
     return out
+
+
+#: the covering index ``outcomes`` reads (in SCHEMA; a store made before it gains it at its next backfill)
+OUTCOME_INDEX = "CREATE INDEX IF NOT EXISTS glideins_outcome ON glideins (ended, site, status)"
+
+
+def outcomes(conn: sqlite3.Connection, since: Optional[int], until: Optional[int]) -> Iterator[Tuple[Any, Any, Any]]:
+    """(site, ended, status) of the glideins that ended in [since, until): the site lights' input, read from
+    the covering index ``glideins_outcome`` alone (100 000 glideins: the whole table took 7 s to scan)."""
+    clauses, args = ["ended IS NOT NULL"], []  # type: List[str], List[Any]
+    if since is not None:
+        clauses.append("ended >= ?")
+        args.append(since)
+    if until is not None:
+        clauses.append("ended < ?")
+        args.append(until)
+    yield from conn.execute(f"SELECT site, ended, status FROM glideins WHERE {' AND '.join(clauses)}", args)
 
 
 def record_texts(conn: sqlite3.Connection, **filters: Any) -> Iterator[str]:
