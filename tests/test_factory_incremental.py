@@ -196,3 +196,18 @@ def test_watch_makes_the_records_of_untraced_glideins_as_their_files_settle(fact
         assert sorted(r["cluster"] for r in store.glidein_records()) == list(range(1, 14))
     assert main(["ingest", "--watch", str(factory), "--once", "--settle", "60"]) == 0
     assert "backfilled" not in capsys.readouterr().err          # nothing new: nothing to say
+
+
+def test_site_lights_read_a_covering_index_that_an_older_store_gains_at_its_backfill(factory, home):
+    """/now over 100 000 backfilled glideins read every record for the lights (7 s): now an index alone."""
+    with TraceStore() as store:
+        with store.transaction() as conn:
+            conn.execute("DROP INDEX glideins_outcome")          # a store made before the index
+    assert main(["ingest", "--factory-logs", str(factory)]) == 0
+    with TraceStore() as store:
+        plan = " ".join(str(row) for row in store.reader().execute(
+            "EXPLAIN QUERY PLAN SELECT site, ended, status FROM glideins WHERE ended IS NOT NULL AND ended >= ?"
+            " AND ended < ?", (0, 1)))
+        assert "COVERING INDEX glideins_outcome" in plan
+        assert sorted(store.glidein_outcomes(0, 2**40)) == sorted(
+            (r["site"], r["ended"], r["status"]) for r in store.glidein_records() if r["ended"] is not None)

@@ -194,15 +194,15 @@ def now_by_entry(conn: sqlite3.Connection, now: float, held_reasons: int = 5) ->
 
 def series(conn: sqlite3.Connection, since: int, until: int, bucket: int) -> Dict[str, List[Dict[str, int]]]:
     """Per entry, the glideins idle, running and held at the end of each bucket of [since, until): what the
-    operator's "over time" chart draws. One pass over the events, in job order; memory: the counts only."""
+    operator's "over time" chart draws. Only the jobs that can be open in the period are read (the others
+    ended before it, or went silent more than ``MAX_LIFE`` before it); memory: the counts, the jobs' keys."""
     if not _ready(conn) or bucket <= 0 or until <= since:
         return {}
     edges = list(range(since + bucket, until + bucket, bucket))[:10_000]
     out: Dict[str, List[Dict[str, int]]] = {}
-    entries = {(d, c, p): e or "" for d, c, p, e in conn.execute("SELECT dir, cluster, proc, entry FROM glidein_jobs")}
 
-    def count(key: Tuple[str, int, int], spans: List[Tuple[int, int, str]]) -> None:
-        cells = out.setdefault(entries.get(key, ""), [{s: 0 for s in OPEN} for _ in edges])
+    def count(entry: str, spans: List[Tuple[int, int, str]]) -> None:
+        cells = out.setdefault(entry, [{s: 0 for s in OPEN} for _ in edges])
         for start, end, state in spans:
             if state not in OPEN:
                 continue
@@ -211,21 +211,23 @@ def series(conn: sqlite3.Connection, since: int, until: int, bucket: int) -> Dic
                 cells[at][state] += 1
                 at += 1
 
-    key, spans, last = None, [], None   # type: Optional[Tuple[str, int, int]], List[Tuple[int, int, str]], Any
-    for d, c, p, time, state in conn.execute(
-            "SELECT dir, cluster, proc, time, state FROM glidein_events WHERE state IS NOT NULL AND time < ?"
-            " ORDER BY dir, cluster, proc, time, rowid", (until,)):
-        if (d, c, p) != key:
-            if key is not None and last is not None:
-                spans.append((last[0], min(until, last[0] + MAX_LIFE), last[1]))
-                count(key, spans)
-            key, spans, last = (d, c, p), [], None
+    # the jobs that can be open in the period: their last change is in it or later, or they are open since at
+    # most MAX_LIFE before it
+    jobs = conn.execute(
+        f"SELECT dir, cluster, proc, entry FROM glidein_jobs WHERE since >= ? OR state IN"
+        f" ({','.join('?' * len(OPEN))}) AND since >= ?", (since, *OPEN, since - MAX_LIFE)).fetchall()
+    for d, c, p, entry in jobs:
+        spans: List[Tuple[int, int, str]] = []
+        last: Optional[Tuple[int, str]] = None
+        for time, state in conn.execute(
+                "SELECT time, state FROM glidein_events WHERE dir = ? AND cluster = ? AND proc = ? AND state IS NOT"
+                " NULL AND time < ? ORDER BY time, rowid", (d, c, p, until)):
+            if last is not None:
+                spans.append((last[0], time, last[1]))
+            last = (time, state)
         if last is not None:
-            spans.append((last[0], time, last[1]))
-        last = (time, state)
-    if key is not None and last is not None:
-        spans.append((last[0], min(until, last[0] + MAX_LIFE), last[1]))
-        count(key, spans)
+            spans.append((last[0], min(until, last[0] + MAX_LIFE), last[1]))
+            count(entry or "", spans)
     return {entry: [{"time": edge, **cell} for edge, cell in zip(edges, cells)] for entry, cells in sorted(out.items())}
 
 
