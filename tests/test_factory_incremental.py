@@ -209,5 +209,5 @@ def test_site_lights_read_a_covering_index_that_an_older_store_gains_at_its_back
             "EXPLAIN QUERY PLAN SELECT site, ended, status FROM glideins WHERE ended IS NOT NULL AND ended >= ?"
             " AND ended < ?", (0, 1)))
         assert "COVERING INDEX glideins_outcome" in plan
-        assert sorted(store.glidein_outcomes(0, 2**40)) == sorted(
-            (r["site"], r["ended"], r["status"]) for r in store.glidein_records() if r["ended"] is not None)
+        assert sorted(store.glidein_outcomes(0, 2**40), key=repr) == sorted(
+            ((r["site"], r["ended"], r["status"]) for r in store.glidein_records() if r["ended"] is not None), key=repr)
