@@ -29,14 +29,12 @@ from typing import Any, Dict, Iterable, Iterator, Optional
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS factory_files (
-    path     TEXT PRIMARY KEY,
-    dir      TEXT NOT NULL,
+    path     TEXT PRIMARY KEY,                -- a directory's files are a range of paths (``in_dir``)
     dev      INTEGER NOT NULL, ino INTEGER NOT NULL,
     size     INTEGER NOT NULL, mtime_ns INTEGER NOT NULL,
     offset   INTEGER NOT NULL DEFAULT 0,   -- event logs: read up to here
     head     TEXT                          -- event logs: log_head of their first bytes
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS factory_files_dir ON factory_files (dir);
 """
 
 
@@ -77,15 +75,17 @@ def in_dir(conn: sqlite3.Connection, directory: str) -> Dict[str, Seen]:
     """The files of one directory read before: path -> how they were."""
     if not has_table(conn, "factory_files"):
         return {}
+    prefix = directory.rstrip(os.sep) + os.sep
+    # the paths from "dir/" up to "dir0" ("0" follows "/"): the directory's files, and those of its subdirectories
     return {path: Seen(*row) for path, *row in conn.execute(
-        "SELECT path, dev, ino, size, mtime_ns, offset, head FROM factory_files WHERE dir = ?", (directory,))}
+        "SELECT path, dev, ino, size, mtime_ns, offset, head FROM factory_files WHERE path >= ? AND path < ?",
+        (prefix, prefix[:-1] + chr(ord(os.sep) + 1))) if os.path.dirname(path) == prefix[:-1]}
 
 
 def mark(conn: sqlite3.Connection, items: Iterable["tuple[str, Seen]"]) -> None:
     """Remember files as read (the caller holds a write transaction, after what was made of them is stored)."""
-    conn.executemany("INSERT OR REPLACE INTO factory_files VALUES (?,?,?,?,?,?,?,?)",
-                     [(path, os.path.dirname(path), s.dev, s.ino, s.size, s.mtime_ns, s.offset, s.head)
-                      for path, s in items])
+    conn.executemany("INSERT OR REPLACE INTO factory_files VALUES (?,?,?,?,?,?,?)",
+                     [(path, s.dev, s.ino, s.size, s.mtime_ns, s.offset, s.head) for path, s in items])
 
 
 class SideBook:

@@ -28,20 +28,24 @@ from __future__ import annotations
 
 import bisect
 import sqlite3
+import time as clock
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
 from .condorg_log import CondorGJob, Hold
 
 SCHEMA = """
+-- the client log directories (one per entry): their jobs' rows name them by number
+CREATE TABLE IF NOT EXISTS glidein_dirs (id INTEGER PRIMARY KEY, dir TEXT NOT NULL UNIQUE);
 CREATE TABLE IF NOT EXISTS glidein_events (
-    dir     TEXT NOT NULL, cluster INTEGER NOT NULL, proc INTEGER NOT NULL,
+    dir     INTEGER NOT NULL, cluster INTEGER NOT NULL, proc INTEGER NOT NULL,
     time    INTEGER NOT NULL, code INTEGER NOT NULL,
+    seq     INTEGER NOT NULL,           -- the order events of one second came in (read order)
     state   TEXT,                       -- the state the event leads to (None: no change)
     reason  TEXT, hold_code INTEGER, hold_subcode INTEGER, exit_code INTEGER,
     PRIMARY KEY (dir, cluster, proc, time, code)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS glidein_jobs (
-    dir     TEXT NOT NULL, cluster INTEGER NOT NULL, proc INTEGER NOT NULL,
+    dir     INTEGER NOT NULL, cluster INTEGER NOT NULL, proc INTEGER NOT NULL,
     entry   TEXT,
     state   TEXT NOT NULL, since INTEGER NOT NULL, submitted INTEGER,
     reason  TEXT, hold_code INTEGER, hold_subcode INTEGER,
@@ -68,7 +72,15 @@ def ensure(conn: sqlite3.Connection) -> None:
             conn.execute(statement)
 
 
-def _row(directory: str, event: Any) -> Tuple[Any, ...]:
+def _dir_id(conn: sqlite3.Connection, directory: str, create: bool = False) -> Optional[int]:
+    """The number of a client log directory (made when ``create``, in the caller's write transaction)."""
+    row = conn.execute("SELECT id FROM glidein_dirs WHERE dir = ?", (directory,)).fetchone()
+    if row is None and create:
+        return conn.execute("INSERT INTO glidein_dirs (dir) VALUES (?)", (directory,)).lastrowid
+    return None if row is None else row[0]
+
+
+def _row(directory: int, event: Any, seq: int) -> Tuple[Any, ...]:
     items = event.items
     code = event.code
     reason = hold = sub = exit_code = None
@@ -79,7 +91,8 @@ def _row(directory: str, event: Any) -> Tuple[Any, ...]:
         reason = items.get("Reason")
     elif code == 5:
         exit_code = items.get("ReturnValue")
-    return (directory, event.cluster, event.proc, event.time, code, STATE_OF.get(code), reason, hold, sub, exit_code)
+    return (directory, event.cluster, event.proc, event.time, code, seq, STATE_OF.get(code), reason, hold, sub,
+            exit_code)
 
 
 def add_events(conn: sqlite3.Connection, directory: str, entry: Optional[str], events: Iterable[Any]) -> int:
@@ -89,22 +102,26 @@ def add_events(conn: sqlite3.Connection, directory: str, entry: Optional[str], e
     """
     touched: Dict[Key, None] = {}
     new = 0
-    for event in events:
-        cur = conn.execute("INSERT OR IGNORE INTO glidein_events VALUES (?,?,?,?,?,?,?,?,?,?)", _row(directory, event))
+    number = _dir_id(conn, directory, create=True)
+    assert number is not None
+    base = clock.time_ns()            # later reads have later numbers: events of one second keep their order
+    for at, event in enumerate(events):
+        cur = conn.execute("INSERT OR IGNORE INTO glidein_events VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                           _row(number, event, base + at))
         if cur.rowcount:
             new += 1
             touched[(event.cluster, event.proc)] = None
-    _restate(conn, directory, entry, list(touched))
+    _restate(conn, number, entry, list(touched))
     return new
 
 
-def _restate(conn: sqlite3.Connection, directory: str, entry: Optional[str], keys: List[Key]) -> None:
+def _restate(conn: sqlite3.Connection, directory: int, entry: Optional[str], keys: List[Key]) -> None:
     """The current state of each job of ``keys``, from all its events in time order."""
     for cluster, proc in keys:
         state, since, submitted, hold = None, None, None, (None, None, None)
         for time, code, new, reason, code_h, sub in conn.execute(
                 "SELECT time, code, state, reason, hold_code, hold_subcode FROM glidein_events WHERE dir = ? AND"
-                " cluster = ? AND proc = ? ORDER BY time, rowid", (directory, cluster, proc)):
+                " cluster = ? AND proc = ? ORDER BY time, seq", (directory, cluster, proc)):
             if code == 0 and submitted is None:
                 submitted = time
             if new is None or new == state and code != 12:
@@ -119,25 +136,31 @@ def _restate(conn: sqlite3.Connection, directory: str, entry: Optional[str], key
 
 def dirty(conn: sqlite3.Connection, directory: str) -> List[Key]:
     """The jobs of a directory whose record does not reflect their latest events yet."""
-    return [(c, p) for c, p in conn.execute(
-        "SELECT cluster, proc FROM glidein_jobs WHERE dir = ? AND dirty = 1", (directory,))]
+    number = _dir_id(conn, directory)
+    return [] if number is None else [(c, p) for c, p in conn.execute(
+        "SELECT cluster, proc FROM glidein_jobs WHERE dir = ? AND dirty = 1", (number,))]
 
 
 def clean(conn: sqlite3.Connection, directory: str, keys: Sequence[Key]) -> None:
     """Their records are stored (the caller holds a write transaction)."""
-    conn.executemany("UPDATE glidein_jobs SET dirty = 0 WHERE dir = ? AND cluster = ? AND proc = ?",
-                     [(directory, c, p) for c, p in keys])
+    number = _dir_id(conn, directory)
+    if number is not None:
+        conn.executemany("UPDATE glidein_jobs SET dirty = 0 WHERE dir = ? AND cluster = ? AND proc = ?",
+                         [(number, c, p) for c, p in keys])
 
 
 def condorg_jobs(conn: sqlite3.Connection, directory: str, keys: Sequence[Key]) -> Dict[Key, CondorGJob]:
     """The Condor-G life of each job of ``keys`` (as ``condorg_log.read_condorg_log`` gives it), replayed
     from the kept events: a glidein's record needs all its events, whichever log run they came in."""
     out: Dict[Key, CondorGJob] = {}
+    number = _dir_id(conn, directory)
+    if number is None:
+        return out
     for cluster, proc in keys:
         job = None
         for time, code, reason, hold, sub, exit_code in conn.execute(
                 "SELECT time, code, reason, hold_code, hold_subcode, exit_code FROM glidein_events WHERE dir = ?"
-                " AND cluster = ? AND proc = ? ORDER BY time, rowid", (directory, cluster, proc)):
+                " AND cluster = ? AND proc = ? ORDER BY time, seq", (number, cluster, proc)):
             job = job or CondorGJob(cluster, proc)
             if code == 0 and job.submitted is None:
                 job.submitted = time
@@ -221,7 +244,7 @@ def series(conn: sqlite3.Connection, since: int, until: int, bucket: int) -> Dic
         last: Optional[Tuple[int, str]] = None
         for time, state in conn.execute(
                 "SELECT time, state FROM glidein_events WHERE dir = ? AND cluster = ? AND proc = ? AND state IS NOT"
-                " NULL AND time < ? ORDER BY time, rowid", (d, c, p, until)):
+                " NULL AND time < ? ORDER BY time, seq", (d, c, p, until)):
             if last is not None:
                 spans.append((last[0], time, last[1]))
             last = (time, state)
@@ -231,6 +254,3 @@ def series(conn: sqlite3.Connection, since: int, until: int, bucket: int) -> Dic
     return {entry: [{"time": edge, **cell} for edge, cell in zip(edges, cells)] for entry, cells in sorted(out.items())}
 
 
-def job_keys(conn: sqlite3.Connection, directory: str) -> Iterator[Key]:
-    """Every job of a directory the events name."""
-    yield from conn.execute("SELECT cluster, proc FROM glidein_jobs WHERE dir = ?", (directory,))
