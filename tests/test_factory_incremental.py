@@ -211,3 +211,19 @@ def test_site_lights_read_a_covering_index_that_an_older_store_gains_at_its_back
         assert "COVERING INDEX glideins_outcome" in plan
         assert sorted(store.glidein_outcomes(0, 2**40), key=repr) == sorted(
             ((r["site"], r["ended"], r["status"]) for r in store.glidein_records() if r["ended"] is not None), key=repr)
+
+
+def test_to_an_otlp_endpoint_the_backfill_keeps_its_book_in_a_file_of_its_own(factory, home, tmp_path):
+    """No store to keep what was read: a private SQLite file per destination, and the second run sends nothing."""
+    from gwtrace.factory.seen import SideBook
+
+    path = home / "backfill-test.db"
+    sent = []
+    for run in range(2):
+        book = SideBook(path)
+        try:
+            totals = backfill([str(factory)], sent.append, io.StringIO(), None, book)
+        finally:
+            book.close()
+        assert (totals.files_read, len(sent)) == ((23, 1) if run == 0 else (0, 1))
+    assert path.stat().st_mode & 0o777 == 0o600

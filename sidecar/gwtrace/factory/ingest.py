@@ -34,6 +34,7 @@ from gwtrace.factory.ledger import DEFAULT_LOCK_WAIT_S, LEDGER_NAME, Ledger, Led
 if TYPE_CHECKING:   # the OTLP modules load when a block is decoded: a cron run over nothing new stays quick
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+
 def events_to_requests(payload: bytes, host: str) -> "tuple[List[ExportTraceServiceRequest], int, int]":
     """Raw event-log lines (a bash-only node's spool) into OTLP requests of at most SPANS_PER_BLOCK spans.
 

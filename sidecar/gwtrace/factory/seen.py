@@ -95,7 +95,9 @@ class SideBook:
     """
 
     def __init__(self, path: Path) -> None:
-        path.parent.mkdir(parents=True, exist_ok=True)
+        from gwtrace.store import _create_file
+
+        _create_file(path)          # owner-only, in a private directory, never through a link (as the store)
         self._conn = sqlite3.connect(str(path), isolation_level=None, timeout=30)
         self._conn.execute("PRAGMA journal_mode = WAL")
 
