@@ -227,3 +227,14 @@ def test_to_an_otlp_endpoint_the_backfill_keeps_its_book_in_a_file_of_its_own(fa
             book.close()
         assert (totals.files_read, len(sent)) == ((23, 1) if run == 0 else (0, 1))
     assert path.stat().st_mode & 0o777 == 0o600
+
+
+def test_an_entry_with_nothing_open_is_listed_with_zeros(factory, home):
+    """The demo's glideins all ended: the factory's table lists the entry (0/0/0), not "nothing backfilled"."""
+    from gwtrace.factory import states
+
+    assert main(["ingest", "--factory-logs", str(factory)]) == 0
+    with TraceStore() as store:
+        last = store.reader().execute("SELECT max(since) FROM glidein_jobs").fetchone()[0]
+        [cell] = states.now_by_entry(store.reader(), last + 60)
+    assert (cell["entry"], cell["idle"], cell["running"], cell["held"]) == ("CMSHTPC_T2_AT_Vienna_ce-1", 0, 0, 0)

@@ -195,17 +195,19 @@ def _sites(conn: sqlite3.Connection) -> Dict[str, str]:
 
 
 def now_by_entry(conn: sqlite3.Connection, now: float, held_reasons: int = 5) -> List[Dict[str, Any]]:
-    """Per entry: glideins idle, running and held now, and the most common held reasons (with codes)."""
+    """Per entry with Condor-G events in the last ``MAX_LIFE``: glideins idle, running and held now, and the
+    most common held reasons (with codes)."""
     if not _ready(conn):
         return []
     sites = _sites(conn)
     cells: Dict[str, Dict[str, Any]] = {}
-    for entry, state, count in conn.execute(
-            "SELECT coalesce(entry, ''), state, count(*) FROM glidein_jobs WHERE state IN ('idle','running','held')"
-            " AND since >= ? GROUP BY 1, 2", (int(now) - MAX_LIFE,)):
+    for entry, state, count in conn.execute(       # every entry active lately, with zeros where nothing is open
+            "SELECT coalesce(entry, ''), state, count(*) FROM glidein_jobs WHERE since >= ? GROUP BY 1, 2",
+            (int(now) - MAX_LIFE,)):
         cell = cells.setdefault(entry, {"entry": entry, "site": sites.get(entry, ""), "idle": 0, "running": 0,
                                         "held": 0, "held_reasons": []})
-        cell[state] = count
+        if state in OPEN:
+            cell[state] = count
     for entry, reason, code, sub, count in conn.execute(
             "SELECT coalesce(entry, ''), reason, hold_code, hold_subcode, count(*) AS n FROM glidein_jobs"
             " WHERE state = 'held' AND since >= ? GROUP BY 1, 2, 3, 4 ORDER BY n DESC", (int(now) - MAX_LIFE,)):

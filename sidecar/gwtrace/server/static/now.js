@@ -60,7 +60,7 @@
     const f = data.factory || { entries: [], totals: { idle: 0, running: 0, held: 0 } };
     document.getElementById("now-factory-totals").textContent = f.entries.length ?
       f.totals.idle + " idle, " + f.totals.running + " running, " + f.totals.held + " held" :
-      "No Condor-G log backfilled (gwtrace ingest --factory-logs).";
+      "No Condor-G event in the last 4 days (gwtrace ingest --factory-logs reads the factory's logs).";
     const body = clear(document.querySelector("#now-factory tbody"));
     for (const e of f.entries) {
       const reasons = e.held_reasons.map((r) => r.glideins + "× " + r.reason + (r.code === null ? "" : " [code " + r.code + "/" + r.subcode + "]")).join("; ");
