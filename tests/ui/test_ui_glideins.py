@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import time
 import urllib.request
 
 import pytest
@@ -20,7 +21,7 @@ demo = demo_factory()
 @pytest.fixture(scope="module")
 def server(tmp_path_factory):
     root = tmp_path_factory.mktemp("glpages")
-    glideins, _ = demo.generate(260, 11, demo.PLANTS, 2.0, 1790000000)
+    glideins, _ = demo.generate(260, 11, demo.PLANTS, 2.0, int(time.time()))     # ending now: /now has them
     demo.write_factory(root / "factory", glideins)
     db = root / "traces.db"
     with TraceStore(db) as store:
@@ -94,3 +95,23 @@ def test_search_draws_a_failed_glidein_red_and_an_ok_one_with_failed_jobs_apart(
     row = next(r for r in rows if r.get_attribute("data-trace") == jobs_only[0])
     assert "glidein OK; its user jobs had" in row.text
     driver.save_screenshot(str(tmp_path / "search.png"))
+
+
+def test_now_shows_the_backfilled_factory_per_entry_and_its_sites_lights(server, driver, tmp_path):  # noqa: F811
+    """Nothing traced live: /now still shows the factory's entries (Condor-G logs) with their last 24 hours,
+    and the sites' lights from the backfilled records: the site planted failing is not green."""
+    data = _json(f"{server}/ui/api/now")
+    history = _json(f"{server}/ui/api/factory-states")
+    open_page(driver, f"{server}/now")
+    rows = css(driver, "#now-factory tbody tr")
+    assert [r.get_attribute("data-entry") for r in rows] == [e["entry"] for e in data["factory"]["entries"]]
+    assert len(rows) > 3 and len(history["entries"]) > 3
+    # an entry with a glidein open in the last 24 hours has its chart; one without, none
+    assert all(bool(r.find_elements("css selector", "svg.spark polyline")) ==
+               (r.get_attribute("data-entry") in history["entries"]) for r in rows)
+    assert any(p["running"] for points in history["entries"].values() for p in points)
+    lights = {li.get_attribute("data-site"): li.get_attribute("data-light") for li in css(driver, "#now-lights li")}
+    assert lights == {s["site"]: s["light"] for s in data["health"]["sites"]}
+    assert lights["MIT"] != "green"
+    driver.save_screenshot(str(tmp_path / "now.png"))
+    assert severe_console_messages(driver) == []

@@ -42,10 +42,12 @@
     const ns = "http://www.w3.org/2000/svg";
     const svg = document.createElementNS(ns, "svg");
     svg.setAttribute("width", w); svg.setAttribute("height", h); svg.setAttribute("class", "spark");
-    for (const [state, style] of [["running", "stroke:#2a6"], ["idle", "stroke:#888;stroke-dasharray:3 2"], ["held", "stroke:#c33"]]) {
+    // presentation attributes, not style: the pages' CSP refuses inline styles
+    for (const [state, colour, dash] of [["running", "#2a6", ""], ["idle", "#888", "3 2"], ["held", "#c33", ""]]) {
       const line = document.createElementNS(ns, "polyline");
       line.setAttribute("fill", "none");
-      line.setAttribute("style", style);
+      line.setAttribute("stroke", colour);
+      if (dash) line.setAttribute("stroke-dasharray", dash);
       line.setAttribute("points", points.map((p, i) =>
         (i * w / Math.max(1, points.length - 1)).toFixed(1) + "," + (h - 2 - (h - 4) * p[state] / top).toFixed(1)).join(" "));
       const title = document.createElementNS(ns, "title");
