@@ -10,7 +10,8 @@
     const rule = health.rule;
     document.getElementById("now-rule").textContent = "Failure rate of the last " + secs(rule.window_s) +
       " against the previous " + rule.baseline_days + " days; red at " + rule.factor + "x the baseline, " +
-      pct(rule.min_jump) + " above it and " + rule.min_failures + " failures.";
+      pct(rule.min_jump) + " above it and " + rule.min_failures + " failures; amber when " + pct(rule.chronic) +
+      " or more failed over the whole period (failing all along).";
     const list = clear(document.getElementById("now-lights"));
     if (!health.sites.length) list.append(el("li", { className: "muted", text: "No glidein ended in that time." }));
     for (const s of health.sites) {
