@@ -320,7 +320,8 @@ def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
         return 1                        # each directory said why in its line: nothing to report beside it
     print(f"gwtrace: backfilled {totals.glideins} glidein(s), {totals.spans} span(s) into {forwarder.destination}"
           f" ({totals.files_read} file(s) read, {totals.files_unchanged} unchanged since the last run, "
-          f"{totals.events} new Condor-G event(s)); {totals.problems} problem(s) above", file=err)
+          f"{totals.events} new Condor-G event(s)); {totals.problems} file(s) unreadable or block(s) skipped",
+          file=err)
     return 1 if totals.problems else 0
 
 
