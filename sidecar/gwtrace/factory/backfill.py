@@ -242,3 +242,27 @@ class _Run:
                 seen.mark(conn, read)
                 states.clean(conn, directory, keys)
 
+
+def backfill_book(forwarder: Any) -> Any:   # (a Forwarder) -> a TraceStore or a seen.SideBook
+    """Where a backfill remembers what it read: the store it fills, else a file of its own per OTLP
+    destination (beside the ledger), so that sending to another collector reads everything again."""
+    import hashlib
+
+    from .ledger import default_ledger
+
+    if forwarder.store is not None:
+        return forwarder.store
+    tag = hashlib.sha256(forwarder.destination.encode()).hexdigest()[:12]
+    return seen.SideBook(default_ledger().parent / f"backfill-{tag}.db")
+
+
+def run_backfill(dirs: List[str], forwarder: Any, err: TextIO, settle: float = 0.0, require: bool = True
+                 ) -> Totals:
+    """One incremental backfill of ``dirs`` into the forwarder's destination (``backfill.backfill``)."""
+    book = backfill_book(forwarder)
+    try:
+        keep = forwarder.store.put_glidein_records if forwarder.store is not None else None
+        return backfill(dirs, forwarder.send, err, keep, book, settle, require)
+    finally:
+        if book is not forwarder.store:
+            book.close()

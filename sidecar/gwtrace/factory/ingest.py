@@ -221,6 +221,8 @@ def _backfill_scan(dirs: List[str], forwarder: Forwarder, settle: float, err: Te
     """One scan's backfill (``backfill.py``): the records and spans of glideins whose ``.out``/``.err`` came
     back or changed and settled, traced or not, and the new events of the Condor-G logs (queued, running,
     held, removed); False if something could not be read."""
+    from .backfill import run_backfill
+
     try:
         totals = run_backfill(dirs, forwarder, err, settle, require=False)
     except IngestError as exc:
@@ -274,33 +276,6 @@ def ingest_spool(directory: str, err: TextIO) -> int:
     return 0
 
 
-def backfill_book(forwarder: Forwarder) -> Any:
-    """Where a backfill remembers what it read: the store it fills, else a file of its own per OTLP
-    destination (beside the ledger), so that sending to another collector reads everything again."""
-    import hashlib
-
-    from .seen import SideBook
-
-    if forwarder.store is not None:
-        return forwarder.store
-    tag = hashlib.sha256(forwarder.destination.encode()).hexdigest()[:12]
-    return SideBook(default_ledger().parent / f"backfill-{tag}.db")
-
-
-def run_backfill(dirs: List[str], forwarder: Forwarder, err: TextIO, settle: float = 0.0, require: bool = True
-                 ) -> Any:
-    """One incremental backfill of ``dirs`` into the forwarder's destination (``backfill.backfill``)."""
-    from .backfill import backfill
-
-    book = backfill_book(forwarder)
-    try:
-        keep = forwarder.store.put_glidein_records if forwarder.store is not None else None
-        return backfill(dirs, forwarder.send, err, keep, book, settle, require)
-    finally:
-        if book is not forwarder.store:
-            book.close()
-
-
 def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
     """Backfill glideins from factory files (only those new or changed since the last run); 1 if a directory
     is missing or holds no glidein file, a file could not be read or a block was skipped (the rest is sent)."""
@@ -309,6 +284,8 @@ def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
     except IngestError as exc:
         print(f"gwtrace: {exc}", file=err)
         return 1
+    from .backfill import run_backfill
+
     try:
         totals = run_backfill(dirs, forwarder, err)
     except IngestError as exc:

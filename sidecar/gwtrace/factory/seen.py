@@ -127,7 +127,7 @@ def book_ready(book: Any) -> Any:
         ensure(conn)
         states.ensure(conn)
         if has_table(conn, "glideins"):        # a store made before the site lights' index: it gains it here
-            from gwtrace.store.glideins import OUTCOME_INDEX
+            from gwtrace.store.glidein_reads import OUTCOME_INDEX
 
             conn.execute(OUTCOME_INDEX)
     return book

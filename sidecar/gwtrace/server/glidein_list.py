@@ -24,7 +24,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from flask import request
 
 from ..factory.canonical import CATEGORIES
-from ..store.glideins import SORTS
+from ..store.glidein_reads import SORTS
 
 PER_PAGE = 100
 MAX_PER_PAGE = 1000
