@@ -3,7 +3,7 @@
 Why server-side: the page listed the first 5 000 of a pool's glideins and
 said "5000+"; an operator looking for one entry's held or failed glideins
 of last Tuesday had no way to them. Now the server counts, sorts and cuts
-(``store.glideins.page``: SQLite does it on the narrow columns and decodes
+(``store.glidein_reads.page``: SQLite does it on the narrow columns and decodes
 the page's records only), and the page asks for one page at a time.
 
 Query parameters, beside the accounting ones (``since``, ``until``,
