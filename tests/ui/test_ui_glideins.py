@@ -107,8 +107,12 @@ def test_now_shows_the_backfilled_factory_per_entry_and_its_sites_lights(server,
     assert [r.get_attribute("data-entry") for r in rows] == [e["entry"] for e in data["factory"]["entries"]]
     assert len(rows) > 3 and len(history["entries"]) > 3
     # an entry with a glidein open in the last 24 hours has its chart; one without, none
-    assert all(bool(r.find_elements("css selector", "svg.spark polyline")) ==
+    assert all(bool(r.find_elements("css selector", ".spark .spark-running")) ==
                (r.get_attribute("data-entry") in history["entries"]) for r in rows)
+    charted = next(r for r in rows if r.find_elements("css selector", ".spark"))
+    counts = history["entries"][charted.get_attribute("data-entry")]
+    title = charted.find_element("css selector", ".spark").get_attribute("title")
+    assert title.startswith("running: " + " ".join(str(p["running"]) for p in counts))
     assert any(p["running"] for points in history["entries"].values() for p in points)
     lights = {li.get_attribute("data-site"): li.get_attribute("data-light") for li in css(driver, "#now-lights li")}
     assert lights == {s["site"]: s["light"] for s in data["health"]["sites"]}

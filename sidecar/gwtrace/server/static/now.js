@@ -38,25 +38,14 @@
   }
 
   function spark(points) {
-    // one small inline chart per entry: running (solid), idle (dashed), held (red) at the end of each bucket
-    const w = 240, h = 36, top = Math.max(1, ...points.map((p) => Math.max(p.running, p.idle, p.held)));
-    const ns = "http://www.w3.org/2000/svg";
-    const svg = document.createElementNS(ns, "svg");
-    svg.setAttribute("width", w); svg.setAttribute("height", h); svg.setAttribute("class", "spark");
-    // presentation attributes, not style: the pages' CSP refuses inline styles
-    for (const [state, colour, dash] of [["running", "#2a6", ""], ["idle", "#888", "3 2"], ["held", "#c33", ""]]) {
-      const line = document.createElementNS(ns, "polyline");
-      line.setAttribute("fill", "none");
-      line.setAttribute("stroke", colour);
-      if (dash) line.setAttribute("stroke-dasharray", dash);
-      line.setAttribute("points", points.map((p, i) =>
-        (i * w / Math.max(1, points.length - 1)).toFixed(1) + "," + (h - 2 - (h - 4) * p[state] / top).toFixed(1)).join(" "));
-      const title = document.createElementNS(ns, "title");
-      title.textContent = state + ": " + points.map((p) => p[state]).join(" ");
-      line.append(title);
-      svg.append(line);
-    }
-    return svg;
+    // one line of text per entry: a bar per hour for running, and for idle and held where any (no SVG, no style:
+    // nothing the CSP or the air-gap rule refuses); the exact counts in the title
+    const bars = "▁▂▃▄▅▆▇█";
+    const top = Math.max(1, ...points.map((p) => Math.max(p.running, p.idle, p.held)));
+    const line = (state) => points.map((p) => (p[state] ? bars[Math.min(7, Math.floor(7 * p[state] / top + 0.999))] : " ")).join("");
+    const parts = ["running", "idle", "held"].filter((s) => s === "running" || points.some((p) => p[s]));
+    return el("span", { className: "spark mono", title: parts.map((s) => s + ": " + points.map((p) => p[s]).join(" ")).join("\n") },
+      ...parts.map((s) => el("span", { className: "spark-" + s, text: s + " " + line(s) + " " })));
   }
 
   function factory(data, history) {
