@@ -126,6 +126,7 @@ bench: install-test
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/shim
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/glidein-deployed
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/snapshot
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/backfill
 
 lint: $(TOOLS)/.debian
 	shellcheck -x $(SHELL_SOURCES)

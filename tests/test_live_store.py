@@ -165,6 +165,9 @@ def test_red_light_for_a_site_that_got_worse_not_for_one_always_bad(store):
     assert sites["JUMP"]["red"] and "6/12 glideins failed" in sites["JUMP"]["why"]
     assert (sites["JUMP"]["baseline_glideins"], sites["JUMP"]["baseline_failed"]) == (200, 4)
     assert not sites["ALWAYS_BAD"]["red"] and sites["ALWAYS_BAD"]["recent_rate"] == 0.3
+    # ... but a site failing 30% all along is not green either: amber (issue 29)
+    assert sites["ALWAYS_BAD"]["light"] == "amber" and "63/210 glideins failed" in sites["ALWAYS_BAD"]["why"]
+    assert sites["FINE"]["light"] == "green" and sites["JUMP"]["light"] == "red"
     assert not sites["FINE"]["red"]
     assert now_data(store, now=now)["health"]["red"] == ["JUMP"]
     # The thresholds are the rule's: demand 7 failures and JUMP is green.

@@ -109,8 +109,8 @@ def _links(client, name, query=""):
 def _listed(client, href):
     url = urlsplit(href)
     assert url.path == "/glideins"
-    body = client.get("/ui/api/glidein-records?" + url.query).get_json()
-    assert not body["truncated"]
+    body = client.get("/ui/api/glidein-records?per_page=1000&" + url.query).get_json()   # one page holds them all
+    assert not body["truncated"] and body["total"] == len(body["glideins"])
     return body["glideins"], dict(parse_qsl(url.query))
 
 

@@ -7,13 +7,12 @@ from __future__ import annotations
 
 import gzip
 import time
-from typing import Optional
+from typing import TYPE_CHECKING, Optional
 
-import requests
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-
-from gwtrace.export.otlp import RETRYABLE_STATUS, parse_retry_after
 from gwtrace.export.otlpenv import otlp_env
+
+if TYPE_CHECKING:   # loaded when an endpoint is used: the embedded store needs neither
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 from gwtrace.wire.redact import strip_userinfo
 
 HTTP_ATTEMPTS = 5
@@ -48,6 +47,8 @@ class Forwarder:
             self.verify = otlp.certificate or True
             self.cert = (otlp.client_certificate, otlp.client_key) if otlp.client_certificate and otlp.client_key \
                 else otlp.client_certificate
+            import requests
+
             self.session = requests.Session()
         else:
             from gwtrace.store import TraceStore
@@ -62,6 +63,10 @@ class Forwarder:
         if self.store is not None:
             self.store.ingest(request)
             return
+        import requests
+
+        from gwtrace.export.otlp import RETRYABLE_STATUS, parse_retry_after
+
         body = request.SerializeToString()
         if self.gzip:
             body = gzip.compress(body)

@@ -22,14 +22,8 @@ import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any, Iterable, Iterator, List, TextIO
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, TextIO
 
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
-from opentelemetry.sdk.resources import Resource
-
-from gwtrace.sidecar.assembler import Assembler
-from gwtrace.export.otlp import to_readable_spans
 from gwtrace.factory.forward import Forwarder, IngestError  # noqa: F401  (re-exported: tests, callers)
 from gwtrace.wire.events import ProtocolError, parse_line
 from gwtrace.store import limits
@@ -37,12 +31,22 @@ from gwtrace.wire.blocks import SPANS_PER_BLOCK, BadBlock, Block, find_blocks
 from gwtrace.sidecar.daemon import now_us
 from gwtrace.factory.ledger import DEFAULT_LOCK_WAIT_S, LEDGER_NAME, Ledger, LedgerBusy, default_ledger
 
+if TYPE_CHECKING:   # the OTLP modules load when a block is decoded: a cron run over nothing new stays quick
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
+
 def events_to_requests(payload: bytes, host: str) -> "tuple[List[ExportTraceServiceRequest], int, int]":
     """Raw event-log lines (a bash-only node's spool) into OTLP requests of at most SPANS_PER_BLOCK spans.
 
     Returns (requests, spans, malformed lines). Spans that never ended are
     ended at the time of their last event, as incomplete errors.
     """
+    from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+    from opentelemetry.sdk.resources import Resource
+
+    from gwtrace.export.otlp import to_readable_spans
+    from gwtrace.sidecar.assembler import Assembler
+
     asm = Assembler()
     spans = []
     last_ts = 0
@@ -72,6 +76,8 @@ def otlp_block_request(payload: bytes) -> ExportTraceServiceRequest:
     if cost > limits.MAX_DECODE_COST:
         raise limits.TooLarge(f"over the limit: would take ~{cost >> 20} MiB to decode "
                               f"(at most {limits.MAX_DECODE_COST >> 20} MiB)")
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+
     return ExportTraceServiceRequest.FromString(payload)
 
 
@@ -211,6 +217,23 @@ def _scan(watcher: Watcher, forwarder: Forwarder, ledger: Ledger, lock_wait: flo
     return ok
 
 
+def _backfill_scan(dirs: List[str], forwarder: Forwarder, settle: float, err: TextIO) -> bool:
+    """One scan's backfill (``backfill.py``): the records and spans of glideins whose ``.out``/``.err`` came
+    back or changed and settled, traced or not, and the new events of the Condor-G logs (queued, running,
+    held, removed); False if something could not be read."""
+    from .backfill import run_backfill
+
+    try:
+        totals = run_backfill(dirs, forwarder, err, settle, require=False)
+    except IngestError as exc:
+        print(f"gwtrace: {exc}; this scan's backfill skipped, nothing lost", file=err)
+        return True
+    if totals.glideins or totals.events or totals.problems:
+        print(f"gwtrace: backfilled {totals.glideins} glidein(s), {totals.spans} span(s), {totals.events} new "
+              f"Condor-G event(s) into {forwarder.destination}", file=err)
+    return not totals.problems
+
+
 def watch(args: argparse.Namespace, err: TextIO) -> int:
     """Ingest settled glidein output forever (or once with --once); SIGTERM ends it cleanly."""
     import signal as _signal
@@ -227,6 +250,8 @@ def watch(args: argparse.Namespace, err: TextIO) -> int:
     try:
         while not stop["now"]:
             status = status or (0 if _scan(watcher, forwarder, ledger, args.lock_wait, err) else 1)
+            if not args.no_backfill:
+                status = status or (0 if _backfill_scan(args.watch, forwarder, args.settle, err) else 1)
             if args.once:
                 break
             for _ in range(int(args.interval * 10)):
@@ -252,26 +277,29 @@ def ingest_spool(directory: str, err: TextIO) -> int:
 
 
 def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
-    """Backfill glideins from factory files; 1 if a file could not be read or a block was skipped (the rest
-    is sent)."""
-    from .backfill import backfill
-
+    """Backfill glideins from factory files (only those new or changed since the last run); 1 if a directory
+    is missing or holds no glidein file, a file could not be read or a block was skipped (the rest is sent)."""
     try:
         forwarder = Forwarder()
     except IngestError as exc:
         print(f"gwtrace: {exc}", file=err)
         return 1
+    from .backfill import run_backfill
+
     try:
-        keep = forwarder.store.put_glidein_records if forwarder.store is not None else None
-        glideins, spans, problems = backfill(dirs, forwarder.send, err, keep)
+        totals = run_backfill(dirs, forwarder, err)
     except IngestError as exc:
         print(f"gwtrace: {exc}; nothing is lost: run the same command again", file=err)
         return 1
     finally:
         forwarder.close()
-    print(f"gwtrace: backfilled {glideins} glidein(s), {spans} span(s) into {forwarder.destination}; "
-          f"{problems} file(s) unreadable or block(s) skipped", file=err)
-    return 1 if problems else 0
+    if totals.bad_dirs and not totals.files_found:
+        return 1                        # each directory said why in its line: nothing to report beside it
+    print(f"gwtrace: backfilled {totals.glideins} glidein(s), {totals.spans} span(s) into {forwarder.destination}"
+          f" ({totals.files_read} file(s) read, {totals.files_unchanged} unchanged since the last run, "
+          f"{totals.events} new Condor-G event(s)); {totals.problems} file(s) unreadable or block(s) skipped",
+          file=err)
+    return 1 if totals.problems else 0
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -286,7 +314,10 @@ def _parser() -> argparse.ArgumentParser:
                    help="wait this long for another ingest's hold on the ledger, then give up in one line "
                         f"(exit 0; default {DEFAULT_LOCK_WAIT_S:g})")
     p.add_argument("--watch", nargs="+", metavar="DIR",
-                   help="follow client log directories: ingest job.*.err/.out files as glideins complete")
+                   help="follow client log directories: ingest job.*.err/.out files as glideins complete, and "
+                        "backfill their records and the Condor-G logs' states (as --factory-logs, incrementally)")
+    p.add_argument("--no-backfill", action="store_true",
+                   help="--watch: forward shipped blocks only (no records of untraced glideins, no Condor-G states)")
     p.add_argument("--interval", type=float, default=60.0, help="--watch: seconds between scans (default 60)")
     p.add_argument("--settle", type=float, default=30.0,
                    help="--watch: a file is read once unchanged for this many seconds (default 30)")

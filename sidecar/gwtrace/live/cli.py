@@ -37,6 +37,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help=f"... and at least this much above it, as a fraction (default {d.min_jump:g})")
     p.add_argument("--min-failures", type=int, default=d.min_failures,
                    help=f"... with at least this many failures in the window (default {d.min_failures})")
+    p.add_argument("--chronic", type=float, default=d.chronic,
+                   help="amber light (not red) for a site whose failure rate over the window and the baseline "
+                        f"together is at least this, as a fraction (default {d.chronic:g})")
     return p
 
 
@@ -70,7 +73,23 @@ def print_table(data: Dict[str, Any], out: TextIO) -> None:
             jobs = ", ".join(f"{j['job_id'] or j['name']} ({_duration(j['running_s'])})" for j in g["jobs"])
             print(f"  {g['uuid'] or g['key']}  {state}  up {_duration(g['age_s'])}" +
                   (f"  jobs: {jobs}" if jobs else "") + (f"  on {g['host']}" if g["host"] else ""), file=out)
+    print_factory(data.get("factory") or {}, out)
     print_health(data["health"], out)
+
+
+def print_factory(factory: Dict[str, Any], out: TextIO) -> None:
+    """Glideins per entry as the factory's Condor-G logs say (backfilled: traced or not)."""
+    entries = factory.get("entries") or []
+    if not entries:
+        return
+    t = factory["totals"]
+    print(f"\nfactory (Condor-G logs): {t['idle']} idle, {t['running']} running, {t['held']} held", file=out)
+    for e in entries:
+        print(f"  {e['site'] or '(no site)'} / {e['entry'] or '(no entry)'}: {e['idle']} idle, {e['running']} running,"
+              f" {e['held']} held", file=out)
+        for h in e["held_reasons"]:
+            code = "" if h["code"] is None else f" [code {h['code']}/{h['subcode']}]"
+            print(f"    held x{h['glideins']}: {h['reason']}{code}", file=out)
 
 
 def print_health(health: Dict[str, Any], out: TextIO) -> None:
@@ -80,10 +99,10 @@ def print_health(health: Dict[str, Any], out: TextIO) -> None:
     if not health["sites"]:
         print("  no glidein ended in that time", file=out)
     for s in health["sites"]:
-        light = "RED  " if s["red"] else "green"
+        light = {"red": "RED  ", "amber": "AMBER"}.get(s.get("light", ""), "green")
         print(f"  {light} {s['site']}: {s['recent_failed']}/{s['recent_glideins']} failed now "
               f"({s['recent_rate']:.0%}), baseline {s['baseline_failed']}/{s['baseline_glideins']} "
-              f"({s['baseline_rate']:.0%})", file=out)
+              f"({s['baseline_rate']:.0%})" + (f": {s['why']}" if s.get("amber") else ""), file=out)
 
 
 def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO = sys.stderr) -> int:
@@ -98,7 +117,7 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO
         from gwtrace.store import TraceStore, default_store_path
 
         rule = Rule(window_s=args.window, baseline_days=args.baseline_days, factor=args.factor,
-                    min_jump=args.min_jump, min_failures=args.min_failures)
+                    min_jump=args.min_jump, min_failures=args.min_failures, chronic=args.chronic)
         with TraceStore(args.store or default_store_path(), create=False) as store:
             data = now_data(store, stale_s=args.stale, rule=rule)
     except Exception as exc:  # noqa: BLE001 - cron needs a status and one line, never a traceback

@@ -2,6 +2,9 @@
 
 One function (``now_data``) makes what ``gwtrace now --format json`` prints
 and ``/ui/api/now`` answers, so the page and the command cannot disagree.
+Beside them, what the factory's own Condor-G logs say (``factory_now``):
+glideins idle, running and held per entry, with held reasons, for every
+backfilled factory, traced or not.
 A glidein whose last snapshot (or heartbeat) is older than the timeout
 (``--stale``, default 3x the interval its sidecar announced) is shown as
 *stopped reporting*: its sidecar, node or network is gone or cut off, and its
@@ -66,4 +69,25 @@ def now_data(store: Any, now: Optional[float] = None, stale_s: Optional[float] =
         "totals": {"alive": sum(not g["stale"] for g in glideins), "stopped_reporting": sum(g["stale"] for g in glideins),
                    "jobs_running": sum(len(g["jobs"]) for g in glideins if not g["stale"])},
         "health": health(store, now, rule or Rule()),
+        "factory": factory_now(store, now),
     }
+
+
+def factory_now(store: Any, now: float) -> Dict[str, Any]:
+    """Glideins idle, running and held per entry now, from the factory's Condor-G logs as backfilled
+    (``factory/states.py``): what the factory knows of glideins that run no gwtrace, or have not started."""
+    from gwtrace.factory import states
+
+    entries = states.now_by_entry(store.reader(), now)
+    return {"entries": entries,
+            "totals": {s: sum(e[s] for e in entries) for s in states.OPEN}}
+
+
+def factory_history(store: Any, now: float, hours: float = 24.0, bucket_s: int = 3600) -> Dict[str, Any]:
+    """Per entry, glideins idle, running and held at the end of each bucket of the last ``hours``."""
+    from gwtrace.factory import states
+
+    until = int(now) // bucket_s * bucket_s + bucket_s
+    since = until - int(hours * 3600)
+    return {"bucket_s": bucket_s, "since": since, "until": until,
+            "entries": states.series(store.reader(), since, until, bucket_s)}

@@ -129,11 +129,15 @@ def _glidein_row(rec: Dict[str, Any]) -> Dict[str, Any]:
 
 @bp.route("/ui/api/glidein-records")
 def glidein_records() -> Response:
-    """The glideins behind a number: the same filters, optionally only those with time in one category,
-    or those behind a mark of an analysis chart (``analysis.record_filter``: phase, its time, failed, day)."""
+    """The glideins behind a number, a page at a time (``glidein_list``): the same filters, optionally only
+    those with time in one category, or those behind a mark of an analysis chart (``analysis.record_filter``:
+    phase, its time, failed, day); sorted, counted."""
+    from .glidein_list import BadPage, filtered_page, paging
+
     try:
         q = query()
-    except BadQuery as exc:
+        p = paging()
+    except (BadQuery, BadPage) as exc:
         return json_response({"error": str(exc)}, 400)
     category = request.args.get("category") or None
     if category is not None and category not in CATEGORIES:
@@ -144,16 +148,18 @@ def glidein_records() -> Response:
         keep = record_filter()
     except BadQuery as exc:
         return json_response({"error": str(exc)}, 400)
-    found, more = [], False
-    for rec in _store().glidein_records(q["since"], q["until"], **_filters(q)):
-        if category and not (rec.get("canonical") or {}).get(category):
-            continue
-        seconds = keep(rec) if keep else None
-        if keep and seconds is None:
-            continue
-        if len(found) == MAX_GLIDEINS:
-            more = True
-            break
-        found.append({**_glidein_row(rec), **({"phase_seconds": seconds} if request.args.get("phase") else {})})
-    return json_response({"glideins": found, "truncated": more, "limit": MAX_GLIDEINS})
-
+    if keep is None:
+        total, records = _store().glidein_page(
+            sort=p["sort"], descending=p["descending"], offset=(p["page"] - 1) * p["per_page"], limit=p["per_page"],
+            status=p["status"], incomplete=p["incomplete"], category=category, since=q["since"], until=q["until"],
+            **_filters(q))
+        found = [_glidein_row(rec) for rec in records]
+    else:
+        total, page = filtered_page(_store().glidein_records(q["since"], q["until"], **_filters(q)), keep, p,
+                                    category)
+        phase = bool(request.args.get("phase"))
+        found = [{**_glidein_row(rec), **({"phase_seconds": seconds} if phase else {})} for rec, seconds in page]
+    return json_response({"glideins": found, "total": total, "page": p["page"], "per_page": p["per_page"],
+                          "pages": max(1, -(-total // p["per_page"])), "sort": p["sort"],
+                          "order": "desc" if p["descending"] else "asc",
+                          "truncated": p["page"] * p["per_page"] < total, "limit": p["per_page"]})

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 import time
-from typing import Any, Dict, Optional
+from typing import Any, Dict, Optional, Tuple
 
 from flask import Blueprint, Response, current_app, render_template, request
 from opentelemetry.proto.trace.v1.trace_pb2 import Span
@@ -165,7 +165,22 @@ def search() -> Response:
         end_ns=end,
         limit=limit,
     )
-    return json_response({"traces": [_summary_json(t) for t in found], "limit": limit})
+    own = _store().glidein_statuses([bytes.fromhex(t["trace_id"]) for t in found])
+    return json_response({"traces": [_with_glidein(_summary_json(t), own.get(t["trace_id"])) for t in found],
+                          "limit": limit})
+
+
+def _with_glidein(summary: Dict[str, Any], own: Optional[Tuple[Any, Any]]) -> Dict[str, Any]:
+    """The glidein's own outcome beside the trace's status: a trace is "error" when any span failed, a user
+    job that exited 137 included; the glidein itself may have done its work. ``glideinStatus``: ok, error
+    (the glidein failed: ``failedScript`` says where when known) or None (not a glidein's trace, or no record)."""
+    if own is None:
+        summary["glideinStatus"] = None
+        return summary
+    status, script = own
+    summary["glideinStatus"] = {"OK": "ok", "ERROR": "error"}.get(status)
+    summary["failedScript"] = script
+    return summary
 
 
 @bp.route("/ui/api/critical/<trace_id>")

@@ -63,7 +63,7 @@ from opentelemetry.proto.resource.v1.resource_pb2 import Resource
 from opentelemetry.proto.trace.v1.trace_pb2 import ScopeSpans
 
 from gwtrace.home import check_store_files, gwtrace_home, open_own_file
-from . import glidein_parts, glideins, live
+from . import glidein_parts, glidein_reads, glideins, live
 from . import limits
 from .chunks import plan_request, request_slices
 from .connections import BUSY_TIMEOUT_MS, CHECKPOINT_BYTES, Connections
@@ -414,6 +414,30 @@ class TraceStore:
         self.refresh_glidein_records()
         return glideins.records(self._connections.reader(), since=since, until=until, site=site, entry=entry,
                                 frontend=frontend)
+
+    def glidein_outcomes(self, since: Optional[int] = None, until: Optional[int] = None
+                         ) -> Iterator[Tuple[Any, Any, Any]]:
+        """(site, ended, status) of the glideins that ended in [since, until) (the site lights)."""
+        self.refresh_glidein_records()
+        return glidein_reads.outcomes(self._connections.reader(), since, until)
+
+    def glidein_statuses(self, trace_ids: Sequence[bytes]) -> Dict[str, Tuple[Any, Any]]:
+        """trace id (hex) -> (status, failed script) of the glideins whose record those traces are (as stored:
+        the search page must stay quick, so traced glideins not yet remade keep their last record)."""
+        return glidein_reads.statuses(self._connections.reader(), trace_ids)
+
+    def glidein_page(self, **query: Any) -> Tuple[int, List[Dict[str, Any]]]:
+        """(count, records of one page) of the stored glideins: ``store.glidein_reads.page``."""
+        self.refresh_glidein_records()
+        return glidein_reads.page(self._connections.reader(), **query)
+
+    def glidein_record_texts(self, since: Optional[int] = None, until: Optional[int] = None,
+                             site: Optional[str] = None, entry: Optional[str] = None,
+                             frontend: Optional[str] = None) -> Iterator[str]:
+        """``glidein_records`` as JSON texts, as stored (``gwtrace glideins --format json``)."""
+        self.refresh_glidein_records()
+        return glidein_reads.record_texts(self._connections.reader(), since=since, until=until, site=site, entry=entry,
+                                     frontend=frontend)
 
     def glidein_summaries(self, since: Optional[int] = None, until: Optional[int] = None,
                           site: Optional[str] = None, entry: Optional[str] = None,

@@ -56,6 +56,8 @@ CREATE TABLE IF NOT EXISTS glideins (
     record     TEXT NOT NULL
 ) WITHOUT ROWID;
 CREATE INDEX IF NOT EXISTS glideins_ended ON glideins (ended);
+-- what the site lights read (``outcomes``): a covering index, so they never wade through the records
+CREATE INDEX IF NOT EXISTS glideins_outcome ON glideins (ended, site, status);
 -- the glideins of one Condor-G job (factory, schedd, cluster.proc): a uuid-less record's own glidein
 CREATE INDEX IF NOT EXISTS glideins_job ON glideins (cluster, proc);
 

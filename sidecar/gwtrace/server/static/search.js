@@ -81,15 +81,20 @@
       const glidein = t.glidein
         ? el("div", null, el("a", { className: "glidein-link", href: "/glidein/" + encodeURIComponent(t.glidein), text: "glidein " + t.glidein }))
         : null;
-      const bar = el("div", { className: "dur-bar status-" + t.status, style: { width: Math.max(1, 100 * t.duration / longest) + "%" } });
-      tbody.append(el("tr", { className: "status-row-" + t.status },
+      // a glidein's trace: drawn by the glidein's own outcome; errors of its user jobs are told apart
+      const jobsOnly = t.glideinStatus === "ok" && t.status === "error";
+      const drawn = t.glideinStatus === "error" ? "error" : jobsOnly ? "jobs-failed" : t.glideinStatus === "ok" ? "ok" : t.status;
+      const outcome = t.glideinStatus === "error" ? el("div", { className: "error-text", text: "glidein failed" + (t.failedScript ? ": " + t.failedScript : "") })
+        : jobsOnly ? el("div", { className: "amber-text", text: "glidein OK; its user jobs had " + t.errorCount + " error span(s)" }) : null;
+      const bar = el("div", { className: "dur-bar status-" + drawn, style: { width: Math.max(1, 100 * t.duration / longest) + "%" } });
+      tbody.append(el("tr", { className: "status-row-" + drawn, dataset: { trace: t.traceID, glideinStatus: t.glideinStatus || "" } },
         el("td", { className: "nowrap", text: fmtTime(t.startTime) }),
-        el("td", null, link, idNote, glidein),
+        el("td", null, link, idNote, glidein, outcome),
         el("td", { text: t.services.join(", ") }),
         el("td", { text: t.site || "" }),
         el("td", { text: t.entry || "" }),
         el("td", { className: "num", text: String(t.spanCount) }),
-        el("td", { className: "num" + (t.errorCount ? " error-text" : ""), text: String(t.errorCount) }),
+        el("td", { className: "num" + (t.errorCount ? (jobsOnly ? " amber-text" : " error-text") : ""), text: String(t.errorCount) }),
         el("td", { className: "dur-cell" }, el("div", { className: "dur-track" }, bar), el("span", { text: fmtDuration(t.duration) }))));
     }
   }
