@@ -104,8 +104,7 @@ _gwtrace_auto_exit_now() {
   (( ++_gwtrace_abusy ))
   builtin trap - RETURN
   shift
-  [[ -n ${1-} && $1 != *[!0-9]* ]] && _gwtrace_aexit=$(( 10#${1: -9} & 255 ))
-  [[ ${1-} == -- && -n ${2-} && $2 != *[!0-9]* ]] && _gwtrace_aexit=$(( 10#${2: -9} & 255 ))
+  if [[ ${1-} == -- ]]; then _gwtrace_auto_exit_arg "${2-}"; else _gwtrace_auto_exit_arg "${1-}"; fi
   _gwtrace_auto_exit_post
   if [[ $# -eq 0 || ( $# -eq 1 && $1 == -- ) ]] && (( BASH_VERSINFO[0] >= 5 )) && [[ -n $_gwtrace_lsaved ]]; then
     _gwtrace_auto_rc "$_gwtrace_lrc"
@@ -117,6 +116,22 @@ _gwtrace_auto_exit_now() {
 
 _gwtrace_auto_rc() {
   return "$1"
+}
+
+# _gwtrace_auto_exit_arg ARG: the status `exit ARG` gives, into _gwtrace_aexit
+# (left alone for anything but an optionally signed decimal number, which
+# bash refuses). 10^9 is a multiple of 256: the last nine digits, padded with
+# zeros (a shorter string has no "last nine": ${1: -9} would be empty and
+# 10# an arithmetic error, which ends the shell), give the status.
+_gwtrace_auto_exit_arg() {
+  local _gwtrace_ld=${1#[-+]}
+  [[ -n $_gwtrace_ld && $_gwtrace_ld != *[!0-9]* ]] || return 0
+  _gwtrace_ld=000000000$_gwtrace_ld
+  if [[ $1 == -* ]]; then
+    _gwtrace_aexit=$(( -10#${_gwtrace_ld: -9} & 255 ))
+  else
+    _gwtrace_aexit=$(( 10#${_gwtrace_ld: -9} & 255 ))
+  fi
 }
 
 # _gwtrace_auto_tp_norm: a TRACEPARENT other than version 00 in 55 characters
@@ -273,7 +288,7 @@ _gwtrace_auto_trap_kind() {
     DEBUG) _gwtrace_ar=d ;;
     ERR) _gwtrace_ar=e ;;
     RETURN) _gwtrace_ar=r ;;
-    *) if [[ -n $1 && $1 != *[!0-9]* ]] && (( 10#${1: -9} == 0 )); then
+    *) if [[ -n $1 && $1 != *[!0-9]* && $1 != *[1-9]* ]]; then     # 0, 00: EXIT
          _gwtrace_ar=x
        elif builtin trap -p "$1" >/dev/null; then
          _gwtrace_ar=''
