@@ -26,6 +26,9 @@
     [mapfile]=1 [readarray]=1 [caller]=1 [compgen]=1 [complete]=1 [compopt]=1 [dirs]=1 [disown]=1 [enable]=1 [fc]=1
     [help]=1 [history]=1 [jobs]=1 [kill]=1 [logout]=1 [suspend]=1 [times]=1 [bg]=1 [fg]=1 [bind]=1 [for]=1 [case]=1
     [select]=1)
+  # what _gwtrace_auto_cmd_begin never takes for a program (_gwtrace_auto_comsub)
+  _gwtrace_acnot=' [ [[ (( . : alias bg bind break builtin caller cd command compgen complete compopt continue declare dirs disown echo enable eval exec exit export false fc fg getopts hash help history jobs kill let local logout mapfile popd printf pushd pwd read readarray readonly return set shift shopt source suspend test times trap true type typeset ulimit umask unalias unset for case select if while until function { } ! '
+  _gwtrace_acsx='' _gwtrace_acst=''        # a program alone in $(...): "ID N WORD PID SUBSHELL", its status (_gwtrace_auto_comsub)
 }
 
 # Commands level: every command comes here. An external command gets a span
@@ -153,20 +156,30 @@ _gwtrace_auto_cmd_word() {
 }
 
 _gwtrace_auto_cmd_begin() {
-  local _gwtrace_lw=${1%%[[:space:]]*}
+  local _gwtrace_lw=${1%%[[:space:]]*} _gwtrace_lcs=''
   case $_gwtrace_lw in        # a plain word is the command word
     ''|*[=\$\`\"\'\\\(\)\<\>\|\&\;]*|exec|command|nohup|time|builtin) _gwtrace_auto_cmd_word "$1"; _gwtrace_lw=$_gwtrace_ar ;;
   esac
-  [[ -n $_gwtrace_lw ]] || return 0
-  case $_gwtrace_lw in
-    '['|'[['|'(('|'.'|':'|alias|bg|bind|break|builtin|caller|cd|command|compgen|complete|compopt|\
-    continue|declare|dirs|disown|echo|enable|eval|exec|exit|export|false|fc|fg|getopts|hash|help|\
-    history|jobs|kill|let|local|logout|mapfile|popd|printf|pushd|pwd|read|readarray|readonly|return|\
-    set|shift|shopt|source|suspend|test|times|trap|true|type|typeset|ulimit|umask|unalias|unset|\
-    for|case|select|if|while|until|function|'{'|'}'|'!'|*=*) return 0 ;;
-  esac
-  [[ -z ${_gwtrace_afn[$_gwtrace_lw]-} ]] || return 0      # a function entered before
-  builtin declare -F -- "$_gwtrace_lw" >/dev/null && return 0
+  [[ -n $_gwtrace_acsx ]] && _gwtrace_auto_comsub_child && return 0   # the program its parent records
+  if [[ -z $_gwtrace_lw ]]; then
+    # an assignment of $(...): the program alone in it, recorded from here (_gwtrace_auto_comsub)
+    [[ $1 == *[\$\`]* ]] && _gwtrace_auto_comsub "$1" 1 || return 0
+    _gwtrace_lw=$_gwtrace_ar _gwtrace_lcs=1
+  else
+    case $_gwtrace_lw in
+      for|select) return 0 ;;       # its DEBUG trap runs after the words are expanded
+      '['|'[['|'(('|'.'|':'|alias|bg|bind|break|builtin|caller|cd|command|compgen|complete|compopt|\
+      continue|declare|dirs|disown|echo|enable|eval|exec|exit|export|false|fc|fg|getopts|hash|help|\
+      history|jobs|kill|let|local|logout|mapfile|popd|printf|pushd|pwd|read|readarray|readonly|return|\
+      set|shift|shopt|source|suspend|test|times|trap|true|type|typeset|ulimit|umask|unalias|unset|\
+      case|if|while|until|function|'{'|'}'|'!'|*=*)
+        [[ $1 == *[\$\`]* ]] && _gwtrace_auto_comsub "$1" '' || return 0
+        _gwtrace_lw=$_gwtrace_ar _gwtrace_lcs=1 ;;
+      *)
+        [[ -z ${_gwtrace_afn[$_gwtrace_lw]-} ]] || return 0      # a function entered before
+        builtin declare -F -- "$_gwtrace_lw" >/dev/null && return 0 ;;
+    esac
+  fi
   if [[ $_gwtrace_arngpid == "$BASHPID" ]] && (( (_gwtrace_actr += 1) < 2000000 )); then
     _gwtrace_ar=$_gwtrace_apfx${_gwtrace_actr:1}           # _gwtrace_auto_id, written out
   else
@@ -177,7 +190,70 @@ _gwtrace_auto_cmd_begin() {
   _gwtrace_accs="${BASH_LINENO[1]-} $_gwtrace_lw ${BASH_SOURCE[2]-}" _gwtrace_actxt=$1 _gwtrace_abang=${!-}
   _gwtrace_acmd=${_gwtrace_lw##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
   _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
+  [[ -z $_gwtrace_lcs ]] || _gwtrace_acsx="$_gwtrace_acsp $_gwtrace_acsx $BASHPID $BASH_SUBSHELL"
   _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_acsp-$_gwtrace_afl" 1
+}
+
+# _gwtrace_auto_comsub TEXT KNOWN: TEXT (a command that is not a program:
+# an assignment, a builtin) has one $(...) or `...` whose last command is a
+# program, which bash runs in place of the subshell (no EXIT trap, nothing
+# sees it end): that program's word into _gwtrace_ar, to be the pending
+# command here, and "N WORD" into _gwtrace_acsx (N: how many commands of that
+# word the $(...) has; the subshell's DEBUG trap gives the last of them our
+# span as TRACEPARENT); _gwtrace_acst, the status its span gets: '' ($?
+# tells: KNOWN, and TEXT is NAME=$(...) alone) or ok. False if none.
+_gwtrace_auto_comsub() {
+  local _gwtrace_lb _gwtrace_lr _gwtrace_lp _gwtrace_ln=0 _gwtrace_lw
+  if [[ $1 == *\$\([!\(]* ]]; then
+    _gwtrace_lb=${1#*\$\(}
+    [[ $1 != *\`* && $_gwtrace_lb != *\$\(* ]] || return 1      # one only
+    _gwtrace_lr=${_gwtrace_lb#*\)} _gwtrace_lb=${_gwtrace_lb%%\)*}
+  elif [[ $1 == *\`*\`* && $1 != *\`*\`*\`* && $1 != *\$\(* ]]; then
+    _gwtrace_lb=${1#*\`} _gwtrace_lr=${_gwtrace_lb#*\`} _gwtrace_lb=${_gwtrace_lb%%\`*}
+  else
+    return 1
+  fi
+  # simple commands in pipelines and `;` lists: the last one runs last (its
+  # first `)` closes it: no other parenthesis)
+  _gwtrace_lp=${_gwtrace_lb//[<>]&/} _gwtrace_lp=${_gwtrace_lp//&>/}   # 2>&1, &>FILE: not a background job
+  _gwtrace_lp=${_gwtrace_lp//\$\{/}                                       # ${x}: not a group
+  [[ $_gwtrace_lp != *[\&\(\)\{\`$'\n']* && $_gwtrace_lb != *\|\|* && $_gwtrace_lr != *[\(\)]* ]] || return 1
+  _gwtrace_auto_cmd_word "${_gwtrace_lb##*[;|]}"
+  _gwtrace_lw=$_gwtrace_ar
+  [[ -n $_gwtrace_lw && $_gwtrace_acnot != *" $_gwtrace_lw "* && -z ${_gwtrace_afn[$_gwtrace_lw]-} ]] || return 1
+  ! builtin declare -F -- "$_gwtrace_lw" >/dev/null || return 1
+  while [[ -n $_gwtrace_lb ]]; do
+    _gwtrace_lp=${_gwtrace_lb%%[;|]*}
+    [[ $_gwtrace_lb == *[\;\|]* ]] && _gwtrace_lb=${_gwtrace_lb#*[;|]} || _gwtrace_lb=''
+    _gwtrace_auto_cmd_word "$_gwtrace_lp"
+    [[ $_gwtrace_ar != "$_gwtrace_lw" ]] || _gwtrace_ln=$((_gwtrace_ln + 1))
+  done
+  _gwtrace_acst=$'ok\tgwtrace.status.unknown=true' _gwtrace_acsx="$_gwtrace_ln $_gwtrace_lw" _gwtrace_ar=$_gwtrace_lw
+  _gwtrace_lb=${1#*=}
+  if [[ -n $2 && ${1%%=*} == [A-Za-z_]* && ${1%%=*} != *[!A-Za-z0-9_+]* && ${1%%=*} != ?*+?* ]] \
+     && [[ $_gwtrace_lb == \$\(*\) || $_gwtrace_lb == \"\$\(*\)\" || $_gwtrace_lb == \`*\` || $_gwtrace_lb == \"\`*\`\" ]]; then
+    _gwtrace_acst=''
+  fi
+  return 0
+}
+
+# _gwtrace_auto_comsub_child: in the subshell of the $(...) whose last
+# program its parent records (_gwtrace_acsx, "ID N WORD PID SUBSHELL" as the
+# parent set it), before each of its commands (_gwtrace_lw: the word): true
+# for that program, which gets the parent's span as its TRACEPARENT and no
+# span of ours.
+_gwtrace_auto_comsub_child() {
+  local _gwtrace_lid=${_gwtrace_acsx%% *} _gwtrace_lk _gwtrace_lr
+  _gwtrace_lr=${_gwtrace_acsx#* } _gwtrace_lk=${_gwtrace_lr%% *} _gwtrace_lr=${_gwtrace_lr#* }
+  [[ ${_gwtrace_lr#* } != "$BASHPID "* ]] || return 1
+  [[ ${_gwtrace_lr##* } == $(( BASH_SUBSHELL - 1 )) ]] || { _gwtrace_acsx=''; return 1; }
+  [[ $_gwtrace_lw == "${_gwtrace_lr% * *}" ]] || return 1
+  if (( _gwtrace_lk > 1 )); then
+    _gwtrace_acsx="$_gwtrace_lid $(( _gwtrace_lk - 1 )) $_gwtrace_lr"
+    return 1
+  fi
+  _gwtrace_acsx=''
+  _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_lid-$_gwtrace_afl" 1
 }
 
 # _gwtrace_auto_cmd_end STATUS: write the pending command's span, after the fact.
@@ -187,9 +263,11 @@ _gwtrace_auto_cmd_end() {
     [[ -n $_gwtrace_at ]] || _gwtrace_auto_now
     _gwtrace_ar=$_gwtrace_acmd
     [[ $_gwtrace_ar != *[$'\\\t\n\r']* ]] || _gwtrace_auto_esc "$_gwtrace_acmd"
+    _gwtrace_acsx=''
     # begin and end in one append (literal TABs)
     builtin printf '%s\n' "gw1	B	$_gwtrace_acts	$BASHPID	$_gwtrace_atr	$_gwtrace_acsp	${_gwtrace_acur:--}	0	$_gwtrace_afl	${_gwtrace_ats:--}	$_gwtrace_ar	gwtrace.kind=command	process.executable.name=$_gwtrace_ar" \
-      "gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_acsp	${1:-0}" >>"$_gwtrace_alog" || :
+      "gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_acsp	${_gwtrace_acst:-${1:-0}}" >>"$_gwtrace_alog" || :
+    _gwtrace_acst=''
   fi
   _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
   _gwtrace_acmd=''
