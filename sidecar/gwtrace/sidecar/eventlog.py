@@ -22,7 +22,8 @@ READ_CHUNK = 4 << 20
 #: this many bytes and the rest, and another writer's line can land between.
 TORN_AT = 2016
 #: An event line's head: version, kind, time, pid, trace and span ids.
-_HEAD = re.compile(rb"gw1\t[A-Z]\t[0-9]+(?:\.[0-9]+)?\t[0-9]+\t[0-9a-f]{32}\t[0-9a-f]{16}(?:\t|$)")
+_START = b"gw1\x09"           # an event line starts so (a reader: not a producer of lines)
+_HEAD = re.compile(rb"gw1\x09[A-Z]\t[0-9]+(?:\.[0-9]+)?\t[0-9]+\t[0-9a-f]{32}\t[0-9a-f]{16}(?:\t|$)")
 
 
 class EventLogReader:
@@ -98,7 +99,7 @@ class EventLogReader:
             for line in data[pos:last_nl].split(b"\n"):
                 if len(line) > MAX_LINE_BYTES:
                     oversized += 1
-                elif self._torn is not None or line.find(b"gw1\t", TORN_AT) == TORN_AT:
+                elif self._torn is not None or line.find(_START, TORN_AT) == TORN_AT:
                     oversized += self._mend(line, lines)
                 else:
                     lines.append(line)
@@ -117,13 +118,13 @@ class EventLogReader:
         parts skipped (0 or 1)."""
         skipped = 0
         if self._torn is not None:
-            if not line.startswith(b"gw1\t"):
+            if not line.startswith(_START):
                 lines.append(self._torn + line)    # the rest of the torn line
                 self._torn = None
                 self.rejoined += 1
                 return 0
             self._torn, skipped = None, 1          # its rest never came
-        if (line.startswith(b"gw1\t") and line.find(b"gw1\t", TORN_AT) == TORN_AT
+        if (line.startswith(_START) and line.find(_START, TORN_AT) == TORN_AT
                 and _HEAD.match(line, TORN_AT) and _HEAD.match(line)):
             self._torn, line = line[:TORN_AT], line[TORN_AT:]
         lines.append(line)
