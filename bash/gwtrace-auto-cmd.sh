@@ -162,14 +162,14 @@ _gwtrace_auto_cmd_begin() {
     ''|*[=\$\`\"\'\\\(\)\<\>\|\&\;]*|exec|command|nohup|time|builtin) _gwtrace_auto_cmd_word "$1"; _gwtrace_lw=$_gwtrace_ar ;;
   esac
   # (not a program: the program alone in its $(...) may be recorded from here)
-  [[ -n $_gwtrace_lw ]] || { [[ $1 != *[\$\`]* ]] || _gwtrace_auto_comsub_begin "$1" 1; builtin return 0; }
+  [[ -n $_gwtrace_lw ]] || { [[ $1 != *\$\([!\(]* && $1 != *\`* ]] || _gwtrace_auto_comsub_begin "$1" 1; builtin return 0; }
   case $_gwtrace_lw in
     for|select) builtin return 0 ;;       # its DEBUG trap runs after the words are expanded
     '['|'[['|'(('|'.'|':'|alias|bg|bind|break|builtin|caller|cd|command|compgen|complete|compopt|\
     continue|declare|dirs|disown|echo|enable|eval|exec|exit|export|false|fc|fg|getopts|hash|help|\
     history|jobs|kill|let|local|logout|mapfile|popd|printf|pushd|pwd|read|readarray|readonly|return|\
     set|shift|shopt|source|suspend|test|times|trap|true|type|typeset|ulimit|umask|unalias|unset|\
-    case|if|while|until|function|'{'|'}'|'!'|*=*) [[ $1 != *[\$\`]* ]] || _gwtrace_auto_comsub_begin "$1" ''; builtin return 0 ;;
+    case|if|while|until|function|'{'|'}'|'!'|*=*) [[ $1 != *\$\([!\(]* && $1 != *\`* ]] || _gwtrace_auto_comsub_begin "$1" ''; builtin return 0 ;;
   esac
   [[ -z ${_gwtrace_afn[$_gwtrace_lw]-} ]] || builtin return 0      # a function entered before
   builtin declare -F -- "$_gwtrace_lw" >/dev/null && builtin return 0
@@ -199,8 +199,7 @@ _gwtrace_auto_comsub_begin() {
   _gwtrace_accs="${BASH_LINENO[2]-} $_gwtrace_lw ${BASH_SOURCE[3]-}" _gwtrace_actxt=$1 _gwtrace_abang=${!-}
   _gwtrace_acmd=${_gwtrace_lw##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
   _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
-  _gwtrace_acsx="$_gwtrace_acsp $_gwtrace_acsx $BASHPID $BASH_SUBSHELL"
-  _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_acsp-$_gwtrace_afl" 1
+  _gwtrace_acsx="$_gwtrace_acsp $_gwtrace_acsx $BASHPID $BASH_SUBSHELL"   # (the subshell sets TRACEPARENT)
 }
 
 # _gwtrace_auto_comsub TEXT KNOWN: TEXT (a command that is not a program:
@@ -227,16 +226,23 @@ _gwtrace_auto_comsub() {
   _gwtrace_lp=${_gwtrace_lb//[<>]&/} _gwtrace_lp=${_gwtrace_lp//&>/}   # 2>&1, &>FILE: not a background job
   _gwtrace_lp=${_gwtrace_lp//\$\{/}                                       # ${x}: not a group
   [[ $_gwtrace_lp != *[\&\(\)\{\`$'\n']* && $_gwtrace_lb != *\|\|* && $_gwtrace_lr != *[\(\)]* ]] || builtin return 1
-  _gwtrace_auto_cmd_word "${_gwtrace_lb##*[;|]}"
-  _gwtrace_lw=$_gwtrace_ar
+  _gwtrace_lp=${_gwtrace_lb##*[;|]} _gwtrace_lp=${_gwtrace_lp#"${_gwtrace_lp%%[![:space:]]*}"}
+  _gwtrace_lw=${_gwtrace_lp%%[[:space:]]*}
+  case $_gwtrace_lw in        # a plain word is the command word (as in _gwtrace_auto_cmd_begin)
+    ''|*[=\$\`\"\'\\\(\)\<\>\|\&\;]*|exec|command|nohup|time|builtin) _gwtrace_auto_cmd_word "$_gwtrace_lp"; _gwtrace_lw=$_gwtrace_ar ;;
+  esac
   [[ -n $_gwtrace_lw && $_gwtrace_acnot != *" $_gwtrace_lw "* && -z ${_gwtrace_afn[$_gwtrace_lw]-} ]] || builtin return 1
   ! builtin declare -F -- "$_gwtrace_lw" >/dev/null || builtin return 1
-  while [[ -n $_gwtrace_lb ]]; do
-    _gwtrace_lp=${_gwtrace_lb%%[;|]*}
-    [[ $_gwtrace_lb == *[\;\|]* ]] && _gwtrace_lb=${_gwtrace_lb#*[;|]} || _gwtrace_lb=''
-    _gwtrace_auto_cmd_word "$_gwtrace_lp"
-    [[ $_gwtrace_ar != "$_gwtrace_lw" ]] || _gwtrace_ln=$((_gwtrace_ln + 1))
-  done
+  if [[ $_gwtrace_lb != *"$_gwtrace_lw"*"$_gwtrace_lw"* ]]; then
+    _gwtrace_ln=1                  # the word is there once
+  else
+    while [[ -n $_gwtrace_lb ]]; do
+      _gwtrace_lp=${_gwtrace_lb%%[;|]*}
+      [[ $_gwtrace_lb == *[\;\|]* ]] && _gwtrace_lb=${_gwtrace_lb#*[;|]} || _gwtrace_lb=''
+      _gwtrace_auto_cmd_word "$_gwtrace_lp"
+      [[ $_gwtrace_ar != "$_gwtrace_lw" ]] || _gwtrace_ln=$((_gwtrace_ln + 1))
+    done
+  fi
   _gwtrace_acst=$'ok\tgwtrace.status.unknown=true' _gwtrace_acsx="$_gwtrace_ln $_gwtrace_lw" _gwtrace_ar=$_gwtrace_lw
   _gwtrace_lb=${1#*=}
   if [[ -n $2 && ${1%%=*} == [A-Za-z_]* && ${1%%=*} != *[!A-Za-z0-9_+]* && ${1%%=*} != ?*+?* ]] \
