@@ -13,10 +13,10 @@
 # (-s, or no operand).
 
 _gwtrace_auto_argv() {
-  local _gwtrace_la _gwtrace_lnext='' _gwtrace_lscript=''
+  builtin local _gwtrace_la _gwtrace_lnext='' _gwtrace_lscript=''
   _gwtrace_l0=''
   {
-    builtin read -r -d '' _gwtrace_la || return 0            # argv[0]: the shell
+    builtin read -r -d '' _gwtrace_la || builtin return 0            # argv[0]: the shell
     while builtin read -r -d '' _gwtrace_la; do
       if [[ -n $_gwtrace_lnext ]]; then _gwtrace_lnext=''; continue; fi
       case $_gwtrace_la in
@@ -29,6 +29,6 @@ _gwtrace_auto_argv() {
         *) _gwtrace_lscript=$_gwtrace_la; break ;;
       esac
     done
-  } </proc/"$BASHPID"/cmdline || return 0
+  } </proc/"$BASHPID"/cmdline || builtin return 0
   _gwtrace_l0=$_gwtrace_lscript
 }

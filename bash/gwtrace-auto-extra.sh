@@ -35,7 +35,7 @@ _gwtrace_ar='' _gwtrace_at=''
 # _gwtrace_auto_hex: 32 random hex digits into _gwtrace_ar (a kernel uuid,
 # read without forking; the clock, pid and SRANDOM if there is none).
 _gwtrace_auto_hex() {
-  local _gwtrace_lu=''
+  builtin local _gwtrace_lu=''
   IFS= builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
   _gwtrace_lu=${_gwtrace_lu//-/}
   if [[ ${#_gwtrace_lu} -ne 32 || $_gwtrace_lu == *[!0-9a-f]* ]]; then
@@ -51,16 +51,16 @@ _gwtrace_auto_hex() {
 # ends them when it exits, with its own exit status (the process's), after
 # its own spans, which are their children (process.exec=true).
 _gwtrace_auto_adopt() {
-  local _gwtrace_lopen=${GWTRACE_AUTO_OPEN-} _gwtrace_lids _gwtrace_ltr
-  [[ ${_gwtrace_lopen%%:*} == "$$" ]] || return 0
+  builtin local _gwtrace_lopen="${GWTRACE_AUTO_OPEN-}" _gwtrace_lids _gwtrace_ltr
+  [[ ${_gwtrace_lopen%%:*} == "$$" ]] || builtin return 0
   _gwtrace_lopen=${_gwtrace_lopen#*:} _gwtrace_ltr=${_gwtrace_lopen%%,*} _gwtrace_lids=${_gwtrace_lopen#*,}
-  [[ ${#_gwtrace_ltr} -eq 32 && $_gwtrace_ltr != *[!0-9a-f]* && $_gwtrace_lopen == *,* ]] || return 0
+  [[ ${#_gwtrace_ltr} -eq 32 && $_gwtrace_ltr != *[!0-9a-f]* && $_gwtrace_lopen == *,* ]] || builtin return 0
   [[ $_gwtrace_lids != *[!0-9a-f,]* ]] && _gwtrace_aadopt="$_gwtrace_ltr,$_gwtrace_lids"
 }
 
 # _gwtrace_auto_adopt_end STATUS: end the spans taken over, innermost first.
 _gwtrace_auto_adopt_end() {
-  local _gwtrace_lids=${_gwtrace_aadopt#*,} _gwtrace_ltr=${_gwtrace_aadopt%%,*} _gwtrace_lspan _gwtrace_lt=$'\t'
+  builtin local _gwtrace_lids="${_gwtrace_aadopt#*,}" _gwtrace_ltr="${_gwtrace_aadopt%%,*}" _gwtrace_lspan _gwtrace_lt=$'\t'
   _gwtrace_aadopt=''
   _gwtrace_auto_now
   while [[ -n $_gwtrace_lids ]]; do
@@ -80,7 +80,7 @@ _gwtrace_auto_exit_pre() {
   # on status 0) and the handler's first command.
   [[ -z $_gwtrace_audx ]] || _gwtrace_askipx=$(( _gwtrace_aexit ? 1 : 2 ))
   _gwtrace_abusy=0
-  return "$_gwtrace_aexit"
+  builtin return "$_gwtrace_aexit"
 }
 
 # Our EXIT trap, with the script's own handler (if any) between our two parts:
@@ -100,12 +100,11 @@ _gwtrace_auto_exit_install() {
 # the shell had when the trap began, which bash keeps in one place that
 # running our DEBUG trap overwrites: that status is given explicitly.
 _gwtrace_auto_exit_now() {
-  local _gwtrace_lrc=$1 _gwtrace_lsaved=$_gwtrace_aexit
+  builtin local _gwtrace_lrc="$1" _gwtrace_lsaved="$_gwtrace_aexit"
   (( ++_gwtrace_abusy ))
   builtin trap - RETURN
-  shift
-  [[ -n ${1-} && $1 != *[!0-9]* ]] && _gwtrace_aexit=$(( 10#${1: -9} & 255 ))
-  [[ ${1-} == -- && -n ${2-} && $2 != *[!0-9]* ]] && _gwtrace_aexit=$(( 10#${2: -9} & 255 ))
+  builtin shift
+  if [[ ${1-} == -- ]]; then _gwtrace_auto_exit_arg "${2-}"; else _gwtrace_auto_exit_arg "${1-}"; fi
   _gwtrace_auto_exit_post
   if [[ $# -eq 0 || ( $# -eq 1 && $1 == -- ) ]] && (( BASH_VERSINFO[0] >= 5 )) && [[ -n $_gwtrace_lsaved ]]; then
     _gwtrace_auto_rc "$_gwtrace_lrc"
@@ -116,7 +115,23 @@ _gwtrace_auto_exit_now() {
 }
 
 _gwtrace_auto_rc() {
-  return "$1"
+  builtin return "$1"
+}
+
+# _gwtrace_auto_exit_arg ARG: the status `exit ARG` gives, into _gwtrace_aexit
+# (left alone for anything but an optionally signed decimal number, which
+# bash refuses). 10^9 is a multiple of 256: the last nine digits, padded with
+# zeros (a shorter string has no "last nine": ${1: -9} would be empty and
+# 10# an arithmetic error, which ends the shell), give the status.
+_gwtrace_auto_exit_arg() {
+  builtin local _gwtrace_ld="${1#[-+]}"
+  [[ -n $_gwtrace_ld && $_gwtrace_ld != *[!0-9]* ]] || builtin return 0
+  _gwtrace_ld=000000000$_gwtrace_ld
+  if [[ $1 == -* ]]; then
+    _gwtrace_aexit=$(( -10#${_gwtrace_ld: -9} & 255 ))
+  else
+    _gwtrace_aexit=$(( 10#${_gwtrace_ld: -9} & 255 ))
+  fi
 }
 
 # _gwtrace_auto_tp_norm: a TRACEPARENT other than version 00 in 55 characters
@@ -152,18 +167,18 @@ _gwtrace_auto_slow_start() {
   _gwtrace_auto_esc "$_gwtrace_ats"; _gwtrace_ats=$_gwtrace_ar
   _gwtrace_auto_adopt
   _gwtrace_auto_now
-  return 0
+  builtin return 0
 }
 
 # The script has its own EXIT handler, which may call exit: end the spans there.
 _gwtrace_auto_exit_shim() {
-  [[ $_gwtrace_auxpid == "$BASHPID" ]] || return 0
+  [[ $_gwtrace_auxpid == "$BASHPID" ]] || builtin return 0
   # shellcheck disable=SC2317  # called by the script's handler
   exit() { _gwtrace_auto_exit_now "$?" "$@"; } 2>&-
 }
 
 _gwtrace_auto_sigs() {
-  local _gwtrace_li
+  builtin local _gwtrace_li
   for (( _gwtrace_li = 1; _gwtrace_li < 65; _gwtrace_li++ )); do _gwtrace_asigs+=("$_gwtrace_li"); done
 }
 
@@ -189,7 +204,7 @@ _gwtrace_auto_trap_cmd() {
   [[ -z $_gwtrace_apend ]] || _gwtrace_auto_oneshot
   (( _gwtrace_abusy > 0 && _gwtrace_abusy--, 1 ))
   if [[ -z $_gwtrace_aoneshot ]]; then
-    return "$(( _gwtrace_atrc < 0 ? 1 : _gwtrace_atrc ))"
+    builtin return "$(( _gwtrace_atrc < 0 ? 1 : _gwtrace_atrc ))"
   fi
   builtin trap -- "$_gwtrace_aoneshot" DEBUG    # last: nothing of ours runs after it
 }
@@ -199,21 +214,21 @@ _gwtrace_auto_trap_cmd() {
 # caller is _gwtrace_auto_trap_cmd, called by `trap`: the script's frame is
 # the fourth from the top here (FUNCNAME).
 _gwtrace_auto_trap() {
-  local _gwtrace_lefd=$1 _gwtrace_lprint='' _gwtrace_larg _gwtrace_lop _gwtrace_ls _gwtrace_lu
-  local -a _gwtrace_lorig _gwtrace_lother=()
-  shift
+  builtin local _gwtrace_lefd="$1" _gwtrace_lprint='' _gwtrace_larg _gwtrace_lop _gwtrace_ls _gwtrace_lu
+  builtin local -a _gwtrace_lorig _gwtrace_lother; _gwtrace_lother=()
+  builtin shift
   _gwtrace_lorig=("$@") _gwtrace_atrc=0
   while [[ ${1-} == -?* ]]; do
     case $1 in
       --) shift; break ;;
       -p) _gwtrace_lprint=1 ;;
-      *) _gwtrace_auto_trap_builtin "$_gwtrace_lefd" "${_gwtrace_lorig[@]}"; return 0 ;;   # -l, or bash's usage error
+      *) _gwtrace_auto_trap_builtin "$_gwtrace_lefd" "${_gwtrace_lorig[@]}"; builtin return 0 ;;   # -l, or bash's usage error
     esac
-    shift
+    builtin shift
   done
   if [[ -n $_gwtrace_lprint || $# -eq 0 ]]; then
     _gwtrace_auto_trap_print "$_gwtrace_lefd" "$@"
-    return 0
+    builtin return 0
   fi
   if [[ -n $1 && $1 != *[!0-9]* ]] && builtin trap -p "$1" >/dev/null; then
     _gwtrace_lop=revert
@@ -221,9 +236,9 @@ _gwtrace_auto_trap() {
     _gwtrace_lop=revert
   else
     _gwtrace_larg=$1
-    shift
+    builtin shift
     if (( $# == 0 )); then
-      _gwtrace_auto_trap_builtin "$_gwtrace_lefd" "${_gwtrace_lorig[@]}"; return 0
+      _gwtrace_auto_trap_builtin "$_gwtrace_lefd" "${_gwtrace_lorig[@]}"; builtin return 0
     fi
     case $_gwtrace_larg in
       '') _gwtrace_lop=ignore ;;
@@ -262,7 +277,7 @@ _gwtrace_auto_trap() {
       revert) builtin trap - "${_gwtrace_lother[@]}" ;;
     esac
   fi
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_auto_trap_kind SIGSPEC: x (EXIT), d (DEBUG), e (ERR), r (RETURN),
@@ -273,7 +288,7 @@ _gwtrace_auto_trap_kind() {
     DEBUG) _gwtrace_ar=d ;;
     ERR) _gwtrace_ar=e ;;
     RETURN) _gwtrace_ar=r ;;
-    *) if [[ -n $1 && $1 != *[!0-9]* ]] && (( 10#${1: -9} == 0 )); then
+    *) if [[ -n $1 && $1 != *[!0-9]* && $1 != *[1-9]* ]]; then     # 0, 00: EXIT
          _gwtrace_ar=x
        elif builtin trap -p "$1" >/dev/null; then
          _gwtrace_ar=''
@@ -286,8 +301,8 @@ _gwtrace_auto_trap_kind() {
 # Print traps as `trap -p` would: the script's EXIT, DEBUG, ERR and RETURN
 # traps from our records, the others from bash.
 _gwtrace_auto_trap_print() {
-  local _gwtrace_lefd=$1 _gwtrace_ls
-  shift
+  builtin local _gwtrace_lefd="$1" _gwtrace_ls
+  builtin shift
   if (( $# == 0 )); then
     [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_trap_line "$_gwtrace_aux" EXIT
     (( ${#_gwtrace_asigs[@]} )) || _gwtrace_auto_sigs
@@ -295,7 +310,7 @@ _gwtrace_auto_trap_print() {
     [[ -z $_gwtrace_audset ]] || _gwtrace_auto_trap_line "$_gwtrace_aud" DEBUG
     [[ -z $_gwtrace_aueset ]] || _gwtrace_auto_trap_line "$_gwtrace_aue" ERR
     [[ -z $_gwtrace_aurset ]] || _gwtrace_auto_trap_line "$_gwtrace_aur" RETURN
-    return 0
+    builtin return 0
   fi
   for _gwtrace_ls in "$@"; do
     _gwtrace_auto_trap_kind "$_gwtrace_ls"
@@ -317,7 +332,7 @@ _gwtrace_auto_trap_line() {
 
 # _gwtrace_auto_quote TEXT: TEXT in single quotes (as bash prints traps).
 _gwtrace_auto_quote() {
-  local _gwtrace_lq=\'
+  builtin local _gwtrace_lq=\'
   _gwtrace_ar="$_gwtrace_lq${1//$_gwtrace_lq/$_gwtrace_lq\\$_gwtrace_lq$_gwtrace_lq}$_gwtrace_lq"
 }
 
@@ -325,7 +340,7 @@ _gwtrace_auto_quote() {
 # traps (see above), and runs the script's new DEBUG trap for this command.
 _gwtrace_auto_oneshot() {
   # shellcheck disable=SC2016
-  local _gwtrace_lc='{ (( _gwtrace_arc = $?, 1 )); '
+  builtin local _gwtrace_lc='{ (( _gwtrace_arc = $?, 1 )); '
   [[ -n $_gwtrace_aueset ]] || _gwtrace_lc+='builtin trap - ERR; '
   # shellcheck disable=SC2016  # by name: a trap's text may span lines (LINENO)
   if [[ -n $_gwtrace_aurset ]]; then _gwtrace_lc+='builtin trap -- "$_gwtrace_aurx" RETURN; '; else _gwtrace_lc+='builtin trap - RETURN; '; fi
@@ -354,7 +369,7 @@ _gwtrace_auto_oneshot() {
 # were, from the trap's first line.
 _gwtrace_auto_rettext() {
   _gwtrace_aurx=$_gwtrace_aur
-  [[ -n $_gwtrace_audbg && -n $_gwtrace_aur && -z ${_gwtrace_auT-} ]] || return 0
+  [[ -n $_gwtrace_audbg && -n $_gwtrace_aur && -z ${_gwtrace_auT-} ]] || builtin return 0
   # shellcheck disable=SC2016
   _gwtrace_aurx='{ (( _gwtrace_arr = $?, 1 )); } 2>&-; if { [[ -n ${_gwtrace_auT-} || ${FUNCNAME-} == source ]] || (( ${#FUNCNAME[@]} <= _gwtrace_aurdep )); } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arr" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aur"$'\nfi'
 }
@@ -388,9 +403,9 @@ _gwtrace_auto_dbgtext() {
 # The message bash gives for a bad signal, at the script's line (that of its
 # call of `trap`, our outermost frame).
 _gwtrace_auto_trap_error() {
-  local _gwtrace_lk=1
+  builtin local _gwtrace_lk=1
   _gwtrace_atrc=1
-  [[ $1 == - ]] && return 0
+  [[ $1 == - ]] && builtin return 0
   while [[ ${FUNCNAME[_gwtrace_lk]-trap} != trap ]]; do _gwtrace_lk=$((_gwtrace_lk + 1)); done
   if [[ -n ${BASH_EXECUTION_STRING+x} && ${#FUNCNAME[@]} -le $((_gwtrace_lk + 1)) ]]; then
     builtin printf '%s: trap: %s: invalid signal specification\n' "$0" "$2" >&"$1"
@@ -401,8 +416,8 @@ _gwtrace_auto_trap_error() {
 
 # shellcheck disable=SC2064  # the script's own arguments, passed on as they are
 _gwtrace_auto_trap_builtin() {
-  local _gwtrace_lefd=$1
-  shift
+  builtin local _gwtrace_lefd="$1"
+  builtin shift
   if [[ $_gwtrace_lefd == - ]]; then
     builtin trap "$@"
   else

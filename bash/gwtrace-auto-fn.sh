@@ -22,7 +22,7 @@
   _gwtrace_ad=$(( ${#BASH_SOURCE[@]} - 1 ))  # BASH_SOURCE depth at the last slow path (note 10)
   _gwtrace_arc=0 _gwtrace_asub=''          # $? before the command; a subshell with our EXIT trap
   _gwtrace_asl=$BASH_SUBSHELL              # the subshell level the DEBUG trap saw last
-  declare -gA _gwtrace_afn=()              # the functions entered so far: name -> 1
+  builtin declare -gA _gwtrace_afn; _gwtrace_afn=()  # the functions entered so far: name -> 1
   _gwtrace_aps=0 _gwtrace_acs='' _gwtrace_ast=0  # PIPESTATUS[0] (a returned function's own status), call site, status field
   _gwtrace_asite=('') _gwtrace_accs=''     # call site per frame, of the pending command
   _gwtrace_aspend=''                       # a `source` just ran: "depth _gwtrace_ad time"
@@ -54,13 +54,13 @@ _gwtrace_auto_key
 # _gwtrace_auto_seed: a new id prefix in a new process (note 4): the random
 # digits of a kernel uuid; splitmix64 (gwtrace-auto-frames.sh) otherwise.
 _gwtrace_auto_seed() {
-  local _gwtrace_lu='' _gwtrace_lz
+  builtin local _gwtrace_lu='' _gwtrace_lz
   if [[ $_gwtrace_arngpid != "$BASHPID" ]]; then
     builtin read -r _gwtrace_lu </proc/sys/kernel/random/uuid || _gwtrace_lu=''
     _gwtrace_lz=${_gwtrace_lu:24:12}                 # the uuid's last group: 48 random bits
     if [[ ${#_gwtrace_lz} -eq 12 && $_gwtrace_lz != *[!0-9a-f]* ]]; then
       _gwtrace_apfx=${_gwtrace_lz:0:10} _gwtrace_actr=1000000 _gwtrace_arngpid=$BASHPID _gwtrace_arng=$(( 16#$_gwtrace_lz ^ (BASHPID << 48) ))
-      return 0
+      builtin return 0
     fi
   fi
   _gwtrace_auto_cold
@@ -112,13 +112,13 @@ _gwtrace_auto_exit_frames() {
 # all it had to see.
 _gwtrace_auto_subenter() {
   _gwtrace_asl=$BASH_SUBSHELL _gwtrace_dw=${BASH_COMMAND%% *}
-  [[ -n $_gwtrace_dw ]] || return 0
+  [[ -n $_gwtrace_dw ]] || builtin return 0
   if [[ -z ${_gwtrace_afn[$_gwtrace_dw]-} ]]; then
     if [[ $_gwtrace_dw == */* || $_gwtrace_dw == *=* ]] || ! builtin declare -F -- "$_gwtrace_dw" >/dev/null; then
       # not a function's call: nothing more to do if nothing else changed
-      [[ ${#BASH_SOURCE[@]} == $((_gwtrace_ad + 2)) && $_gwtrace_amode$- != *x* && $BASH_COMMAND != [sbc.][ehuo\ ]* ]] || return 0
+      [[ ${#BASH_SOURCE[@]} == $((_gwtrace_ad + 2)) && $_gwtrace_amode$- != *x* && $BASH_COMMAND != [sbc.][ehuo\ ]* ]] || builtin return 0
       _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl _gwtrace_af="$_gwtrace_ad.$_gwtrace_asl.[!sbc.]*" _gwtrace_ag="$_gwtrace_ad.$_gwtrace_asl.?[!ehuo ]*"   # _gwtrace_auto_key's
-      return 1
+      builtin return 1
     fi
   fi
   _gwtrace_asub=$BASHPID
@@ -135,8 +135,8 @@ _gwtrace_auto_dbg() {
   {                                            # nothing of ours reaches stderr
     # $? and PIPESTATUS[0] are still the script's (a second argument: the
     # trap's text kept them); our own `trap` and EXIT handlers return here
-    (( $# > 1 || (_gwtrace_arc = $?, _gwtrace_aps = PIPESTATUS), _gwtrace_abusy )) && return 0
-    (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter || return 0
+    (( $# > 1 || (_gwtrace_arc = $?, _gwtrace_aps = PIPESTATUS), _gwtrace_abusy )) && builtin return 0
+    (( BASH_SUBSHELL == _gwtrace_asl )) || _gwtrace_auto_subenter || builtin return 0
     # xtrace on, a `set` or `source` pending, the trap guarded
     # (_gwtrace_amode: x), or a command that may turn xtrace on (the fast
     # path tests the first two characters: `cut`, `chmod`, `set_var` come
@@ -156,7 +156,7 @@ _gwtrace_auto_dbg() {
     esac
     _gwtrace_af="$_gwtrace_ad.$_gwtrace_asl.[!sbc.]*" _gwtrace_ag="$_gwtrace_ad.$_gwtrace_asl.?[!ehuo ]*"   # _gwtrace_auto_key's
   } 2>&-
-  return 0
+  builtin return 0
 }
 
 # Before a `source` or a `set`.
@@ -164,7 +164,7 @@ _gwtrace_auto_dbg_post() {
   _gwtrace_auto_cold
   [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
   [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
-  return 0
+  builtin return 0
 }
 
 # One level deeper: a function entered, written out for the common case
@@ -172,7 +172,7 @@ _gwtrace_auto_dbg_post() {
 _gwtrace_auto_enter() {
   _gwtrace_dn=$(( ${#BASH_SOURCE[@]} - 2 )) _gwtrace_dw=${FUNCNAME[2]-}
   case $_gwtrace_dw in
-    source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) _gwtrace_auto_cold; _gwtrace_auto_sync "$_gwtrace_dn" 3; return 0 ;;   # the general path knows these
+    source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) _gwtrace_auto_cold; _gwtrace_auto_sync "$_gwtrace_dn" 3; builtin return 0 ;;   # the general path knows these
   esac
   if (( _gwtrace_dn == _gwtrace_ad + 1 && _gwtrace_adep[_gwtrace_an-1] < _gwtrace_dn && (_gwtrace_actr += 1) < 2000000 )) \
       && [[ $BASHPID == "$_gwtrace_aown" && ${TRACEPARENT-} == "$_gwtrace_aexp" && -n ${EPOCHREALTIME-} && -n ${TRACEPARENT+x} && ${TRACEPARENT@a} != *r* ]]; then
@@ -196,7 +196,7 @@ _gwtrace_auto_leave() {
   if [[ $BASHPID != "$_gwtrace_aown" || ${TRACEPARENT-} != "$_gwtrace_aexp" || -z ${EPOCHREALTIME-} || -z ${TRACEPARENT+x} || ${TRACEPARENT@a} == *r* ]]; then
     _gwtrace_auto_cold
     _gwtrace_auto_sync "$_gwtrace_dn" 3
-    return 0
+    builtin return 0
   fi
   _gwtrace_ast=0
   if (( _gwtrace_aps || _gwtrace_arc )); then       # a failure: _gwtrace_auto_leave_err ends the frames, noting where
@@ -235,9 +235,9 @@ fi
 _gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0 _gwtrace_dw='' _gwtrace_auT='' _gwtrace_asetpend='' _gwtrace_asetcmd=''
 [[ $- != *T* ]] || _gwtrace_auT=1
 [[ $_gwtrace_arngpid == "$BASHPID" ]] || _gwtrace_auto_seed
-set -T
+builtin set -T
 _gwtrace_adbg=$_gwtrace_audbg           # installed by gwtrace-auto.sh, last
-return 0
+builtin return 0
 
 # --- Notes (bash does not read past the `return` above) ---------------------
 # 1. Frames. Arrays indexed by frame; frame 0 is the script span. A frame with

@@ -37,7 +37,7 @@ _gwtrace_auto_id() {
 # over a state seeded from the kernel's uuid (else the clock), mixed with
 # $BASHPID, for a process whose uuid read failed or whose counter ran out.
 _gwtrace_auto_seed_mix() {
-  local _gwtrace_lu=${1//-/} _gwtrace_lz
+  builtin local _gwtrace_lu="${1//-/}" _gwtrace_lz
   if [[ $_gwtrace_arngpid != "$BASHPID" ]]; then
     if [[ ${#_gwtrace_lu} -ge 30 && $_gwtrace_lu != *[!0-9a-f]* ]]; then
       _gwtrace_arng=$(( (16#${_gwtrace_lu:0:15} << 4) ^ 16#${_gwtrace_lu:15:15} ))
@@ -59,7 +59,7 @@ _gwtrace_auto_seed_mix() {
 # returned to depth _gwtrace_dn, from the frame of the outermost of them
 # (gwtrace-auto-fn.sh's _gwtrace_auto_leave, for a non-zero status).
 _gwtrace_auto_leave_status() {
-  local _gwtrace_li=$_gwtrace_di
+  builtin local _gwtrace_li="$_gwtrace_di"
   while (( _gwtrace_li > 1 && _gwtrace_adep[_gwtrace_li-1] > _gwtrace_dn )); do _gwtrace_li=$((_gwtrace_li - 1)); done
   _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_li]}"
 }
@@ -95,7 +95,7 @@ _gwtrace_auto_dbg_pre() {
     _gwtrace_auto_dbgmode 0
   fi
   [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_auto_mode: _gwtrace_amode, x while a `set` or `source` is pending
@@ -110,7 +110,7 @@ _gwtrace_auto_mode() {
 # DEBUG trap is chained after ours: _gwtrace_audx). Not once the script's
 # own DEBUG trap has taken over (_gwtrace_audbg is then something else).
 _gwtrace_auto_dbgmode() {
-  [[ $_gwtrace_audbg == "$_gwtrace_adbg_fn" || $_gwtrace_audbg == "$_gwtrace_adbg_fnc" || $_gwtrace_audbg == "$_gwtrace_adbg_fnx" ]] || return 0
+  [[ $_gwtrace_audbg == "$_gwtrace_adbg_fn" || $_gwtrace_audbg == "$_gwtrace_adbg_fnc" || $_gwtrace_audbg == "$_gwtrace_adbg_fnx" ]] || builtin return 0
   _gwtrace_axg=$1
   _gwtrace_auto_mode
   _gwtrace_auto_ourtext
@@ -148,8 +148,8 @@ _gwtrace_auto_emit() {
 # innermost frame (or of a span the script opened itself with the library),
 # and export TRACEPARENT for the children. NAME '' keeps a frame without span.
 _gwtrace_auto_push() {
-  local _gwtrace_lname=$1 _gwtrace_ldep=$2 _gwtrace_li=$_gwtrace_an _gwtrace_lparent _gwtrace_lremote=0 _gwtrace_lspan='' _gwtrace_la _gwtrace_lline _gwtrace_lt=$'\t'
-  shift 2
+  builtin local _gwtrace_lname="$1" _gwtrace_ldep="$2" _gwtrace_li="$_gwtrace_an" _gwtrace_lparent _gwtrace_lremote=0 _gwtrace_lspan='' _gwtrace_la _gwtrace_lline _gwtrace_lt=$'\t'
+  builtin shift 2
   # (not a readonly TRACEPARENT: the script cannot have opened a span in it since)
   if [[ -n $_gwtrace_lname && ${TRACEPARENT-} != "$_gwtrace_aexp" && $_gwtrace_aexp != '(readonly)' ]] && _gwtrace_auto_adoptparent; then
     _gwtrace_acur=$_gwtrace_ar _gwtrace_aexp=$TRACEPARENT
@@ -180,8 +180,8 @@ _gwtrace_auto_push() {
 # that another process opened (we are a subshell of it) is dropped silently:
 # its owner ends it.
 _gwtrace_auto_pop() {
-  local _gwtrace_li=$((_gwtrace_an - 1)) _gwtrace_lt=$'\t' _gwtrace_lline _gwtrace_la
-  (( _gwtrace_li >= 0 )) || return 0
+  builtin local _gwtrace_li="$((_gwtrace_an - 1))" _gwtrace_lt=$'\t' _gwtrace_lline _gwtrace_la
+  (( _gwtrace_li >= 0 )) || builtin return 0
   if [[ -n ${_gwtrace_asp[_gwtrace_li]} ]]; then
     if [[ ${_gwtrace_apid[_gwtrace_li]} == "$BASHPID" ]]; then
       _gwtrace_auto_now
@@ -189,7 +189,7 @@ _gwtrace_auto_pop() {
       if [[ $# == 1 && $1 == [1-9]* && $1 != *[!0-9]* ]]; then     # a failure: where (the call site)
         _gwtrace_auto_where "${_gwtrace_asite[_gwtrace_li]-}"; _gwtrace_lline+=$_gwtrace_awh
       fi
-      shift
+      builtin shift
       for _gwtrace_la in "$@"; do _gwtrace_lline+=$_gwtrace_lt$_gwtrace_la; done
       builtin printf '%s\n' "$_gwtrace_lline" >>"$_gwtrace_alog" || :
       GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"${_gwtrace_asp[_gwtrace_li]}"}
@@ -203,8 +203,8 @@ _gwtrace_auto_pop() {
 # The script opened a span of its own with the library (TRACEPARENT is not
 # what we exported): make it the parent, into _gwtrace_ar.
 _gwtrace_auto_adoptparent() {
-  local _gwtrace_ltp=${TRACEPARENT-}
-  [[ ${#_gwtrace_ltp} -eq 55 && $_gwtrace_ltp == 00-"$_gwtrace_atr"-* ]] || return 1
+  builtin local _gwtrace_ltp="${TRACEPARENT-}"
+  [[ ${#_gwtrace_ltp} -eq 55 && $_gwtrace_ltp == 00-"$_gwtrace_atr"-* ]] || builtin return 1
   _gwtrace_ar=${_gwtrace_ltp:36:16}
   [[ $_gwtrace_ar != *[!0-9a-f]* ]]
 }
@@ -214,7 +214,7 @@ _gwtrace_auto_adoptparent() {
 # the script's innermost frame here, 2 when our caller is the trap's): frames
 # below it have returned (status: the $? the DEBUG trap saw), new ones are entered.
 _gwtrace_auto_sync() {
-  local _gwtrace_ln=$1 _gwtrace_lo=${2:-2} _gwtrace_lk _gwtrace_li _gwtrace_lname _gwtrace_ltop
+  builtin local _gwtrace_ln="$1" _gwtrace_lo="${2:-2}" _gwtrace_lk _gwtrace_li _gwtrace_lname _gwtrace_ltop
   if (( _gwtrace_an > 1 && _gwtrace_adep[_gwtrace_an-1] > _gwtrace_ln )); then
     for (( _gwtrace_li = _gwtrace_an - 1; _gwtrace_li > 1 && _gwtrace_adep[_gwtrace_li-1] > _gwtrace_ln; _gwtrace_li-- )); do :; done
     _gwtrace_auto_status "${_gwtrace_asite[_gwtrace_li]-}"    # the outermost that returns now
@@ -268,7 +268,7 @@ _gwtrace_auto_sync() {
 # the depth is then the same, the file ran nothing: its span is written there,
 # named after $_ (the file, as expanded, the last argument of `source`).
 _gwtrace_auto_src_begin() {
-  local _gwtrace_la=${BASH_COMMAND#* }
+  builtin local _gwtrace_la="${BASH_COMMAND#* }"
   _gwtrace_auto_now
   # one argument (`source $(dirname "$0")/lib.sh` is one too): $_ will be the file
   [[ $_gwtrace_la == *[[:space:]]* ]] && ! _gwtrace_auto_one_word "$_gwtrace_la" || _gwtrace_la=
@@ -281,7 +281,7 @@ _gwtrace_auto_src_begin() {
 # shows them, is one shell word: no blank outside quotes, $(...), ${...} and
 # backquotes. Only for a `source` whose arguments hold a blank.
 _gwtrace_auto_one_word() {
-  local _gwtrace_lt=$1 _gwtrace_li _gwtrace_lc _gwtrace_lq='' _gwtrace_ld=0
+  builtin local _gwtrace_lt="$1" _gwtrace_li _gwtrace_lc _gwtrace_lq='' _gwtrace_ld=0
   for (( _gwtrace_li = 0; _gwtrace_li < ${#_gwtrace_lt}; _gwtrace_li++ )); do
     _gwtrace_lc=${_gwtrace_lt:_gwtrace_li:1}
     if [[ $_gwtrace_lq == "'" ]]; then
@@ -295,21 +295,21 @@ _gwtrace_auto_one_word() {
       '$') [[ ${_gwtrace_lt:_gwtrace_li+1:1} != [\(\{] ]] || { _gwtrace_ld=$((_gwtrace_ld + 1)) _gwtrace_li=$((_gwtrace_li + 1)); } ;;
       ')'|'}') (( _gwtrace_ld == 0 )) || _gwtrace_ld=$((_gwtrace_ld - 1)) ;;
       '`') (( _gwtrace_ld == 0 )) && _gwtrace_ld=1 || _gwtrace_ld=0 ;;
-      [[:space:]]) [[ -z $_gwtrace_lq && $_gwtrace_ld -eq 0 ]] && return 1 ;;
+      [[:space:]]) [[ -z $_gwtrace_lq && $_gwtrace_ld -eq 0 ]] && builtin return 1 ;;
     esac
   done
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_auto_src_done FILE: after the command that followed a `source`.
 _gwtrace_auto_src_done() {
-  local _gwtrace_lt=$'\t' _gwtrace_lp=$_gwtrace_aspend _gwtrace_lf=$1 _gwtrace_ldep _gwtrace_lpid _gwtrace_lts
+  builtin local _gwtrace_lt=$'\t' _gwtrace_lp="$_gwtrace_aspend" _gwtrace_lf="$1" _gwtrace_ldep _gwtrace_lpid _gwtrace_lts
   _gwtrace_ldep=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* } _gwtrace_ad=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* }
   _gwtrace_lpid=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* } _gwtrace_lts=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* }
   _gwtrace_aspend=''
   _gwtrace_auto_mode
   [[ -z $_gwtrace_lp ]] || { _gwtrace_lf=${_gwtrace_lp//[\"\']/}; [[ $_gwtrace_lf != *[\$\`]* ]] || _gwtrace_lf=${_gwtrace_lf##*/}; }
-  (( ${#BASH_SOURCE[@]} - 3 == _gwtrace_ldep )) && [[ -n $_gwtrace_lf && $_gwtrace_lpid == "$BASHPID" ]] || return 0
+  (( ${#BASH_SOURCE[@]} - 3 == _gwtrace_ldep )) && [[ -n $_gwtrace_lf && $_gwtrace_lpid == "$BASHPID" ]] || builtin return 0
   _gwtrace_auto_id
   _gwtrace_auto_now
   [[ $_gwtrace_lf == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lf"; _gwtrace_lf=$_gwtrace_ar; _gwtrace_auto_id; }
@@ -324,23 +324,23 @@ _gwtrace_auto_src_done() {
 # functrace is then turned back on for our trap (the script's traps stay
 # gated as bash would gate them).
 _gwtrace_auto_functrace() {
-  [[ -z $_gwtrace_asetpend ]] || return 0
+  [[ -z $_gwtrace_asetpend ]] || builtin return 0
   _gwtrace_asetpend="$_gwtrace_ad" _gwtrace_ad=-1 _gwtrace_asetcmd=$BASH_COMMAND
   _gwtrace_auto_mode
 }
 
 # _gwtrace_auto_functrace_done LASTARG: after the `set`.
 _gwtrace_auto_functrace_done() {
-  local _gwtrace_lon=$_gwtrace_auT
+  builtin local _gwtrace_lon="$_gwtrace_auT"
   _gwtrace_ad=$_gwtrace_asetpend _gwtrace_asetpend=''
   _gwtrace_auto_mode
   if [[ $- != *T* || ( $1 == +[!+]* && $1 == *T* ) || ( $1 == functrace && $_gwtrace_asetcmd == *+o* ) ]]; then
     _gwtrace_auT=''
-    [[ $- == *T* ]] || set -T
+    [[ $- == *T* ]] || builtin set -T
   elif [[ ( $1 == -[!-]* && $1 == *T* ) || $1 == functrace ]]; then
     _gwtrace_auT=1
   fi
-  [[ $_gwtrace_lon != "$_gwtrace_auT" && -n ${_gwtrace_aurset-} ]] || return 0
+  [[ $_gwtrace_lon != "$_gwtrace_auT" && -n ${_gwtrace_aurset-} ]] || builtin return 0
   _gwtrace_auto_rettext
   builtin trap -- "$_gwtrace_aurx" RETURN
 }

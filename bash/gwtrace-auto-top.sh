@@ -13,7 +13,8 @@
 # holding a "=". The cache starts with the keywords and the words of
 # gwtrace-auto.sh's last two commands.
 # shellcheck disable=SC2016
-declare -gA _gwtrace_atw=(['[[']='=' ['((']='=' [case]='=' [for]='=' [return]='=') \
+builtin declare -gA _gwtrace_atw
+_gwtrace_atw=(['[[']='=' ['((']='=' [case]='=' [for]='=' [return]='=') \
   && _gwtrace_atop='{ case $_gwtrace_atsp-${_gwtrace_atw[${BASH_COMMAND%% *}]-${BASH_COMMAND%% *}} in -*=*) ;; *) _gwtrace_auto_top "$_";; esac;} 2>&-' \
   && _gwtrace_adbg=$_gwtrace_atop
 
@@ -22,9 +23,9 @@ declare -gA _gwtrace_atw=(['[[']='=' ['((']='=' [case]='=' [for]='=' [return]='=
 # span. $1 is the script's $_, given back.
 _gwtrace_auto_top() {
   { _gwtrace_arc=${2-$?} _gwtrace_aps=${3-${PIPESTATUS[0]}}   # still the script's: a case leaves them alone (the accelerator hands them over)
-    [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop ]] && (( ! _gwtrace_abusy )) || return 0
+    [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_atop ]] && (( ! _gwtrace_abusy )) || builtin return 0
     _gwtrace_aw=${BASH_COMMAND%% *}
-    [[ -n $_gwtrace_aw ]] || return 0
+    [[ -n $_gwtrace_aw ]] || builtin return 0
     if [[ -z ${_gwtrace_atw[$_gwtrace_aw]-} ]]; then
       _gwtrace_atw[$_gwtrace_aw]='='
       if [[ $_gwtrace_aw != *=* ]] && builtin declare -F -- "$_gwtrace_aw" >/dev/null; then
@@ -34,12 +35,12 @@ _gwtrace_auto_top() {
         esac
       fi
     fi
-    (( ${#BASH_SOURCE[@]} == 2 )) || return 0
+    (( ${#BASH_SOURCE[@]} == 2 )) || builtin return 0
     # shellcheck disable=SC2119  # no STATUS: the one the trap saw
     [[ -z $_gwtrace_atsp ]] || _gwtrace_auto_top_end
     [[ ${_gwtrace_atw[$_gwtrace_aw]} != 1 ]] || _gwtrace_auto_top_begin "$_gwtrace_aw"
   } 2>&-
-  return 0
+  builtin return 0
 }
 
 # The constant fields of this process's lines (its main process only).
@@ -52,7 +53,7 @@ _gwtrace_auto_top_begin() {
     _gwtrace_atsp=$_gwtrace_apfx${_gwtrace_actr:1}
   else
     _gwtrace_auto_top_util; _gwtrace_auto_top_uuid
-    [[ -n $_gwtrace_atsp ]] || return 0
+    [[ -n $_gwtrace_atsp ]] || builtin return 0
   fi
   _gwtrace_at=${EPOCHREALTIME-}
   [[ -n $_gwtrace_at ]] || { _gwtrace_auto_top_util; _gwtrace_auto_now; }
@@ -83,7 +84,7 @@ _gwtrace_auto_top_end() {
   builtin printf '%s\n' "gw1	E	$_gwtrace_at	$_gwtrace_atk	$_gwtrace_atsp	$_gwtrace_ast" >>"$_gwtrace_alog" || :
   GWTRACE_AUTO_OPEN=${GWTRACE_AUTO_OPEN%,"$_gwtrace_atsp"} _gwtrace_atsp=''
   if _gwtrace_auto_top_ro; then
-    return 0
+    builtin return 0
   elif [[ -n $_gwtrace_atotpset ]]; then
     builtin export TRACEPARENT="$_gwtrace_atotp"
   else
@@ -105,7 +106,7 @@ _gwtrace_auto_top_util() {
   # shellcheck source=gwtrace-auto-util.sh
   [[ -n ${_gwtrace_autil-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"
 }
-return 0
+builtin return 0
 
 # --- Notes (bash does not read past the `return` above) ---------------------
 # 1. The DEBUG trap runs here without functrace: never inside functions,

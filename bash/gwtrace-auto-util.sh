@@ -7,7 +7,7 @@
 # 10 KB: gwtrace-auto-extra.sh is read only by the shells that need it.
 
 _gwtrace_autil=1 _gwtrace_ar='' _gwtrace_at=''
-declare -gA _gwtrace_atested=()            # call site -> 1 tested by its caller, 0 not
+builtin declare -gA _gwtrace_atested; _gwtrace_atested=()  # call site -> 1 tested by its caller, 0 not
 _gwtrace_asrcf='' _gwtrace_asrc=()         # the source file read last, its lines
 _gwtrace_atestre='(^|[[:space:](])(if|elif|while|until|!)[[:space:]]'
 _gwtrace_anegre='(^|[[:space:](])![[:space:]]+$' _gwtrace_acontre='(&&|\|\||\||\\)[[:space:]]*$'
@@ -30,10 +30,10 @@ fi
 # _gwtrace_auto_now: the time as seconds.microseconds into _gwtrace_at; bash 4
 # has no EPOCHREALTIME: /proc/uptime (10 ms) plus the boot time.
 _gwtrace_auto_now() {
-  local _gwtrace_lup='' _gwtrace_lus
+  builtin local _gwtrace_lup='' _gwtrace_lus
   if [[ -n ${EPOCHREALTIME-} ]]; then
     _gwtrace_at=$EPOCHREALTIME
-    return 0
+    builtin return 0
   fi
   IFS= builtin read -r _gwtrace_lup </proc/uptime || _gwtrace_lup=''
   _gwtrace_lup=${_gwtrace_lup%% *}
@@ -86,7 +86,7 @@ _gwtrace_auto_failed_cmd() {
 _gwtrace_auto_esc() {
   _gwtrace_ar=$1
   if [[ $_gwtrace_ar == *[$'\\\t\n\r']* ]]; then
-    local _gwtrace_lbs=\\
+    builtin local _gwtrace_lbs=\\
     _gwtrace_ar=${_gwtrace_ar//"$_gwtrace_lbs"/"$_gwtrace_lbs$_gwtrace_lbs"}
     _gwtrace_ar=${_gwtrace_ar//$'\t'/"${_gwtrace_lbs}t"}
     _gwtrace_ar=${_gwtrace_ar//$'\n'/"${_gwtrace_lbs}n"}
@@ -127,13 +127,13 @@ _gwtrace_auto_status() {
   fi
   if (( _gwtrace_aps == 0 )); then
     _gwtrace_ast=0
-    return 0
+    builtin return 0
   fi
   if (( _gwtrace_arc == _gwtrace_aps )) && [[ $BASH_COMMAND != *'$?'* || $BASH_COMMAND == *_gwtrace_* ]]; then
     _gwtrace_auto_site "$1"
     if (( _gwtrace_ar == 0 )); then
       _gwtrace_ast=$_gwtrace_aps
-      return 0
+      builtin return 0
     fi
   fi
   _gwtrace_ast="ok	process.exit.code=$_gwtrace_aps	gwtrace.status.tested=true"
@@ -143,28 +143,28 @@ _gwtrace_auto_status() {
 # of NAME at LINE of FILE, into _gwtrace_ar: 0 not tested, 1 tested, 2
 # tested and negated (`! NAME`). Cached per call site.
 _gwtrace_auto_site() {
-  local _gwtrace_lsite=$1 _gwtrace_lline _gwtrace_lname _gwtrace_lfile _gwtrace_ltext _gwtrace_lpre _gwtrace_lpost _gwtrace_lprev
+  builtin local _gwtrace_lsite="$1" _gwtrace_lline _gwtrace_lname _gwtrace_lfile _gwtrace_ltext _gwtrace_lpre _gwtrace_lpost _gwtrace_lprev
   _gwtrace_ar=${_gwtrace_atested[$_gwtrace_lsite]-}
-  [[ -z $_gwtrace_ar ]] || return 0
+  [[ -z $_gwtrace_ar ]] || builtin return 0
   _gwtrace_ar=0
   _gwtrace_lline=${_gwtrace_lsite%% *} _gwtrace_lname=${_gwtrace_lsite#* } _gwtrace_lfile=${_gwtrace_lname#* } _gwtrace_lname=${_gwtrace_lname%% *}
-  [[ -n $_gwtrace_lsite && $_gwtrace_lline == [1-9]* ]] || return 0
+  [[ -n $_gwtrace_lsite && $_gwtrace_lline == [1-9]* ]] || builtin return 0
   if [[ ( -z $_gwtrace_lfile || $_gwtrace_lfile == environment ) && -n ${BASH_EXECUTION_STRING-} ]]; then
     _gwtrace_lfile=$'\n-c'                   # bash -c: its text (its functions' "file" is "environment")
   elif [[ -z $_gwtrace_lfile || ! -r $_gwtrace_lfile ]]; then
-    return 0
+    builtin return 0
   fi
   _gwtrace_atested[$_gwtrace_lsite]=0
   if [[ $_gwtrace_lfile != "$_gwtrace_asrcf" ]]; then
     if [[ $_gwtrace_lfile == $'\n-c' ]]; then
-      builtin mapfile -t _gwtrace_asrc <<<"$BASH_EXECUTION_STRING" || return 0
+      builtin mapfile -t _gwtrace_asrc <<<"$BASH_EXECUTION_STRING" || builtin return 0
     else
-      builtin mapfile -t _gwtrace_asrc <"$_gwtrace_lfile" || return 0
+      builtin mapfile -t _gwtrace_asrc <"$_gwtrace_lfile" || builtin return 0
     fi
     _gwtrace_asrcf=$_gwtrace_lfile
   fi
   _gwtrace_ltext=${_gwtrace_asrc[_gwtrace_lline-1]-} _gwtrace_lprev=${_gwtrace_asrc[_gwtrace_lline-2]-}
-  [[ $_gwtrace_ltext == *"$_gwtrace_lname"* ]] || return 0
+  [[ $_gwtrace_ltext == *"$_gwtrace_lname"* ]] || builtin return 0
   _gwtrace_lpre=${_gwtrace_ltext%%"$_gwtrace_lname"*} _gwtrace_lpost=${_gwtrace_ltext#*"$_gwtrace_lname"}
   if [[ $_gwtrace_lpre != *[![:space:]]* && $_gwtrace_lline -gt 1 && $_gwtrace_lprev =~ $_gwtrace_acontre ]]; then
     _gwtrace_lpre=$_gwtrace_lprev
@@ -191,11 +191,11 @@ _gwtrace_auto_tp() {
   if [[ -n ${TRACEPARENT+x} ]] && (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )); then
     if [[ ${TRACEPARENT@a} == *r* ]]; then
       _gwtrace_aexp='(readonly)'
-      return 0
+      builtin return 0
     fi
   elif ! builtin unset -v TRACEPARENT; then
     _gwtrace_aexp='(readonly)'
-    return 0
+    builtin return 0
   fi
   _gwtrace_aexp=$1
   if [[ -n $2 ]]; then
@@ -203,5 +203,5 @@ _gwtrace_auto_tp() {
   else
     builtin unset -v TRACEPARENT
   fi
-  return 0
+  builtin return 0
 }

@@ -23,7 +23,7 @@ _gwtrace_auto_extra() {
 
 # The end of the EXIT trap: end the spans this process opened.
 _gwtrace_auto_exit_post() {
-  [[ -n $_gwtrace_aexit ]] || return 0
+  [[ -n $_gwtrace_aexit ]] || builtin return 0
   if (( _gwtrace_alevel >= 2 )); then
     _gwtrace_auto_exit_frames "$_gwtrace_aexit"
   elif [[ $BASHPID == "$_gwtrace_amain" && -n $_gwtrace_asp0 && -z $_gwtrace_aroot ]]; then
@@ -117,7 +117,7 @@ while :; do                # once: `break` ends the set-up early (note 1)
     # functions called from the script's top level: in C where the accelerator loads (note 7)
     if [[ -n $_gwtrace_aso ]] && builtin enable -f "$_gwtrace_aso" _gwtrace_atopc; then
       # shellcheck disable=SC2016  # the trap's text
-      declare -gA _gwtrace_atw=() && _gwtrace_atl='' _gwtrace_atn='' _gwtrace_atotp='' _gwtrace_atotpset='' _gwtrace_atop='{ _gwtrace_atopc "$_"; } 2>&-' _gwtrace_atend=(_gwtrace_atopc --end) && _gwtrace_adbg=$_gwtrace_atop
+      builtin declare -gA _gwtrace_atw && _gwtrace_atw=() _gwtrace_atl='' _gwtrace_atn='' _gwtrace_atotp='' _gwtrace_atotpset='' _gwtrace_atop='{ _gwtrace_atopc "$_"; } 2>&-' _gwtrace_atend=(_gwtrace_atopc --end) && _gwtrace_adbg=$_gwtrace_atop
     else
       # shellcheck source=gwtrace-auto-top.sh
       builtin source "$_gwtrace_adir/gwtrace-auto-top.sh" || :
@@ -138,7 +138,7 @@ trap() {
 (( _gwtrace_alevel > 0 )) || builtin unset -f trap
 # Last: the DEBUG trap, so that it runs for the script's commands only.
 [[ -z $_gwtrace_adbg ]] || builtin trap -- "$_gwtrace_adbg" DEBUG
-if [[ -z ${GWTRACE_AUTO_BASH_ENV-} ]]; then return 0; fi   # $? 0 (note 6)
+if [[ -z ${GWTRACE_AUTO_BASH_ENV-} ]]; then return 0; fi   # $? 0 (note 6); before the script: no function of its yet
 } 2>&-
 
 # Only with GWTRACE_AUTO_BASH_ENV set (note 5).

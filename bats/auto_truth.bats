@@ -80,6 +80,36 @@ EOS
   assert_output "1"
 }
 
+@test "commands: a program alone in \$(...) is recorded from the parent: name, status, duration, its children's parent (issue 27 §4)" {
+  cat >"$SCRIPT" <<'EOS'
+printf 'x\nyx\n' >"$T/f"
+v=$(grep -c x "$T/f")
+n=$(date | head -1)
+w=$(grep -c nothing /dev/null 2>&1)
+u=`sleep 0.2`
+b=$(bash -c 'echo "${TRACEPARENT:0:3}"')
+f() { cat /dev/null; local z=$(uname -s); echo "$v ${#n} $w $z $b"; }
+f
+EOS
+  T=$BATS_TEST_TMPDIR auto_run commands
+  assert_success
+  assert_output "2 $(date | head -1 | wc -L) 0 $(uname -s) 00-"
+  run begins command
+  assert_output $'grep\ndate\nhead\ngrep\nsleep\nbash\ncat\nuname'
+  run awk -F'\t' '$2 == "B" && $11 == "grep" { id[$6] = 1 } $2 == "E" && id[$6] { print $7 }' "$LOG"
+  assert_output $'0\n1'
+  run span_end uname
+  assert_output "ok gwtrace.status.unknown=true"
+  # sleep's span lasts its 0.2 s
+  run awk -F'\t' '$2 == "B" && $11 == "sleep" { b = $3; id = $6 } $2 == "E" && $6 == id { print ($3 - b >= 0.15) ? "long" : "short" }' "$LOG"
+  assert_output "long"
+  # the bash in $(...) is the child of the parent's span: its TRACEPARENT
+  run awk -F'\t' '$2 == "B" && $11 == "bash" && $12 == "gwtrace.kind=command" { c = $6 } $2 == "B" && $11 == "bash -c" { p = $7 } END { print (c != "" && c == p) ? "child" : c " " p }' "$LOG"
+  assert_output "child"
+  run grep -c $'\tE\t' "$LOG"
+  (( output == $(grep -c $'\tB\t' "$LOG") ))
+}
+
 @test "functions: a tested status is OK with process.exit.code, an untested one is the error" {
   cat >"$SCRIPT" <<'EOS'
 no() { return 3; }

@@ -125,3 +125,19 @@ EOF2
     done
   done
 }
+
+@test "commands: recording a program alone in \$(...) forks nothing more than the script does (issue 27 §4)" {
+  cat >"$SCRIPT" <<'EOF'
+v=$(grep -c x /dev/null)
+n=$(date | head -1)
+u=`true`
+f() { cat /dev/null; local z=$(uname -s); }
+f
+EOF
+  count_forks
+  local plain=$FORKS
+  GWTRACE_AUTO_LEVEL=commands BASH_ENV="$GW_ROOT/bash/gwtrace-auto.sh" count_forks
+  assert_equal "$FORKS" "$plain"
+  run awk -F'\t' '$2 == "B" && $12 == "gwtrace.kind=command" { print $11 }' "$LOG"
+  assert_output $'grep\ndate\nhead\ncat\nuname'
+}

@@ -20,8 +20,8 @@ What each producer can carry (the columns of the tables below):
 | setup script's clean-up hook (heredoc in ``shim/gwtrace_setup.sh``) | none: it writes the one ``E`` line of the glidein span | none | none: its ids are written into it (the setup script's own spans are the bash library's) |
 | Python (``gwtrace.shim.context.Span``: ``gwtrace run``/``span``; the ``gwtrace span`` CLI) | any | any | yes |
 
-Where a producer is known not to conform yet, the case is marked xfail with
-the reason (the file is another change's to fix).
+Every producer conforms on every case, in a UTF-8 locale and under LC_ALL=C:
+no case is marked xfail (KNOWN_WRONG would say which, with the reason).
 """
 
 from __future__ import annotations
@@ -237,7 +237,7 @@ def _run_wrapper(shell: str, tmp_path: Path, command: List[str], **env: str) -> 
                 if found:
                     (nobash / tool).symlink_to(found)
         path = str(nobash)
-    full = clean_env(PATH=path, LC_ALL="C.UTF-8", **env)
+    full = clean_env(PATH=path, **{"LC_ALL": "C.UTF-8", **env})
     return subprocess.run([*argv, str(WRAPPER), *command], env=full, capture_output=True, timeout=60)
 
 
@@ -246,7 +246,7 @@ def _wrapper_value_ok(value: str) -> bool:
     return value != "" and not any(c in value for c in "\t\n\r\\")
 
 
-def _wrapper_rows(shell: str, tmp_path: Path, values: List[str]) -> None:
+def _wrapper_rows(shell: str, tmp_path: Path, values: List[str], **env: str) -> None:
     lines: List[bytes] = []
     wanted = []
     for i, value in enumerate(values):
@@ -255,7 +255,7 @@ def _wrapper_rows(shell: str, tmp_path: Path, values: List[str]) -> None:
         (d / "events.log").touch(mode=0o600)
         ad = d / "job.ad"
         ad.write_text(f'Owner = "{value}"\n')
-        out = _run_wrapper(shell, tmp_path, ["true"], GWTRACE_DIR=str(d), _CONDOR_JOB_AD=str(ad))
+        out = _run_wrapper(shell, tmp_path, ["true"], GWTRACE_DIR=str(d), _CONDOR_JOB_AD=str(ad), **env)
         assert out.returncode == 0 and out.stderr == b"", out.stderr
         begin = [line for line in _log_lines(d / "events.log") if line.split(b"\t")[1] == b"B"]
         assert len(begin) == 1
@@ -273,19 +273,16 @@ def test_job_wrapper_writes_the_reference_lines(tmp_path: Path, shell: str) -> N
     """Values through the job ad's Owner (htcondor.job.owner): escaping, redaction by value, cutting."""
     values = [v for v in VALUES if "\n" not in v and "\r" not in v]       # an ad line holds neither
     values += ["y" * 3990, "z" * 4100, "w" * 20000]
-    if not WRAPPER_SHELLS[shell][1]:
-        values = [v for v in values if v not in LONG_NON_ASCII]           # the next test
-    else:
-        values += LONG_NON_ASCII[-1:]
+    values = [v for v in values if v not in LONG_NON_ASCII]               # the next test
     _wrapper_rows(shell, tmp_path, values)
 
 
-@pytest.mark.parametrize("shell", [s for s, (_, with_bash) in WRAPPER_SHELLS.items() if not with_bash])
-@pytest.mark.xfail(reason="without bash, dash counts a UTF-8 value in bytes and busybox matches '?' against bytes in "
-                          "suffix patterns: a long non-ASCII job-ad value is cut (below the limit) elsewhere than "
-                          "bash cuts it", strict=True)
-def test_job_wrapper_without_bash_cuts_long_non_ascii_values_as_bash(tmp_path: Path, shell: str) -> None:
-    _wrapper_rows(shell, tmp_path, LONG_NON_ASCII)
+@pytest.mark.parametrize("shell", list(WRAPPER_SHELLS))
+@pytest.mark.parametrize("locale", ["C.UTF-8", "C"])
+def test_job_wrapper_cuts_long_non_ascii_values_as_bash(tmp_path: Path, shell: str, locale: str) -> None:
+    """dash counts a UTF-8 value in bytes, busybox matches '?' against bytes, bash
+    under LC_ALL=C counts bytes: the wrapper measures and cuts in characters itself."""
+    _wrapper_rows(shell, tmp_path, LONG_NON_ASCII, LC_ALL=locale)
 
 
 def test_the_glidein_hooks_spans_with_given_ids_are_reference_lines(tmp_path: Path) -> None:

@@ -9,12 +9,21 @@ offsets; what the lines mean is protocol.py's business.
 from __future__ import annotations
 
 import os
+import re
 from typing import List, Optional, Tuple
 
 from gwtrace.wire.events import MAX_LINE_BYTES
 
 EVENT_LOG_NAME = "events.log"
 READ_CHUNK = 4 << 20
+#: GNU bash built with its own malloc (GNU's default; distributions build
+#: --without-bash-malloc) line-buffers stdout in this many bytes
+#: (lib/sh/setlinebuf.c): its printf writes a longer line in two write(2)s,
+#: this many bytes and the rest, and another writer's line can land between.
+TORN_AT = 2016
+#: An event line's head: version, kind, time, pid, trace and span ids.
+_START = b"gw1\x09"           # an event line starts so (a reader: not a producer of lines)
+_HEAD = re.compile(rb"gw1\x09[A-Z]\t[0-9]+(?:\.[0-9]+)?\t[0-9]+\t[0-9a-f]{32}\t[0-9a-f]{16}(?:\t|$)")
 
 
 class EventLogReader:
@@ -25,6 +34,12 @@ class EventLogReader:
       reported as one oversized line, without holding it in memory.
     * A log that shrank or was replaced (other inode) restarts at offset 0,
       and the event is counted by the caller through ``resets``.
+    * A line torn by GNU bash's 2016-byte stdout buffer, with another
+      writer's line between its two writes (``TORN_AT``), is put back
+      together: the physical line is its first part followed by the other
+      line, and its rest is the next line that does not start an event. A
+      first part whose rest never came is skipped (counted with the
+      oversized lines); the lines around it are kept.
     """
 
     def __init__(self, path: str, offset: int = 0, inode: Optional[int] = None) -> None:
@@ -32,7 +47,9 @@ class EventLogReader:
         self.offset = offset
         self.inode = inode
         self.resets = 0
+        self.rejoined = 0        # torn lines put back together
         self._skipping = False   # inside an oversized line
+        self._torn: Optional[bytes] = None   # a torn line's first part, waiting for its rest
 
     def size(self) -> int:
         try:
@@ -82,6 +99,8 @@ class EventLogReader:
             for line in data[pos:last_nl].split(b"\n"):
                 if len(line) > MAX_LINE_BYTES:
                     oversized += 1
+                elif self._torn is not None or line.find(_START, TORN_AT) == TORN_AT:
+                    oversized += self._mend(line, lines)
                 else:
                     lines.append(line)
             pos = last_nl + 1
@@ -92,6 +111,24 @@ class EventLogReader:
             pos = len(data)
         self.offset += pos
         return lines, oversized
+
+    def _mend(self, line: bytes, lines: List[bytes]) -> int:
+        """One physical line while a torn line is pending, or that holds one's
+        first part: append what it holds to ``lines``; return the number of
+        parts skipped (0 or 1)."""
+        skipped = 0
+        if self._torn is not None:
+            if not line.startswith(_START):
+                lines.append(self._torn + line)    # the rest of the torn line
+                self._torn = None
+                self.rejoined += 1
+                return 0
+            self._torn, skipped = None, 1          # its rest never came
+        if (line.startswith(_START) and line.find(_START, TORN_AT) == TORN_AT
+                and _HEAD.match(line, TORN_AT) and _HEAD.match(line)):
+            self._torn, line = line[:TORN_AT], line[TORN_AT:]
+        lines.append(line)
+        return skipped
 
 
 def create_event_log(directory: str) -> str:
