@@ -147,13 +147,23 @@ _gwtrace_auto_cmd_word() {
   done
   if [[ $_gwtrace_lw == \$[A-Za-z_]* && ${_gwtrace_lw:1} != *[!A-Za-z0-9_]* ]]; then
     _gwtrace_lw=${_gwtrace_lw:1}; _gwtrace_lw=${!_gwtrace_lw-}
+    _gwtrace_auto_first_field
   elif [[ $_gwtrace_lw == \$\{[A-Za-z_]*\} && ${_gwtrace_lw:2:${#_gwtrace_lw}-3} != *[!A-Za-z0-9_]* ]]; then
     _gwtrace_lw=${_gwtrace_lw:2:${#_gwtrace_lw}-3}; _gwtrace_lw=${!_gwtrace_lw-}
+    _gwtrace_auto_first_field
   elif [[ $_gwtrace_lw == \"*\" ]]; then
     _gwtrace_lw=${_gwtrace_lw:1:${#_gwtrace_lw}-2}
   fi
   [[ $_gwtrace_lw == *[\$\`\"\'\\\(\)\<\>\|\&\;]* ]] && _gwtrace_lw=''
   _gwtrace_ar=$_gwtrace_lw
+}
+
+# _gwtrace_auto_first_field: _gwtrace_lw, an unquoted variable's value, cut to the
+# field bash runs as the command (`cmd="curl -u user:pw URL"; $cmd`): the rest
+# are its arguments, which are never recorded.
+_gwtrace_auto_first_field() {
+  _gwtrace_lw=${_gwtrace_lw#"${_gwtrace_lw%%[![:space:]]*}"}
+  _gwtrace_lw=${_gwtrace_lw%%[[:space:]]*}
 }
 
 _gwtrace_auto_cmd_begin() {

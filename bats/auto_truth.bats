@@ -43,6 +43,20 @@ EOS
   (( output == $(grep -c $'\tB\t' "$LOG") ))
 }
 
+@test "commands: a command run from an unquoted variable is named by its first field, never its arguments" {
+  cat >"$SCRIPT" <<'EOS'
+cmd="/bin/true --password=hunter2"
+$cmd >/dev/null
+c2="  /bin/echo secret-arg"
+${c2} >/dev/null
+EOS
+  auto_run commands
+  assert_success
+  run begins command
+  assert_output $'true\necho'
+  refute grep -q -e hunter2 -e secret-arg "$LOG"
+}
+
 @test "commands: the last command of a script and a command before a trap are recorded once" {
   cat >"$SCRIPT" <<'EOS'
 trap 'echo bye' EXIT
