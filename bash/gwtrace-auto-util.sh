@@ -52,21 +52,21 @@ _gwtrace_auto_now() {
 # (a command word, never its arguments). Facts the shell already has, no
 # fork; the sidecar adds the stderr's last lines (gwtrace/sidecar/failure.py).
 _gwtrace_auto_where() {
-  local _gwtrace_lline=${1%% *} _gwtrace_lname=${1#* } _gwtrace_lfile
+  builtin local _gwtrace_lline="${1%% *}" _gwtrace_lname="${1#* }" _gwtrace_lfile
   _gwtrace_lfile=${_gwtrace_lname#* } _gwtrace_lname=${_gwtrace_lname%% *} _gwtrace_awh=''
-  [[ $1 == *' '*' '* && $_gwtrace_lname != source && $_gwtrace_lname != . ]] || return 0   # a sourced file's span has its own code.file.path
+  [[ $1 == *' '*' '* && $_gwtrace_lname != source && $_gwtrace_lname != . ]] || builtin return 0   # a sourced file's span has its own code.file.path
   [[ $_gwtrace_lline == [1-9]* && $_gwtrace_lline != *[!0-9]* ]] && _gwtrace_awh+="	code.line.number=$_gwtrace_lline"
   if [[ -n $_gwtrace_lfile && $_gwtrace_lfile != environment ]]; then
     _gwtrace_auto_esc "${_gwtrace_lfile:0:1000}"; _gwtrace_awh+="	code.file.path=$_gwtrace_ar"
   fi
-  [[ -n $_gwtrace_lname ]] || return 0
+  [[ -n $_gwtrace_lname ]] || builtin return 0
   _gwtrace_auto_esc "${_gwtrace_lname:0:255}"
   if [[ ${2-} == command ]]; then
     _gwtrace_awh+="	gwtrace.failed.command=${_gwtrace_ar##*/}"
   else
     _gwtrace_awh+="	code.function.name=$_gwtrace_ar"
   fi
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_auto_failed_cmd: the command that made the shell exit (in the
@@ -75,10 +75,10 @@ _gwtrace_auto_where() {
 # Bash 5 only: before 5.0 a trap whose text holds `((` (ours) sees its own
 # command there (bash's CHANGES, 5.0-rc1 d; 4.2 tested).
 _gwtrace_auto_failed_cmd() {
-  local _gwtrace_lw=${BASH_COMMAND#"${BASH_COMMAND%%[![:space:]]*}"}
+  builtin local _gwtrace_lw="${BASH_COMMAND#"${BASH_COMMAND%%[![:space:]]*}"}"
   _gwtrace_lw=${_gwtrace_lw%%[[:space:]]*} _gwtrace_awh=''
-  (( BASH_VERSINFO[0] >= 5 )) || return 0
-  [[ -n $_gwtrace_lw && $_gwtrace_lw != *[!A-Za-z0-9_./+:@%-]* ]] || return 0
+  (( BASH_VERSINFO[0] >= 5 )) || builtin return 0
+  [[ -n $_gwtrace_lw && $_gwtrace_lw != *[!A-Za-z0-9_./+:@%-]* ]] || builtin return 0
   _gwtrace_awh="	gwtrace.failed.command=${_gwtrace_lw##*/}"
 }
 
