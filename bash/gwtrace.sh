@@ -409,7 +409,7 @@ _gwtrace_message() {
   elif [[ $_gwtrace_r == *://*@* ]]; then
     _gwtrace_userinfo "$_gwtrace_r"
   fi
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_now: the time as "seconds.microseconds" (the form of bash 5's
@@ -540,7 +540,7 @@ _gwtrace_attrs() {
 # both depend on the locale); the key is wrapped in "-" so that a word at
 # either end of it has a boundary, the value led by one.
 _gwtrace_redacts() {
-  local _gwtrace_w='[!ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789]'
+  builtin local _gwtrace_w='[!ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789]'
   case -$1- in
     *[Tt][Oo][Kk][Ee][Nn]*|*[Ss][Ee][Cc][Rr][Ee][Tt]*|*[Pp][Aa][Ss][Ss][Ww]*|*[Pp][Aa][Ss][Ss][Pp][Hh][Rr][Aa][Ss][Ee]*|\
     *[Cc][Rr][Ee][Dd][Ee][Nn][Tt][Ii][Aa][Ll]*|*[Cc][Oo][Oo][Kk][Ii][Ee]*|*[Aa][Uu][Tt][Hh][Oo][Rr][Ii][Zz]*|\
@@ -549,10 +549,10 @@ _gwtrace_redacts() {
     *[Ss][Ii][Gg][Nn][Aa][Tt][Uu][Rr][Ee]*|*[Gg][Ii][Tt][Hh][Uu][Bb]_[Pp][Aa][Tt]*|\
     *${_gwtrace_w}[Pp][Aa][Ss][Ss]$_gwtrace_w*|*${_gwtrace_w}[Pp][Ww][Dd]$_gwtrace_w*|*${_gwtrace_w}[Pp][Ww]$_gwtrace_w*|\
     *${_gwtrace_w}[Aa][Uu][Tt][Hh]$_gwtrace_w*|*${_gwtrace_w}[Kk][Ee][Yy]$_gwtrace_w*|\
-    *${_gwtrace_w}[Jj][Ww][Tt]$_gwtrace_w*) return 0 ;;
+    *${_gwtrace_w}[Jj][Ww][Tt]$_gwtrace_w*) builtin return 0 ;;
   esac
   case -$2 in
-    *[Bb][Ee][Aa][Rr][Ee][Rr][$' \t']*|*eyJ?*.?*.*|*[Gg][Ii][Tt][Hh][Uu][Bb]_[Pp][Aa][Tt]*) return 0 ;;
+    *[Bb][Ee][Aa][Rr][Ee][Rr][$' \t']*|*eyJ?*.?*.*|*[Gg][Ii][Tt][Hh][Uu][Bb]_[Pp][Aa][Tt]*) builtin return 0 ;;
     *[=:]*)
       case -$2 in
         *[Pp][Aa][Ss][Ss][Ww][Oo][Rr][Dd][=:]*|*[Pp][Aa][Ss][Ss][Ww][Dd][=:]*|*[Pp][Aa][Ss][Ss][Pp][Hh][Rr][Aa][Ss][Ee][=:]*|\
@@ -563,10 +563,10 @@ _gwtrace_redacts() {
         *[Ss][Ii][Gg][Nn][Aa][Tt][Uu][Rr][Ee][=:]*|\
         *${_gwtrace_w}[Pp][Aa][Ss][Ss][=:]*|*${_gwtrace_w}[Pp][Ww][Dd][=:]*|*${_gwtrace_w}[Pp][Ww][=:]*|\
         *${_gwtrace_w}[Aa][Uu][Tt][Hh][=:]*|*${_gwtrace_w}[Kk][Ee][Yy][=:]*|*${_gwtrace_w}[Jj][Ww][Tt][=:]*|\
-        *${_gwtrace_w}[Ss][Ii][Gg][=:]*) return 0 ;;
+        *${_gwtrace_w}[Ss][Ii][Gg][=:]*) builtin return 0 ;;
       esac ;;
   esac
-  return 1
+  builtin return 1
 }
 
 # _gwtrace_userinfo VALUE: VALUE with the credentials of every URL in it
@@ -574,7 +574,7 @@ _gwtrace_redacts() {
 # after each "://" the authority runs to the first / ? # or white space (or
 # the next "://"); all before its last "@" becomes [REDACTED].
 _gwtrace_userinfo() {
-  local _gwtrace_rest=$1 _gwtrace_p _gwtrace_h
+  builtin local _gwtrace_rest="$1" _gwtrace_p _gwtrace_h
   _gwtrace_r=${1%%://*}
   while [[ $_gwtrace_rest == *://* ]]; do
     _gwtrace_rest=${_gwtrace_rest#*://}
@@ -586,7 +586,7 @@ _gwtrace_userinfo() {
     fi
     _gwtrace_r+=://$_gwtrace_p
   done
-  return 0
+  builtin return 0
 }
 
 # _gwtrace_fit: cut the longest values in the caller's _gwtrace_f (escaped

@@ -83,12 +83,15 @@ trace_begin outer a=1
 trace_run inner_span inner true
 echo "rc=$?"
 trace_event ev k=v
-trace_attr x=y
-trace_end
+trace_attr x=y api_token=abc url=https://u:pw@h/x
+trace_run failing_span builtin false
+trace_end "failed with --password=hunter2"
 echo end
 EOF
   assert_success
   assert_output $'inner ran with 1: true\nrc=0\nend'
+  refute grep -q -e abc -e u:pw -e hunter2 "$LOG"       # the secrets rule still redacts
+  grep -q 'api_token=\[REDACTED\]' "$LOG"
   nth_event B 2
   assert_equal "${F[10]}" inner_span
   nth_event E 1
