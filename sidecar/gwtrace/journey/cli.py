@@ -14,7 +14,8 @@ from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, TextIO
 
 from .view import find_jobs, journey
-from .why import _duration, why
+from .why import why
+from ..durations import wait_duration
 from ..cli.terminal import terminal_text
 
 
@@ -43,9 +44,9 @@ def _span_line(node: Dict[str, Any]) -> str:
     attrs = node["attributes"]
     bits = [f"{k}={attrs[k]}" for k in _SHOWN if k in attrs and k != "hold.suggestion"]
     if node["open"] and node.get("elapsed_s") is not None:
-        text = f"{node['name']}  {_duration(node['elapsed_s'])} so far (open)"
+        text = f"{node['name']}  {wait_duration(node['elapsed_s'])} so far (open)"
     else:
-        text = f"{node['name']}  {_duration(node['duration_s'])}" + (" (open)" if node["open"] else "")
+        text = f"{node['name']}  {wait_duration(node['duration_s'])}" + (" (open)" if node["open"] else "")
     if node["status"] == "error":
         text += "  ERROR"
     if bits:
@@ -77,7 +78,7 @@ def render_journey(data: Dict[str, Any], out: TextIO) -> None:
     if now.get("since") is not None:
         state += f" since {_when(now['since'])}"
         if now["status"] in ("idle", "held", "running"):
-            state += f" ({_duration(now['for_s'])})"
+            state += f" ({wait_duration(now['for_s'])})"
     if now.get("exit"):
         state += "  " + ", ".join(f"exit {k} {v}" for k, v in now["exit"].items())
     out.write(f"state: {state}\n")
