@@ -7,11 +7,14 @@ or error message of what failed.
 
 from __future__ import annotations
 
+import argparse
 import pathlib
 import sqlite3
+import sys
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, TextIO
 
-from gwtrace.cli.terminal import printable
+from gwtrace.cli import COMMANDS
+from gwtrace.cli.terminal import printable, terminal_text
 from gwtrace.durations import span_duration
 
 if TYPE_CHECKING:
@@ -204,3 +207,18 @@ def show(trace_id: Optional[str], last: bool, db: Optional[str], out: TextIO, cr
     finally:
         store.close()
     return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gwtrace show", description=COMMANDS["show"])
+    p.add_argument("trace_id", nargs="?", help="trace id (32 hex digits)")
+    p.add_argument("--last", action="store_true", help="the most recent trace (default)")
+    p.add_argument("--db", help="store file (default: ${GWTRACE_HOME:-~/.local/share/gwtrace}/traces.db)")
+    p.add_argument("--critical-path", action="store_true",
+                   help="mark the critical path (what set the trace's length) and print self-time per operation")
+    return p
+
+
+def main(argv: List[str]) -> int:
+    args = build_parser().parse_args(argv)
+    return show(args.trace_id, args.last, args.db, terminal_text(sys.stdout), args.critical_path)

@@ -1,7 +1,8 @@
 """``gwtrace job ID [--why] [--format json]``: a job's journey as a tree, its current state, and why it waits.
 
 A job id that matches nothing, or a TRACEPARENT whose trace is not stored,
-is one clear line and exit 1 (the command dispatcher's error handler).
+is one clear line and exit 1 (the command dispatcher's error handler). The journey and the
+reasons are made in ``gwtrace.journey`` (``view``, ``why``); this module prints them.
 Several jobs matching a bare ``cluster.proc`` (several schedds) are listed,
 newest first, and the newest is shown.
 """
@@ -13,10 +14,11 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, TextIO
 
-from .view import find_jobs, journey
-from .why import why
-from ..durations import wait_duration
-from ..cli.terminal import terminal_text
+from gwtrace.cli.show import failure_lines
+from gwtrace.cli.terminal import printable, terminal_text
+from gwtrace.durations import wait_duration
+from gwtrace.journey.view import find_jobs, journey
+from gwtrace.journey.why import why
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -62,9 +64,6 @@ def _span_line(node: Dict[str, Any]) -> str:
 
 def _failure_lines(node: Dict[str, Any], depth: int, out: TextIO) -> None:
     """Under a failed step: where it failed and its stderr's last lines (as `gwtrace show` prints them)."""
-    from gwtrace.cli.show import failure_lines
-    from gwtrace.cli.terminal import printable
-
     for text in failure_lines(node):
         out.write("  " * (depth + 2) + printable(text) + "\n")
 

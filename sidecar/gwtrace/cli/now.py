@@ -15,6 +15,7 @@ from typing import Any, Dict, List, Optional, TextIO
 
 from gwtrace.live.health import Rule
 from gwtrace.live.now import STOPPED, now_data
+from gwtrace.cli import describe
 from gwtrace.cli.terminal import terminal_text
 from gwtrace.durations import clock_duration
 
@@ -111,8 +112,6 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO
         with TraceStore(args.store or default_store_path(), create=False) as store:
             data = now_data(store, stale_s=args.stale, rule=rule)
     except Exception as exc:  # noqa: BLE001 - cron needs a status and one line, never a traceback
-        from gwtrace.cli import describe
-
         print(f"gwtrace now: {describe(exc)}", file=err)
         return 2
     if args.format == "json":
