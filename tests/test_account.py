@@ -6,8 +6,8 @@ import sys
 import pytest
 
 import factory_gen as gen
-from gwtrace.factory.account import (NOT_COMPUTABLE, EntryTotals, clip, entries_totals, mill_range, series)
-from gwtrace.factory.account_cli import main
+from gwtrace.factory.account import (NOT_COMPUTABLE, EntryTotals, accumulate, entries_totals, mill_range, series)
+from gwtrace.cli.account import main
 from gwtrace.factory.canonical import CATEGORIES, Segment
 from gwtrace.factory.collect import collect
 
@@ -64,9 +64,11 @@ def test_groups_partition_the_whole(records):
 
 def test_a_period_counts_only_the_time_inside_it():
     seg = Segment(1000, 5000, {"goodput": 2.0, "overhead": 1.0})
-    inside = clip([seg], 2000, 3000)
-    assert [(s.start, s.end) for s in inside] == [(2000, 3000)]
-    assert clip([seg], 6000, 7000) == []
+    for (since, until), seconds in (((2000, 3000), 1000), ((6000, 7000), 0), ((None, None), 4000)):
+        cells = {}
+        accumulate(cells, "all", [seg], 100_000, since, until)
+        cell = dict(zip(CATEGORIES, cells.get(("all", 0), [0.0] * len(CATEGORIES))))
+        assert (cell["goodput"], cell["overhead"]) == (2.0 * seconds, 1.0 * seconds)
 
 
 def test_per_mille_labels_are_glideinwms_ranges():
@@ -222,7 +224,7 @@ def test_per_mille_labels_equal_glideinwms_own_getMillRange():
 def test_the_glideins_table_shows_times_as_utc_dates_and_json_keeps_epochs(factory, capsys):
     import re
 
-    from gwtrace.factory.cli import main as glideins
+    from gwtrace.cli.glideins import main as glideins
 
     assert glideins(["--factory-logs", str(factory)]) == 0
     lines = capsys.readouterr().out.splitlines()

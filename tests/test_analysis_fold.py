@@ -8,11 +8,12 @@ import pytest
 from conftest import demo_factory
 
 from gwtrace.analysis import fold as fold_mod
-from gwtrace.analysis.cli import _folded, main
+from gwtrace.analysis.report import folded
+from gwtrace.cli.analyze import main
 from gwtrace.analysis.hints import Thresholds
 from gwtrace.analysis.outliers import OutlierGroups
 from gwtrace.analysis.summary import summarize
-from gwtrace.factory import cli as factory_cli
+from gwtrace.factory import selection as factory_cli
 from gwtrace.factory.collect import collect
 from gwtrace.store import TraceStore
 
@@ -44,9 +45,9 @@ def _body(report, found, lengths):
 def test_parts_in_children_give_what_one_pass_gives(planted, cuts):
     summaries = [summarize(r.to_dict()) for r in planted]
     for by in ("entry", "site"):
-        one = _folded(_parts(summaries, []), by, Thresholds(), full=True)
+        one = folded(_parts(summaries, []), by, Thresholds(), full=True)
         assert one[1], "the planted factory has hints"
-        assert _body(*_folded(_parts(summaries, cuts), by, Thresholds(), full=True)) == _body(*one)
+        assert _body(*folded(_parts(summaries, cuts), by, Thresholds(), full=True)) == _body(*one)
     single = fold_mod.fold(_parts(summaries, []), lambda: (OutlierGroups(),))[0].found()
     assert single and fold_mod.fold(_parts(summaries, cuts), lambda: (OutlierGroups(),))[0].found() == single
 
@@ -83,7 +84,7 @@ def test_a_failing_part_is_one_error_and_leaves_no_process(planted):
         raise OSError("disk I/O error")
 
     with pytest.raises(RuntimeError, match="a part of the analysis failed: OSError: disk I/O error"):
-        _folded([lambda: iter(summaries), broken], "entry", Thresholds(), full=True)
+        folded([lambda: iter(summaries), broken], "entry", Thresholds(), full=True)
     with pytest.raises(ChildProcessError):
         os.waitpid(-1, os.WNOHANG)   # every child was reaped
 

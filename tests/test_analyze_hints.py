@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import demo_factory
-from gwtrace.analysis.cli import main
+from gwtrace.cli.analyze import main
 from gwtrace.analysis.hints import Thresholds, hints
 from gwtrace.factory.collect import collect
 

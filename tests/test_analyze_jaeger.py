@@ -18,7 +18,7 @@ from gwtrace.factory.backfill import backfill
 from gwtrace.store import TraceStore
 
 demo = demo_factory()
-SERVE = "import sys; from gwtrace.server import serve_main; sys.exit(serve_main(sys.argv[1:]))"
+SERVE = "import sys; from gwtrace.cli.serve import main; sys.exit(main(sys.argv[1:]))"
 END = 1790000000
 
 

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from conftest import demo_factory
-from gwtrace.analysis.cli import main
+from gwtrace.cli.analyze import main
 from gwtrace.analysis.outliers import compare_spec, outliers
 from gwtrace.factory.collect import collect
 
@@ -49,7 +49,7 @@ def test_a_far_but_trivial_phase_is_not_an_outlier_and_cut_rows_are_said(tmp_pat
     planted = {f"{r['cluster']}.{r['proc']}@{r['schedd']}" for r in ok[:5]}
     assert planted <= {r["glidein"] for r in hits}
     assert not planted & {r["glidein"] for r in outliers(records)}
-    from gwtrace.analysis.cli import render_outliers
+    from gwtrace.cli.analyze import render_outliers
     import io
     out = io.StringIO()
     render_outliers(hits, out, top=2, min_extra=0)

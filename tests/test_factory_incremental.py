@@ -11,7 +11,7 @@ import factory_gen as gen
 from gwtrace.cli import main
 from gwtrace.factory import backfill as backfill_mod
 from gwtrace.factory.backfill import backfill
-from gwtrace.live.cli import main as now_main
+from gwtrace.cli.now import main as now_main
 from gwtrace.store import TraceStore
 
 pytestmark = pytest.mark.skipif(not gen.samples_present(), reason="../shared/samples/glideinwms not found")

@@ -11,10 +11,9 @@ from opentelemetry.sdk.resources import Resource
 import factory_gen as gen
 from gwtrace.export.otlp import to_readable_spans
 from gwtrace.factory.canonical import CATEGORIES, job_units
-from gwtrace.factory.cli import main
+from gwtrace.cli.glideins import main
 from gwtrace.factory.collect import collect
-from gwtrace.factory.to_trace import glidein_trace_id, record_to_spans, resource_attributes, spans_to_lines
-from gwtrace.wire.events import parse_line
+from gwtrace.factory.to_trace import glidein_trace_id, record_to_spans, resource_attributes
 
 pytestmark = pytest.mark.skipif(not gen.samples_present(), reason="../shared/samples/glideinwms not found")
 
@@ -201,12 +200,10 @@ def test_spans_cover_queue_scripts_condor_and_jobs(records):
     assert [s.name for s in record_to_spans(records[2])].count("job") == 4
 
 
-def test_spans_export_and_serialize_as_event_lines(records):
+def test_spans_export(records):
     spans = record_to_spans(records[2])
     readable = to_readable_spans(spans, Resource.create(resource_attributes(records[2])))
     assert len(readable) == len(spans) and readable[0].resource.attributes["glidein.site"] == "Hephy-Vienna"
-    events = [parse_line(line.rstrip(b"\n")) for line in spans_to_lines(spans)]
-    assert [e.kind for e in events].count("B") == len(spans) == [e.kind for e in events].count("E")
 
 
 def test_gwtrace_glideins_is_a_command_of_the_real_cli(factory):

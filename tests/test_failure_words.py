@@ -236,7 +236,7 @@ def _job_store(tmp_path: Path) -> Path:
 def test_gwtrace_job_prints_where_and_the_stderr_under_the_failed_step(tmp_path: Path) -> None:
     import io
 
-    from gwtrace.journey.cli import main as job_main
+    from gwtrace.cli.job import main as job_main
 
     db = _job_store(tmp_path)
     out = io.StringIO()

@@ -9,7 +9,7 @@ import json
 import pytest
 
 from conftest import demo_factory
-from gwtrace.factory import cli as glideins_cli
+from gwtrace.cli import glideins as glideins_cli
 from gwtrace.factory.backfill import backfill
 from gwtrace.server import create_app
 from gwtrace.store import TraceStore

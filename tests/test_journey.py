@@ -32,7 +32,7 @@ def ingest(db: Path, *logs: Path, ads=(), schedd=None) -> str:
 
 def job(db: Path, *args: str, now: float = T0 + 10_000) -> dict:
     out = io.StringIO()
-    from gwtrace.journey.cli import main
+    from gwtrace.cli.job import main
 
     assert main([*args, "--store", str(db), "--format", "json", "--now", str(now)], out) == 0
     return json.loads(out.getvalue())

@@ -16,7 +16,7 @@ import journey_gen as gen
 from gwtrace.export.otlp import to_readable_spans
 from gwtrace.factory.record import GlideinRecord
 from gwtrace.factory.to_trace import glidein_trace_id, span_id
-from gwtrace.journey.cli import main as job_main
+from gwtrace.cli.job import main as job_main
 from gwtrace.journey.ingest import ingest_condor
 from gwtrace.journey.spans import run_span_id
 from gwtrace.sidecar.assembler import SpanRecord

@@ -8,7 +8,7 @@ import re
 
 import journey_gen as gen
 from gwtrace.journey import match
-from gwtrace.journey.cli import main as job_main
+from gwtrace.cli.job import main as job_main
 from gwtrace.journey.ads import read_ads
 from gwtrace.store import TraceStore
 from test_journey import DATA, T0, ingest, job

@@ -22,7 +22,7 @@ from gwtrace.sidecar.snapshot import Snapshotter, snapshot_target
 from gwtrace.sidecar.snapshot_send import SendError
 from gwtrace.store import TraceStore
 
-SERVE = "import sys; from gwtrace.server import serve_main; sys.exit(serve_main(sys.argv[1:]))"
+SERVE = "import sys; from gwtrace.cli.serve import main; sys.exit(main(sys.argv[1:]))"
 GLIDEIN = """
 trace_begin glidein
 trace_run validate.sh true

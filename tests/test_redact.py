@@ -25,7 +25,7 @@ from conftest import GWTRACE, LIB, REPO, clean_env
 
 from gwtrace.wire.events import format_event, parse_attributes, parse_line
 from gwtrace.wire.events import escape
-from gwtrace.wire.redact import REDACTED, redact_attributes, redact_value, redacts
+from gwtrace.wire.redact import REDACTED, redact_pair, redact_value, redacts
 
 JWT = "eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9.eyJzdWIiOiIxMjM0In0.c2lnbmF0dXJl"
 
@@ -120,7 +120,8 @@ def test_python_producers_redact_by_the_rule() -> None:
         parsed.append(str(dict(parse_line(line.rstrip(b"\n")).attributes)[key]))
     assert got == [escape(f"{k}={w}") for (k, _, _), w in zip(TABLE, _expected())]
     assert parsed == _expected()
-    assert redact_attributes({"token": "x", "n": 3, "site": "a"}) == {"token": REDACTED, "n": 3, "site": "a"}
+    assert [redact_pair(k, v) for k, v in (("token", "x"), ("n", 3), ("site", "a"))] == \
+        [("token", REDACTED), ("n", 3), ("site", "a")]
 
 
 def test_the_sidecar_backstop_redacts_by_the_rule() -> None:

@@ -15,7 +15,7 @@ from xml.etree import ElementTree as ET
 import pytest
 
 from conftest import demo_factory
-from gwtrace.analysis.cli import main as analyze_main
+from gwtrace.cli.analyze import main as analyze_main
 from gwtrace.analysis.percentiles import span_percentiles
 from gwtrace.analysis.plots import histogram_edges, kind_seconds
 from gwtrace.analysis.stats import phase_table, trends
@@ -237,7 +237,7 @@ def test_what_a_span_is_compared_with(name, parent, attrs, phase):
 
 
 def test_accounting_api_is_the_cli_answer_with_both_figures_labelled(client, db, capsys):
-    from gwtrace.factory.account_cli import main as account
+    from gwtrace.cli.account import main as account
 
     got = client.get("/ui/api/accounting?by=site&bucket=1d")
     assert got.status_code == 200

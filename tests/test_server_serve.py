@@ -11,9 +11,10 @@ import sys
 import pytest
 import requests
 
-from gwtrace.server.serve import is_loopback, serve_main
+from gwtrace.cli.serve import main as serve_main
+from gwtrace.server.serve import is_loopback
 
-SERVE = "import sys; from gwtrace.server import serve_main; sys.exit(serve_main(sys.argv[1:]))"
+SERVE = "import sys; from gwtrace.cli.serve import main; sys.exit(main(sys.argv[1:]))"
 
 
 class Server:

@@ -21,7 +21,8 @@ import pytest
 from conftest import GWTRACE, clean_env
 from opentelemetry.proto.trace.v1.trace_pb2 import Status
 
-from gwtrace.shim.args import UsageError, parse_run_args, parse_span_args
+from gwtrace.cli.run import UsageError, parse_run_args
+from gwtrace.cli.span import parse_span_args
 from gwtrace.shim.context import incoming_context
 
 

@@ -165,11 +165,12 @@ def test_gwtrace_run_keeps_the_commands_status_when_the_sidecar_is_interrupted(t
     """A ^C while the private sidecar flushes: `gwtrace run` still exits with the command's status."""
     script = textwrap.dedent("""
         import sys
-        from gwtrace.shim import run, sink
+        from gwtrace.shim import sink
+        from gwtrace.cli.run import main
         def stop(self):
             raise KeyboardInterrupt
         sink.Sink.stop = stop
-        sys.exit(run.run_main(sys.argv[1:]))
+        sys.exit(main(sys.argv[1:]))
     """)
     env = clean_env(TMPDIR=str(tmp_path), OTEL_EXPORTER_OTLP_TRACES_ENDPOINT="http://127.0.0.1:9/v1/traces")
     out = subprocess.run([sys.executable, "-c", script, "--", "bash", "-c", "exit 3"], env=env,

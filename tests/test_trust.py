@@ -175,7 +175,7 @@ def test_the_sidecar_refuses_an_unsafe_home_at_start(tmp_path: Path) -> None:
 
 # --- the tokenless loopback server and the Host header (DNS rebinding) ----------------------------
 
-SERVE = "import sys; from gwtrace.server import serve_main; sys.exit(serve_main(sys.argv[1:]))"
+SERVE = "import sys; from gwtrace.cli.serve import main; sys.exit(main(sys.argv[1:]))"
 
 
 class _Serve:
@@ -296,9 +296,9 @@ def _run(main, argv) -> str:
 
 
 def test_glideins_analyze_and_now_escape_worker_text_in_tables_not_in_json(tmp_path: Path) -> None:
-    from gwtrace.analysis.cli import main as analyze
-    from gwtrace.factory.cli import main as glideins
-    from gwtrace.live.cli import main as now
+    from gwtrace.cli.analyze import main as analyze
+    from gwtrace.cli.glideins import main as glideins
+    from gwtrace.cli.now import main as now
 
     db = tmp_path / "t.db"
     _hostile_store(db)
@@ -335,7 +335,7 @@ def test_job_escapes_worker_text(tmp_path: Path) -> None:
 
     import journey_gen as gen
 
-    from gwtrace.journey.cli import main as job
+    from gwtrace.cli.job import main as job
     from gwtrace.journey.ingest import ingest_condor
 
     t0 = 1_790_000_000

@@ -20,7 +20,7 @@ from typing import Callable, Dict, List, Optional, Tuple
 
 import requests
 
-SERVE = "import sys; from gwtrace.server import serve_main; sys.exit(serve_main(sys.argv[1:]))"
+SERVE = "import sys; from gwtrace.cli.serve import main; sys.exit(main(sys.argv[1:]))"
 #: the server is killed past this resident size (the test then fails): CI machines are shared
 HARD_CEILING_BYTES = 1536 << 20
 

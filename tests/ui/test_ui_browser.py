@@ -33,7 +33,7 @@ pytestmark = pytest.mark.skipif(
 HOSTILE_NAME = "<script>window.__gwtraceXss = 1</script>"
 HOSTILE_ATTR = '<img src=x onerror="window.__gwtraceXss = 2">'
 HOSTILE_EVENT = '<img src=y onerror="window.__gwtraceXss = 3">'
-SERVE = "import sys; from gwtrace.server import serve_main; sys.exit(serve_main(sys.argv[1:]))"
+SERVE = "import sys; from gwtrace.cli.serve import main; sys.exit(main(sys.argv[1:]))"
 NOW = time.time_ns()
 HOUR = 3600 * 10**9
 

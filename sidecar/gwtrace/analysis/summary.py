@@ -150,10 +150,3 @@ class Accumulator:
         for item in items:
             self.add(as_summary(item))
         return self
-
-
-def ref_of(summary: Summary) -> Dict[str, Any]:
-    """The fields ``hints.glidein_ref`` names a glidein by."""
-    cluster, proc, schedd, factory, uuid = summary[REF]
-    return {"cluster": cluster, "proc": proc, "schedd": schedd, "factory": factory, "glidein_uuid": uuid,
-            "site": summary[SITE], "entry": summary[ENTRY]}

@@ -7,32 +7,20 @@ or error message of what failed.
 
 from __future__ import annotations
 
+import argparse
 import pathlib
 import sqlite3
+import sys
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, TextIO
 
-from gwtrace.cli.terminal import printable
+from gwtrace.cli import COMMANDS
+from gwtrace.cli.terminal import printable, terminal_text
+from gwtrace.durations import span_duration
 
 if TYPE_CHECKING:
     from gwtrace.store import TraceStore
 
 STATUS_NAMES = {0: "UNSET", 1: "OK", 2: "ERROR"}
-
-
-def format_duration(ns: int) -> str:
-    if ns < 0:
-        return "?"
-    if ns < 1_000_000:
-        return f"{ns / 1000:.0f} us"
-    if ns < 1_000_000_000:
-        return f"{ns / 1e6:.1f} ms"
-    if ns < 60_000_000_000:
-        return f"{ns / 1e9:.2f} s"
-    minutes, seconds = divmod(ns / 1e9, 60)
-    if minutes < 60:
-        return f"{int(minutes)}m{seconds:04.1f}s"
-    hours, minutes = divmod(int(minutes), 60)
-    return f"{hours}h{minutes:02d}m{seconds:02.0f}s"
 
 
 #: Lines of a failure's stderr shown under its span (the span keeps up to 20).
@@ -99,11 +87,11 @@ def render_tree(spans: List[Dict[str, Any]], out: TextIO, path: Optional[Dict[st
             detail = f"  ({message})" if message else ""
         if span.get("attributes", {}).get("gwtrace.incomplete"):
             detail += "  [incomplete]"
-        duration = format_duration(span["end_ns"] - span["start_ns"])
+        duration = span_duration(span["end_ns"] - span["start_ns"])
         if path is not None:
             share = path["share"].get(span["span_id"], 0)
             star = "* " if span["span_id"] in path["on"] else "  "
-            detail += f"  [critical {format_duration(share)}]" if share else ""
+            detail += f"  [critical {span_duration(share)}]" if share else ""
             out.write(f"{star}{'  ' * depth}{span['name']}  {duration}  {status}{detail}\n")
         else:
             out.write(f"{'  ' * depth}{span['name']}  {duration}  {status}{detail}\n")
@@ -186,7 +174,7 @@ def render_self_times(spans: List[Dict[str, Any]], out: TextIO, top: int = 15) -
     out.write("\nself-time by operation (time not in child spans):\n")
     width = max((len(name) for name, _, _ in rows[:top]), default=0)
     for name, value, count in rows[:top]:
-        out.write(f"  {name.ljust(width)}  {format_duration(value):>10}  {100 * value / total:5.1f}%  {count} span(s)\n")
+        out.write(f"  {name.ljust(width)}  {span_duration(value):>10}  {100 * value / total:5.1f}%  {count} span(s)\n")
     if len(rows) > top:
         out.write(f"  ... {len(rows) - top} more operations\n")
 
@@ -219,3 +207,18 @@ def show(trace_id: Optional[str], last: bool, db: Optional[str], out: TextIO, cr
     finally:
         store.close()
     return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = argparse.ArgumentParser(prog="gwtrace show", description=COMMANDS["show"])
+    p.add_argument("trace_id", nargs="?", help="trace id (32 hex digits)")
+    p.add_argument("--last", action="store_true", help="the most recent trace (default)")
+    p.add_argument("--db", help="store file (default: ${GWTRACE_HOME:-~/.local/share/gwtrace}/traces.db)")
+    p.add_argument("--critical-path", action="store_true",
+                   help="mark the critical path (what set the trace's length) and print self-time per operation")
+    return p
+
+
+def main(argv: List[str]) -> int:
+    args = build_parser().parse_args(argv)
+    return show(args.trace_id, args.last, args.db, terminal_text(sys.stdout), args.critical_path)

@@ -48,17 +48,6 @@ def group_of(rec: GlideinRecord, by: Optional[str]) -> str:
     return str(getattr(rec, by) or "unknown")
 
 
-def clip(segs: Iterable[Segment], since: Optional[float], until: Optional[float]) -> List[Segment]:
-    """The parts of segments inside [since, until): time outside the period is not accounted in it."""
-    out = []
-    for seg in segs:
-        lo = seg.start if since is None else max(seg.start, since)
-        hi = seg.end if until is None else min(seg.end, until)
-        if hi > lo:
-            out.append(Segment(lo, hi, seg.cpu, seg.gpu))
-    return out
-
-
 def series(records: Iterable[GlideinRecord], bucket: int, by: Optional[str] = None, since: Optional[float] = None,
            until: Optional[float] = None) -> Dict[Tuple[str, int], Dict[str, float]]:
     """Canonical CPU seconds per (group, bucket start) and category (all six, plus ``total``)."""

@@ -55,7 +55,9 @@ class CondorGJob:
         return self.terminated if self.terminated is not None else self.removed
 
 
-def _apply(job: CondorGJob, kind: int, when: int, event: Any) -> None:
+def apply_event(job: CondorGJob, kind: int, when: int, exit_code: Any = None, hold: Optional[Hold] = None) -> None:
+    """One Condor-G event of ``kind`` at ``when`` into the job's life, read from a log here or replayed
+    from the store (``states.condorg_jobs``): the exit code of a termination (5), the hold of a hold (12)."""
     if kind == 0 and job.submitted is None:
         job.submitted = when
     elif kind == 27 and job.grid_submitted is None:
@@ -63,14 +65,18 @@ def _apply(job: CondorGJob, kind: int, when: int, event: Any) -> None:
     elif kind == 1:
         job.running = when
     elif kind == 5:
-        job.terminated = when
-        job.exit_code = event.get("ReturnValue")
+        job.terminated, job.exit_code = when, exit_code
     elif kind == 9:
         job.removed = when
-    elif kind == 12:
-        job.holds.append(Hold(when, str(event.get("HoldReason", "")), event.get("HoldReasonCode"),
-                              event.get("HoldReasonSubCode")))
+    elif kind == 12 and hold is not None:
+        job.holds.append(hold)
     job.last_event = when
+
+
+def _apply(job: CondorGJob, kind: int, when: int, event: Any) -> None:
+    hold = (Hold(when, str(event.get("HoldReason", "")), event.get("HoldReasonCode"), event.get("HoldReasonSubCode"))
+            if kind == 12 else None)
+    apply_event(job, kind, when, event.get("ReturnValue") if kind == 5 else None, hold)
 
 
 def read_condorg_log(path: str, jobs: Optional[Dict[Tuple[int, int], CondorGJob]] = None

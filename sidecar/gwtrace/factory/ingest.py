@@ -18,18 +18,17 @@ from __future__ import annotations
 import argparse
 import mmap
 import os
-import sys
 import time
 from contextlib import contextmanager
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, TextIO
+from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, Optional, TextIO
 
 from gwtrace.factory.forward import Forwarder, IngestError  # noqa: F401  (re-exported: tests, callers)
 from gwtrace.wire.events import ProtocolError, parse_line
 from gwtrace.store import limits
 from gwtrace.wire.blocks import SPANS_PER_BLOCK, BadBlock, Block, find_blocks
 from gwtrace.sidecar.daemon import now_us
-from gwtrace.factory.ledger import DEFAULT_LOCK_WAIT_S, LEDGER_NAME, Ledger, LedgerBusy, default_ledger
+from gwtrace.factory.ledger import Ledger, LedgerBusy, default_ledger
 
 if TYPE_CHECKING:   # the OTLP modules load when a block is decoded: a cron run over nothing new stays quick
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -302,85 +301,32 @@ def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
     return 1 if totals.problems else 0
 
 
-def _parser() -> argparse.ArgumentParser:
-    """The options of ``gwtrace ingest``: blocks in glidein output, a spool, a watch, a backfill, job logs."""
-    p = argparse.ArgumentParser(prog="gwtrace ingest",
-                                description="Forward spans shipped home in glidein .out/.err files, "
-                                            "or recover a sidecar state directory.")
-    p.add_argument("paths", nargs="*", help="glidein output files or directories of them")
-    p.add_argument("--spool", metavar="DIR", help="recover the spans of a (dead) sidecar's state directory")
-    p.add_argument("--ledger", help=f"file of digests already ingested (default ${{GWTRACE_HOME}}/{LEDGER_NAME})")
-    p.add_argument("--lock-wait", type=float, default=DEFAULT_LOCK_WAIT_S, metavar="SECONDS",
-                   help="wait this long for another ingest's hold on the ledger, then give up in one line "
-                        f"(exit 0; default {DEFAULT_LOCK_WAIT_S:g})")
-    p.add_argument("--watch", nargs="+", metavar="DIR",
-                   help="follow client log directories: ingest job.*.err/.out files as glideins complete, and "
-                        "backfill their records and the Condor-G logs' states (as --factory-logs, incrementally)")
-    p.add_argument("--no-backfill", action="store_true",
-                   help="--watch: forward shipped blocks only (no records of untraced glideins, no Condor-G states)")
-    p.add_argument("--interval", type=float, default=60.0, help="--watch: seconds between scans (default 60)")
-    p.add_argument("--settle", type=float, default=30.0,
-                   help="--watch: a file is read once unchanged for this many seconds (default 30)")
-    p.add_argument("--once", action="store_true", help="--watch: one scan, then exit (for cron)")
-    p.add_argument("--factory-logs", nargs="+", metavar="DIR",
-                   help="backfill: every glidein of these client log directories becomes a trace "
-                        "(from its .out/.err and the Condor-G logs; docs/accounting.md)")
-    p.add_argument("--condor-log", nargs="+", metavar="FILE",
-                   help="HTCondor job event logs (a user's log=, a schedd's event log, condor_activity_*.log): "
-                        "each job's journey as spans, incrementally (docs/journey.md)")
-    p.add_argument("--job-ads", nargs="+", metavar="FILE",
-                   help="with --condor-log or alone: job ads in long form (condor_q -long, history) "
-                        "for TraceParent, DESIRED_Sites, requests and the glidein that matched")
-    p.add_argument("--schedd", help="--condor-log: the schedd's name (default: the submit host's address)")
-    p.add_argument("--store", metavar="PATH", help="--condor-log: the store (default: the one `gwtrace serve` reads)")
-    return p
-
-
-def ingest_main(argv: List[str]) -> int:
-    p = _parser()
-    args = p.parse_args(argv)
-    if args.condor_log or args.job_ads:
-        if args.paths or args.spool or args.watch or args.factory_logs:
-            p.error("--condor-log/--job-ads take their files alone")
-        from gwtrace.journey.ingest import ingest_condor
-
-        return ingest_condor(args.condor_log or [], args.job_ads or [], args.schedd, args.store, sys.stderr)
-    if args.factory_logs:
-        if args.paths or args.spool or args.watch:
-            p.error("--factory-logs takes its directories alone")
-        return ingest_factory_logs(args.factory_logs, sys.stderr)
-    if args.watch:
-        if args.paths or args.spool:
-            p.error("--watch takes its directories alone")
-        try:
-            return watch(args, sys.stderr)
-        except (IngestError, OSError) as exc:
-            print(f"gwtrace: {exc}", file=sys.stderr)
-            return 1
-    if not args.paths and not args.spool:
-        p.error("give glidein output files/directories, or --spool DIR, or --watch DIR")
+def ingest_outputs(paths: List[str], spool: Optional[str], ledger_path: Optional[str], lock_wait: float,
+                   err: TextIO) -> int:
+    """``gwtrace ingest [--spool DIR] [PATH...]``: a dead sidecar's spool, then the blocks in glidein
+    output files, each said in one line on ``err``; 0 when all went, 1 when something could not."""
     from gwtrace.sidecar.control import ControlError
 
     try:
         status = 0
-        if args.spool:
-            status = ingest_spool(args.spool, sys.stderr)
-        if args.paths:
+        if spool:
+            status = ingest_spool(spool, err)
+        if paths:
             forwarder = Forwarder()
             try:
-                ledger = Ledger(Path(args.ledger) if args.ledger else default_ledger(), forwarder.destination)
-                with ledger.locked(args.lock_wait):
-                    totals, ok = ingest_files(args.paths, forwarder, ledger, sys.stderr)
+                ledger = Ledger(Path(ledger_path) if ledger_path else default_ledger(), forwarder.destination)
+                with ledger.locked(lock_wait):
+                    totals, ok = ingest_files(paths, forwarder, ledger, err)
             except LedgerBusy as exc:       # cron: say it once, fail nothing; the next run sends it
-                print(f"gwtrace: {exc}; nothing ingested this time, nothing lost", file=sys.stderr)
+                print(f"gwtrace: {exc}; nothing ingested this time, nothing lost", file=err)
                 return status
             finally:
                 forwarder.close()
             print(f"gwtrace: ingested {totals['blocks']} block(s), {totals['spans']} span(s) into "
                   f"{forwarder.destination}; {totals['already']} already ingested, {totals['bad']} corrupt, "
-                  f"{totals['failed']} not forwarded", file=sys.stderr)
+                  f"{totals['failed']} not forwarded", file=err)
             status = status or (0 if ok else 1)
         return status
     except (ControlError, IngestError, OSError) as exc:
-        print(f"gwtrace: {exc}", file=sys.stderr)
+        print(f"gwtrace: {exc}", file=err)
         return 1

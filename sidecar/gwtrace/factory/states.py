@@ -31,7 +31,7 @@ import sqlite3
 import time as clock
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
-from .condorg_log import CondorGJob, Hold
+from .condorg_log import CondorGJob, Hold, apply_event
 
 SCHEMA = """
 -- the client log directories (one per entry): their jobs' rows name them by number
@@ -162,19 +162,7 @@ def condorg_jobs(conn: sqlite3.Connection, directory: str, keys: Sequence[Key]) 
                 "SELECT time, code, reason, hold_code, hold_subcode, exit_code FROM glidein_events WHERE dir = ?"
                 " AND cluster = ? AND proc = ? ORDER BY time, seq", (number, cluster, proc)):
             job = job or CondorGJob(cluster, proc)
-            if code == 0 and job.submitted is None:
-                job.submitted = time
-            elif code == 27 and job.grid_submitted is None:
-                job.grid_submitted = time
-            elif code == 1:
-                job.running = time
-            elif code == 5:
-                job.terminated, job.exit_code = time, exit_code
-            elif code == 9:
-                job.removed = time
-            elif code == 12:
-                job.holds.append(Hold(time, reason or "", hold, sub))
-            job.last_event = time
+            apply_event(job, code, time, exit_code, Hold(time, reason or "", hold, sub) if code == 12 else None)
         if job is not None:
             out[(cluster, proc)] = job
     return out

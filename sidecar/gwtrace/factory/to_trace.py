@@ -16,7 +16,6 @@ import hashlib
 from typing import Any, Dict, List, Optional
 
 from gwtrace.sidecar.assembler import SpanRecord
-from gwtrace.wire.events import format_event
 from .record import GlideinRecord
 
 ID_DOMAIN = b"gwtrace-glidein-v1"
@@ -140,21 +139,3 @@ def record_to_spans(rec: GlideinRecord, trace_id: Optional[str] = None) -> List[
                      "condor.exit_signal": job.exit_signal, "condor.request_cpus": job.cpus,
                      "condor.preempted": job.preempted})
     return build.spans
-
-
-def spans_to_lines(spans: List[SpanRecord]) -> List[bytes]:
-    """The spans as gw1 event lines (B then E per span), in time order.
-
-    The line protocol has no "unset" status: such spans end with ``ok``
-    (the OTLP path through ``record_to_spans`` keeps them unset).
-    """
-    lines = []
-    for span in spans:
-        attrs = {k: v for k, v in span.attributes.items() if v is not None}
-        begin = format_event("B", span.start_us, span.pid, span.trace_id, span.span_id, span.parent_id or "-",
-                             "0", f"{span.flags:02x}", "-", span.name, attributes=attrs)
-        end = format_event("E", span.end_us, span.pid, span.trace_id, span.span_id,
-                           "ok" if span.status == "unset" else span.status)
-        lines.append((span.start_us, 0, begin))
-        lines.append((span.end_us, 1, end))
-    return [line for _, _, line in sorted(lines, key=lambda item: (item[0], item[1]))]

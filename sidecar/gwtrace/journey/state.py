@@ -170,10 +170,18 @@ def _back_to_idle(reason: str) -> Any:
     return handler
 
 
-def _terminated(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None:
-    _end_run(state, when, "terminated")
+def _stop(state: Dict[str, Any], when: int, pending_why: Optional[str], run_end: str) -> None:
+    """What ends with the attempt (termination, removal, a hold): a pending input transfer (noted as cut
+    short by ``pending_why``, unless None), the run, the idle wait and an unreleased hold."""
+    if pending_why is not None:
+        _drop_pending(state, when, pending_why)
+    _end_run(state, when, run_end)
     _close(state["idle"], when)
-    _close(state["holds"], when)          # a hold whose release was not logged (e.g. a cut-short 012) ends here
+    _close(state["holds"], when)
+
+
+def _terminated(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None:
+    _stop(state, when, None, "terminated")    # ends a hold whose release was not logged (a cut-short 012)
     if items.get("TerminatedNormally") is False and items.get("TerminatedBySignal") is not None:
         state["exit"] = {"signal": int(items["TerminatedBySignal"])}
     else:
@@ -183,20 +191,14 @@ def _terminated(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None
 
 
 def _aborted(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None:
-    _drop_pending(state, when, "removal")
-    _end_run(state, when, "aborted")
-    _close(state["idle"], when)
-    _close(state["holds"], when)
+    _stop(state, when, "removal", "aborted")
     state["aborted"] = str(items.get("Reason") or "")
     state["status"] = "removed"
     state["ended"] = when
 
 
 def _held(state: Dict[str, Any], when: int, items: Dict[str, Any]) -> None:
-    _drop_pending(state, when, "a hold")
-    _end_run(state, when, "held")
-    _close(state["idle"], when)
-    _close(state["holds"], when)
+    _stop(state, when, "a hold", "held")
     code, sub = items.get("HoldReasonCode"), items.get("HoldReasonSubCode")
     if not code:
         # HTCondor writes "Code N Subcode M" for every hold; the bindings give 0/0 when that line is missing

@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from . import match, table
 from .holds import explain, measured_mb
+from ..durations import wait_duration
 
 RECENT_FAILURES_S = 86400       # "failed recently": ended within the last day
 STALE_S = 7 * 86400             # a glidein record without an end, older than this, is not counted as alive
@@ -29,23 +30,6 @@ def _reason(weight: int, title: str, evidence: List[str], advice: Optional[str] 
     return {"weight": weight, "title": title, "evidence": evidence, "advice": advice}
 
 
-def _duration(seconds: Optional[float]) -> str:
-    if seconds is None:
-        return "?"
-    if 0 < seconds < 1:
-        return f"{max(1, round(seconds * 1000))} ms"      # a sub-second step is not "0 s"
-    if seconds < 10 and seconds != int(seconds):
-        return f"{seconds:.1f} s"
-    seconds = int(seconds)
-    if seconds < 120:
-        return f"{seconds} s"
-    if seconds < 7200:
-        return f"{seconds // 60} min"
-    if seconds < 172800:
-        return f"{seconds // 3600} h {seconds % 3600 // 60:02d} min"
-    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
-
-
 def when(epoch: Any, now: Optional[float] = None) -> str:
     """An epoch time for people: UTC date and time, and how long before ``now`` when given."""
     try:
@@ -54,7 +38,7 @@ def when(epoch: Any, now: Optional[float] = None) -> str:
         return str(epoch)
     text = datetime.fromtimestamp(epoch, timezone.utc).strftime("%Y-%m-%d %H:%M:%S UTC")
     if now is not None and now >= epoch:
-        text += f" ({_duration(now - epoch)} ago)"
+        text += f" ({wait_duration(now - epoch)} ago)"
     return text
 
 
@@ -79,7 +63,7 @@ def _hold_reason(state: Dict[str, Any], now: float) -> Dict[str, Any]:
     peak = measured_peak(state)
     if peak is not None and "request_memory" in advice and str(peak[0]) not in advice:
         advice += f" (its measured peak: {peak[0]} MB, from {peak[1]}: ask for more than that)"
-    evidence = [f"held for {_duration(now - start)}" + (f", hold code {code}" if code is not None else "")
+    evidence = [f"held for {wait_duration(now - start)}" + (f", hold code {code}" if code is not None else "")
                 + (f" subcode {sub}" if sub is not None else "") + f" ({what['label']}), since {when(start)}"]
     if text:
         evidence.append(f"HTCondor's reason: {text}")
@@ -120,7 +104,7 @@ def _wait_reasons(conn: Any, state: Dict[str, Any], waited: float, missing: List
             missing.append(f"no other job {words} has started yet in the store: no usual wait to compare with")
             continue
         median = statistics.median(waits)
-        evidence = [f"waiting {_duration(waited)}; median wait of {len(waits)} job(s) {words}: {_duration(median)}"]
+        evidence = [f"waiting {wait_duration(waited)}; median wait of {len(waits)} job(s) {words}: {wait_duration(median)}"]
         if waited > SLOW_FACTOR * max(median, 60):
             out.append(_reason(40, f"waiting longer than usual for jobs {words}", evidence))
         else:
@@ -266,10 +250,10 @@ def _blocking_reason(item: Dict[str, Any], where: str, peak: Optional[Tuple[int,
             advice += ", or widen DESIRED_Sites"
         return _reason(95, f"no glidein at {where} offered {asked} {unit} in the last day", evidence, advice)
     if kind == "lifetime":
-        evidence = [f"the job expects to run {_duration(item['asked'])} ({item['attr']}); the {item['count']} "
-                    f"glidein(s) alive at {where} now have at most {_duration(item['best'])} of lifetime left "
+        evidence = [f"the job expects to run {wait_duration(item['asked'])} ({item['attr']}); the {item['count']} "
+                    f"glidein(s) alive at {where} now have at most {wait_duration(item['best'])} of lifetime left "
                     "(started + GLIDEIN_Max_Walltime)"]
-        return _reason(92, f"no glidein alive at {where} has {_duration(item['asked'])} of lifetime left", evidence,
+        return _reason(92, f"no glidein alive at {where} has {wait_duration(item['asked'])} of lifetime left", evidence,
                        f"if the job is shorter, lower {item['attr']}; else split it into shorter jobs")
     evidence = [f"false on {item['false']} of the {seen}"
                 + (f", undefined on {item['undefined']} (they do not advertise what it uses)"

@@ -9,6 +9,6 @@ and moving to Jaeger or Tempo later is a change of URL.
 from __future__ import annotations
 
 from .app import create_app
-from .serve import serve_main
+from .serve import serve
 
-__all__ = ["create_app", "serve_main"]
+__all__ = ["create_app", "serve"]

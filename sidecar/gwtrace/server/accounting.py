@@ -18,9 +18,9 @@ from typing import Any, Dict, Optional
 from flask import Blueprint, Response, current_app, render_template, request
 
 from ..factory.account import BUCKETS, EntryTotals
-from ..factory.account_cli import body_of
+from ..factory.account_report import body_of
 from ..factory.canonical import CATEGORIES
-from ..factory.cli import parse_time
+from ..factory.selection import parse_time
 from ..store import TraceStore
 from .jsonutil import json_response
 

@@ -1,6 +1,6 @@
 """Analysis pages: where glidein time goes per entry or site, the ranked hints, the outliers.
 
-One code path with ``gwtrace analyze``: the JSON is ``analysis.cli.analysis_body``
+One code path with ``gwtrace analyze``: the JSON is ``analysis.report.analysis_body``
 (what ``gwtrace analyze --format json`` prints) over the records the store keeps
 (``TraceStore.glidein_records``, what the CLI reads by default), and the charts
 are drawn by the same functions as ``--plot DIR`` (``analysis/plots.py``), into
@@ -24,7 +24,7 @@ from urllib.parse import urlencode
 
 from flask import Blueprint, Response, current_app, render_template, request
 
-from ..analysis.cli import analysis_body
+from ..analysis.report import analysis_body
 from ..analysis.hints import Thresholds
 from ..analysis.outliers import MIN_EXTRA, outliers
 from ..analysis.percentiles import span_percentiles

@@ -93,6 +93,14 @@ def _read_body(environ: Dict[str, Any], max_bytes: int) -> bytes:
     return data
 
 
+def read_request(environ: Dict[str, Any], max_bytes: int) -> bytes:
+    """The request's body, inflated, never beyond ``max_bytes``: ``/v1/traces`` and the snapshots read it so."""
+    encoding = environ.get("HTTP_CONTENT_ENCODING", "").strip().lower()
+    if encoding not in _ENCODINGS:
+        raise _Refused(415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}; use gzip")
+    return _decompress(_read_body(environ, max_bytes), encoding, max_bytes)
+
+
 def _decompress(data: bytes, encoding: str, max_bytes: int) -> bytes:
     """Inflate gzip/zlib (and raw deflate) output, never beyond ``max_bytes``."""
     if encoding in ("", "identity"):
@@ -170,11 +178,8 @@ def export(environ: Dict[str, Any], store: TraceStore, max_bytes: int, budget: D
         text = f"415 unsupported media type {mimetype or '(none)'}; send {PROTOBUF} or {JSON}\n"
         return 415, [("Content-Type", "text/plain; charset=utf-8")], text.encode()
     as_json = mimetype == JSON
-    encoding = environ.get("HTTP_CONTENT_ENCODING", "").strip().lower()
     try:
-        if encoding not in _ENCODINGS:
-            raise _Refused(415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}; use gzip")
-        body = _decompress(_read_body(environ, max_bytes), encoding, max_bytes)
+        body = read_request(environ, max_bytes)
         with decoding(budget, decode_cost(body, as_json)):
             req, rejected, problems = _decode(body, as_json)
             try:
@@ -208,14 +213,18 @@ class IngestMiddleware:
     about as much per OTLP batch as decoding it.  Every other path goes to
     the app unchanged; the answers here are the app's (token check, common
     headers and a 405 for other methods included), built by the same code.
+    Another POST-only path answered so (``snapshot_http``) names its ``path`` and ``receive``.
     """
+
+    path = PATH
+    receive = staticmethod(export)
 
     def __init__(self, app: Callable[..., Iterable[bytes]], store: TraceStore, auth: BearerAuth, max_bytes: int,
                  budget: DecodeBudget):
         self.app, self.store, self.auth, self.max_bytes, self.budget = app, store, auth, max_bytes, budget
 
     def __call__(self, environ: Dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if environ.get("PATH_INFO") != PATH:
+        if environ.get("PATH_INFO") != self.path:
             return self.app(environ, start_response)
         status, headers, body = self.answer(environ)
         headers += [("Content-Length", str(len(body)))] + common_headers("")
@@ -224,9 +233,9 @@ class IngestMiddleware:
 
     def answer(self, environ: Dict[str, Any]) -> Answer:
         if not self.auth.allows(environ.get("HTTP_AUTHORIZATION", "")):
-            return self.auth.refusal(PATH, _mimetype(environ))
+            return self.auth.refusal(self.path, _mimetype(environ))
         method = environ.get("REQUEST_METHOD", "")
         if method != "POST":
-            status, headers, body = envelope_answer(405, f"{method} not allowed on {PATH}")
+            status, headers, body = envelope_answer(405, f"{method} not allowed on {self.path}")
             return status, headers + [("Allow", "POST")], body
-        return export(environ, self.store, self.max_bytes, self.budget)
+        return self.receive(environ, self.store, self.max_bytes, self.budget)

@@ -9,17 +9,15 @@ their answers leave, then closes the store.
 
 from __future__ import annotations
 
-import argparse
 import gc
 import ipaddress
 import logging
-import os
 import signal
 import socket
 import sys
 import threading
 import time
-from typing import Any, List, Optional
+from typing import Any, Optional
 
 from ..store import TraceStore, default_store_path
 from ..wire.redact import strip_userinfo_in_logs
@@ -54,50 +52,14 @@ def is_loopback(host: str) -> bool:
     return bool(infos) and all(ipaddress.ip_address(info[4][0].split("%")[0]).is_loopback for info in infos)
 
 
-def build_parser() -> argparse.ArgumentParser:
-    p = argparse.ArgumentParser(
-        prog="gwtrace serve",
-        description="Trace store with an OTLP/HTTP receiver (POST /v1/traces), the Jaeger query API "
-        "(/api, /api/v3) and a web UI, in one process.",
-        epilog=f"Binding to a non-loopback address requires {TOKEN_ENV}; clients then send "
-        f"'Authorization: Bearer <token>'.",
-    )
-    p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
-    p.add_argument("--port", type=int, default=4318, help="port (default: 4318, the OTLP/HTTP port; 0 picks one)")
-    p.add_argument("--db", help=f"store file (default: {default_store_path()})")
-    p.add_argument(
-        "--retention-days", type=float, default=None,
-        help="delete traces that ended more than this many days ago (default: keep everything)",
-    )
-    return p
-
-
-def _fail(message: str) -> int:
+def fail(message: str) -> int:
+    """One ``gwtrace serve: ...`` line; exit status 2."""
     print(f"gwtrace serve: {message}", file=sys.stderr)
     return 2
 
 
-def _usage_error(args: argparse.Namespace, token: Optional[str]) -> Optional[str]:
-    """Why these arguments cannot be served, or None."""
-    if not is_loopback(args.host) and token is None:
-        return (
-            f"refusing to listen on {args.host} without {TOKEN_ENV}: anyone on the network could read and "
-            f"write traces; set {TOKEN_ENV} or use --host 127.0.0.1"
-        )
-    if args.retention_days is not None and not args.retention_days > 0:
-        return "--retention-days must be a positive number"
-    if not 0 <= args.port <= 65535:
-        return "--port must be between 0 and 65535"
-    return None
-
-
-def serve_main(argv: List[str]) -> int:
-    """Entry point of ``gwtrace serve``; returns the exit status."""
-    args = build_parser().parse_args(argv)
-    token = os.environ.get(TOKEN_ENV) or None
-    problem = _usage_error(args, token)
-    if problem is not None:
-        return _fail(problem)
+def serve(host: str, port: int, db: Optional[str], retention_days: Optional[float], token: Optional[str]) -> int:
+    """Serve until SIGTERM/SIGINT (``gwtrace serve``, whose options ``gwtrace.cli.serve`` checks); the exit status."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="gwtrace serve: %(message)s")
         strip_userinfo_in_logs()
@@ -107,18 +69,18 @@ def serve_main(argv: List[str]) -> int:
     gc.set_threshold(50_000, 20, 20)
     bound_malloc()
     try:
-        store = TraceStore(args.db, retention_days=args.retention_days)
+        store = TraceStore(db, retention_days=retention_days)
     except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback
-        return _fail(f"cannot open the store {args.db or default_store_path()}: {exc}")
+        return fail(f"cannot open the store {db or default_store_path()}: {exc}")
 
     from .app import create_app
     from .otlp_http import DEFAULT_MAX_BODY_BYTES
 
     try:
-        server = _waitress(create_app(store, token, max_body_bytes=DEFAULT_MAX_BODY_BYTES, host=args.host), args.host, args.port)
+        server = _waitress(create_app(store, token, max_body_bytes=DEFAULT_MAX_BODY_BYTES, host=host), host, port)
     except OSError as exc:
         store.close()
-        return _fail(f"cannot listen on {args.host}:{args.port}: {exc}")
+        return fail(f"cannot listen on {host}:{port}: {exc}")
 
     stop = threading.Event()
 
@@ -128,7 +90,7 @@ def serve_main(argv: List[str]) -> int:
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     purger: Optional[threading.Thread] = None
-    if args.retention_days is not None:
+    if retention_days is not None:
         purger = threading.Thread(target=_purge_loop, args=(store, stop), name="gwtrace-retention", daemon=True)
         purger.start()
     host = server.effective_host

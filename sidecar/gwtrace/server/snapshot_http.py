@@ -19,18 +19,16 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from http import HTTPStatus
-from typing import Any, Callable, Dict, Iterable
+from typing import Any, Dict
 
 from google.rpc import code_pb2
 
 from ..store import TraceStore, limits
 from ..store.live import BadSnapshot
-from .answers import JSON, RETRY_AFTER_SECONDS, Answer, envelope_answer, rpc_status_answer
-from .auth import BearerAuth, common_headers
+from .answers import JSON, RETRY_AFTER_SECONDS, Answer, rpc_status_answer
 from .budget import DecodeBudget
 from .otlp_http import (
-    _ENCODINGS, _PROTOBUF_TYPES, _decode, _decompress, _mimetype, _read_body, _Refused, decode_cost, decoding,
+    _PROTOBUF_TYPES, IngestMiddleware, _decode, _mimetype, _Refused, decode_cost, decoding, read_request,
 )
 
 log = logging.getLogger("gwtrace.server")
@@ -45,11 +43,8 @@ def receive(environ: Dict[str, Any], store: TraceStore, max_bytes: int, budget: 
     if mimetype not in _PROTOBUF_TYPES and not as_json:
         return rpc_status_answer(415, code_pb2.INVALID_ARGUMENT, f"unsupported media type {mimetype or '(none)'}",
                                  False)
-    encoding = environ.get("HTTP_CONTENT_ENCODING", "").strip().lower()
     try:
-        if encoding not in _ENCODINGS:
-            raise _Refused(415, code_pb2.INVALID_ARGUMENT, f"unsupported Content-Encoding {encoding!r}; use gzip")
-        body = _decompress(_read_body(environ, max_bytes), encoding, max_bytes)
+        body = read_request(environ, max_bytes)
         with decoding(budget, decode_cost(body, as_json)):
             req, _, _ = _decode(body, as_json)
             known = _put(store, req)
@@ -75,23 +70,8 @@ def _put(store: TraceStore, req: Any) -> bool:
                        retry_after=RETRY_AFTER_SECONDS) from None
 
 
-class SnapshotMiddleware:
+class SnapshotMiddleware(IngestMiddleware):
     """Answers ``/v1/gwtrace/snapshot`` before Flask sees it, as ``IngestMiddleware`` does ``/v1/traces``."""
 
-    def __init__(self, app: Callable[..., Iterable[bytes]], store: TraceStore, auth: BearerAuth, max_bytes: int,
-                 budget: DecodeBudget):
-        self.app, self.store, self.auth, self.max_bytes, self.budget = app, store, auth, max_bytes, budget
-
-    def __call__(self, environ: Dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
-        if environ.get("PATH_INFO") != PATH:
-            return self.app(environ, start_response)
-        if not self.auth.allows(environ.get("HTTP_AUTHORIZATION", "")):
-            status, headers, body = self.auth.refusal(PATH, _mimetype(environ))
-        elif environ.get("REQUEST_METHOD", "") != "POST":
-            status, headers, body = envelope_answer(405, f"{environ.get('REQUEST_METHOD')} not allowed on {PATH}")
-            headers = headers + [("Allow", "POST")]
-        else:
-            status, headers, body = receive(environ, self.store, self.max_bytes, self.budget)
-        headers = headers + [("Content-Length", str(len(body)))] + common_headers("")
-        start_response(f"{status} {HTTPStatus(status).phrase}", headers)
-        return [body]
+    path = PATH
+    receive = staticmethod(receive)

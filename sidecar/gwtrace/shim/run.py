@@ -1,7 +1,7 @@
 """``gwtrace run`` and ``gwtrace span``: tracing commands that were not written for it.
 
 ``gwtrace run [--name NAME] [--level scripts|functions|commands] [--] CMD [ARGS...]``
-runs CMD as the root span of a trace and points ``BASH_ENV`` at
+(its options: ``gwtrace.cli.run``) runs CMD as the root span of a trace and points ``BASH_ENV`` at
 ``gwtrace-auto.sh``, so that every bash below it is traced without a change
 (docs/shim.md). ``gwtrace span NAME [KEY=VALUE...] -- CMD [ARGS...]`` is one
 span around one command, for shells that have no BASH_ENV (sh, dash, busybox,
@@ -18,14 +18,11 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Callable, Dict, List, Optional, Sequence, Tuple, TypeVar, Union
+from typing import Any, Callable, Dict, List, Optional, Sequence
 
-from gwtrace.shim.args import HelpRequested, UsageError, parse_run_args, parse_span_args
 from gwtrace.shim.context import Span, context_or_warn, EventLog
 from gwtrace.shim.sink import Sink
 from gwtrace.shim.supervise import ExecError, finish, run_command
-
-T = TypeVar("T")
 
 AUTO_LIB = "gwtrace-auto.sh"
 #: gwtrace-auto.sh loads the others from its own directory when needed.
@@ -86,18 +83,6 @@ def child_environment(environ: Dict[str, str], sink_env: Dict[str, str], span: S
     return env
 
 
-def _parsed(parse: Callable[[Sequence[str]], T], argv: List[str], verb: str) -> Union[T, int]:
-    """The parsed arguments, or the status to exit with: 0 after --help, 2 after a usage error."""
-    try:
-        return parse(argv)
-    except HelpRequested as exc:
-        sys.stdout.write(str(exc))
-        return 0
-    except UsageError as exc:
-        print(f"gwtrace {verb}: {exc}", file=sys.stderr)
-        return 2
-
-
 def register_stderr(directory: Optional[str], span: Span) -> Dict[str, object]:
     """Tell the sidecar in DIRECTORY where CMD's stderr goes, when it is a regular file (a
     batch job's, `2>log`): for a span that fails below ours it reads the file's last lines
@@ -135,29 +120,25 @@ def _run_in_span(span: Span, command: List[str], env: Dict[str, str], verb: str,
     return finish(outcome)
 
 
-def _prelude(parse: Callable[[Sequence[str]], T], argv: List[str],
-             verb: str) -> Tuple[Optional[int], Optional[T], Dict[str, str]]:
-    """(None, arguments, environment) to trace a command; (status, None, {}) when
-    there is nothing to trace: --help, a usage error, or tracing disabled (CMD ran plain)."""
-    args = _parsed(parse, argv, verb)
-    if isinstance(args, int):
-        return args, None, {}
+def _untraced(command: List[str], verb: str) -> Optional[int]:
+    """CMD's status when tracing is disabled (CMD ran plain); None to trace it."""
     environ = dict(os.environ)
     if _disabled(environ):
-        return _run_plain(args.command, environ, verb), None, {}   # type: ignore[attr-defined]
-    return None, args, environ
+        return _run_plain(command, environ, verb)
+    return None
 
 
-def run_main(argv: List[str]) -> int:
-    status, args, environ = _prelude(parse_run_args, argv, "run")
-    if args is None:
-        return status or 0
+def trace_run(args: Any, describe: Callable[[BaseException], str]) -> int:
+    """``gwtrace run``: CMD (``args.command``) as the root span ``args.name`` (default: its program), bash
+    below it traced at ``args.level``; CMD's status. ``describe`` words a tracing failure for its one line."""
+    status = _untraced(args.command, "run")
+    if status is not None:
+        return status
+    environ = dict(os.environ)
     sink: Optional[Sink] = None
     try:
         sink = Sink.acquire(environ)
     except Exception as exc:  # noqa: BLE001 - tracing trouble never stops the command
-        from gwtrace.cli import describe
-
         print(f"gwtrace run: tracing off: {describe(exc)}", file=sys.stderr)
     sink_env = dict(sink.env) if sink else {}
     log = EventLog.from_environ(dict(environ, **sink_env), "run") if sink else EventLog(None)
@@ -200,12 +181,13 @@ def _stop(sink: Optional["Sink"]) -> None:
               f"{sink.directory}", file=sys.stderr)
 
 
-def span_main(argv: List[str]) -> int:
-    """``gwtrace span``: needs no running sidecar (the event log is the
-    transport); with no GWTRACE_SOCKET/GWTRACE_DIR it only runs CMD."""
-    status, args, environ = _prelude(parse_span_args, argv, "span")
-    if args is None:
-        return status or 0
+def trace_span(args: Any) -> int:
+    """``gwtrace span``: the span ``args.name`` with ``args.attributes`` around ``args.command``; needs no
+    running sidecar (the event log is the transport); with no GWTRACE_SOCKET/GWTRACE_DIR it only runs CMD."""
+    status = _untraced(args.command, "span")
+    if status is not None:
+        return status
+    environ = dict(os.environ)
     log = EventLog.from_environ(environ, "span")
     attributes: Dict[str, object] = {"gwtrace.kind": "span",
                                      "process.executable.name": os.path.basename(args.command[0])}

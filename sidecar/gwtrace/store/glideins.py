@@ -89,7 +89,7 @@ CREATE TABLE IF NOT EXISTS glidein_hours (
 ROW_COLUMNS = ("trace_id", "cluster", "proc", "schedd", "factory", "site", "entry", "frontend", "submitted",
                "started", "ended", "status", "incomplete", "cpus", "memory_mb", "gpus") + CATEGORIES + ("total",)
 GROUPS = ("site", "entry", "frontend")
-#: a frontend filter matches the client name or its part before the first '.' (as ``factory.cli.select``).
+#: a frontend filter matches the client name or its part before the first '.' (as ``factory.selection.select``).
 _FRONTEND = ("({p}frontend = ? OR (instr({p}frontend, '.') > 0"
              " AND substr({p}frontend, 1, instr({p}frontend, '.') - 1) = ?))")
 

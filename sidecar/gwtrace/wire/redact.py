@@ -31,7 +31,7 @@ from __future__ import annotations
 
 import logging
 import re
-from typing import Dict, Mapping, Tuple, TypeVar
+from typing import Tuple, TypeVar
 
 REDACTED = "[REDACTED]"
 
@@ -128,11 +128,6 @@ def redact_pair(key: str, value: V) -> Tuple[str, object]:
     if isinstance(value, str):
         return key, redact_value(key, value)
     return key, value
-
-
-def redact_attributes(attributes: Mapping[str, V]) -> Dict[str, object]:
-    """A copy of ``attributes`` with every secret value replaced."""
-    return dict(redact_pair(key, value) for key, value in attributes.items())
 
 
 def hinted(text: str) -> bool:

@@ -1,9 +1,17 @@
-"""The arguments of ``gwtrace run`` and ``gwtrace span``, and their help."""
+"""``gwtrace run [--name NAME] [--level L] [--] CMD [ARGS...]``: CMD traced, with no change to its scripts.
+
+Its arguments are read by hand, not by argparse: options stop at CMD, so that CMD's own options are
+never taken for ours. ``gwtrace.shim.run`` does the tracing. ``UsageError``, ``HelpRequested`` and
+``parsed`` serve ``gwtrace span`` too.
+"""
 
 from __future__ import annotations
 
 import os
-from typing import Dict, List, NamedTuple, Optional, Sequence
+import sys
+from typing import Callable, List, NamedTuple, Optional, Sequence, TypeVar, Union
+
+from gwtrace.cli import describe
 
 LEVELS = ("scripts", "functions", "commands")
 DEFAULT_LEVEL = "functions"
@@ -37,33 +45,11 @@ stops when CMD ends; spans it could not deliver stay in its directory, and
 gwtrace run prints the `gwtrace ingest --spool DIR` command that sends them.
 GWTRACE_DISABLED=1 or OTEL_SDK_DISABLED=true: CMD runs untraced.
 """
-SPAN_USAGE = "usage: gwtrace span NAME [KEY=VALUE...] -- CMD [ARGS...]"
-SPAN_HELP = f"""{SPAN_USAGE}
-
-One span named NAME around one command, for any shell (sh, dash, busybox,
-tcsh) or language: a child of $TRACEPARENT, written to the event log of
-$GWTRACE_SOCKET/$GWTRACE_DIR (no sidecar needed to run); CMD gets the span as
-TRACEPARENT. CMD's streams, exit status and signals are its own. Attributes
-whose key or value holds a secret are written as [REDACTED] (docs/protocol.md).
-Without an event log, or with GWTRACE_DISABLED=1, CMD only runs.
-
-  -h, --help      this help (as the first argument)
-"""
-
-
 class RunArgs(NamedTuple):
     name: Optional[str]
     level: str
     command: List[str]
 
-
-class SpanArgs(NamedTuple):
-    name: str
-    attributes: Dict[str, str]
-    command: List[str]
-
-
-# --- argument parsing -------------------------------------------------------
 
 def parse_run_args(argv: Sequence[str]) -> RunArgs:
     """``[--name NAME] [--level L] [--] CMD [ARGS...]``; options stop at CMD,
@@ -98,27 +84,26 @@ def parse_run_args(argv: Sequence[str]) -> RunArgs:
     return RunArgs(name, level, args)
 
 
-def parse_span_args(argv: Sequence[str]) -> SpanArgs:
-    """``NAME [KEY=VALUE...] -- CMD [ARGS...]``: the ``--`` is required, so that
-    an attribute can never be mistaken for the command."""
-    args = list(argv)
-    usage = SPAN_USAGE
-    if args and args[0] in ("-h", "--help"):
-        raise HelpRequested(SPAN_HELP)
-    if not args:
-        raise UsageError(usage)
-    if "--" not in args:
-        raise UsageError(f"missing '--' before the command ({usage})")
-    cut = args.index("--")
-    head, command = args[:cut], args[cut + 1:]
-    if not head or not head[0].strip() or head[0].startswith("-"):
-        raise UsageError(f"a span name comes first ({usage})")
-    if not command:
-        raise UsageError(f"no command after '--' ({usage})")
-    attributes: Dict[str, str] = {}
-    for item in head[1:]:
-        key, eq, value = item.partition("=")
-        if not eq or not key:
-            raise UsageError(f"attribute {item!r} is not KEY=VALUE")
-        attributes[key] = value
-    return SpanArgs(head[0], attributes, command)
+
+T = TypeVar("T")
+
+
+def parsed(parse: Callable[[Sequence[str]], T], argv: List[str], verb: str) -> Union[T, int]:
+    """The parsed arguments, or the status to exit with: 0 after --help, 2 after a usage error."""
+    try:
+        return parse(argv)
+    except HelpRequested as exc:
+        sys.stdout.write(str(exc))
+        return 0
+    except UsageError as exc:
+        print(f"gwtrace {verb}: {exc}", file=sys.stderr)
+        return 2
+
+
+def main(argv: List[str]) -> int:
+    args = parsed(parse_run_args, argv, "run")
+    if isinstance(args, int):
+        return args
+    from gwtrace.shim.run import trace_run
+
+    return trace_run(args, describe)

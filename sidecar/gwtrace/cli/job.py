@@ -1,7 +1,8 @@
 """``gwtrace job ID [--why] [--format json]``: a job's journey as a tree, its current state, and why it waits.
 
 A job id that matches nothing, or a TRACEPARENT whose trace is not stored,
-is one clear line and exit 1 (the command dispatcher's error handler).
+is one clear line and exit 1 (the command dispatcher's error handler). The journey and the
+reasons are made in ``gwtrace.journey`` (``view``, ``why``); this module prints them.
 Several jobs matching a bare ``cluster.proc`` (several schedds) are listed,
 newest first, and the newest is shown.
 """
@@ -13,9 +14,11 @@ import time
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, TextIO
 
-from .view import find_jobs, journey
-from .why import _duration, why
-from ..cli.terminal import terminal_text
+from gwtrace.cli.show import failure_lines
+from gwtrace.cli.terminal import printable, terminal_text
+from gwtrace.durations import wait_duration
+from gwtrace.journey.view import find_jobs, journey
+from gwtrace.journey.why import why
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,9 +46,9 @@ def _span_line(node: Dict[str, Any]) -> str:
     attrs = node["attributes"]
     bits = [f"{k}={attrs[k]}" for k in _SHOWN if k in attrs and k != "hold.suggestion"]
     if node["open"] and node.get("elapsed_s") is not None:
-        text = f"{node['name']}  {_duration(node['elapsed_s'])} so far (open)"
+        text = f"{node['name']}  {wait_duration(node['elapsed_s'])} so far (open)"
     else:
-        text = f"{node['name']}  {_duration(node['duration_s'])}" + (" (open)" if node["open"] else "")
+        text = f"{node['name']}  {wait_duration(node['duration_s'])}" + (" (open)" if node["open"] else "")
     if node["status"] == "error":
         text += "  ERROR"
     if bits:
@@ -61,9 +64,6 @@ def _span_line(node: Dict[str, Any]) -> str:
 
 def _failure_lines(node: Dict[str, Any], depth: int, out: TextIO) -> None:
     """Under a failed step: where it failed and its stderr's last lines (as `gwtrace show` prints them)."""
-    from gwtrace.cli.show import failure_lines
-    from gwtrace.cli.terminal import printable
-
     for text in failure_lines(node):
         out.write("  " * (depth + 2) + printable(text) + "\n")
 
@@ -77,7 +77,7 @@ def render_journey(data: Dict[str, Any], out: TextIO) -> None:
     if now.get("since") is not None:
         state += f" since {_when(now['since'])}"
         if now["status"] in ("idle", "held", "running"):
-            state += f" ({_duration(now['for_s'])})"
+            state += f" ({wait_duration(now['for_s'])})"
     if now.get("exit"):
         state += "  " + ", ".join(f"exit {k} {v}" for k, v in now["exit"].items())
     out.write(f"state: {state}\n")

@@ -1,11 +1,12 @@
-"""``gwtrace account``: where pilot time went, in canonical hours, per time bucket.
+"""``gwtrace account``: where pilot time went, in canonical hours, per time bucket, as a table, JSON or CSV.
 
 Prints the six OSG pilot categories per bucket (and per site/entry/frontend
 with ``--by``) with a totals row, the two site-side categories as not
 computable when there is no demand data, gwtrace's own figures (core-weighted
-on both sides, ``figures.py``) and, beside them and labelled as GlideinWMS's,
+on both sides, ``factory/figures.py``) and, beside them and labelled as GlideinWMS's,
 analyze_entries' figures for the same period.  ``--plot`` draws the series as
-a stacked area with matplotlib (the ``[factory]`` extra).
+a stacked area with matplotlib (the ``[factory]`` extra). The answer is made in
+``gwtrace.factory.account_report``.
 """
 
 from __future__ import annotations
@@ -14,16 +15,14 @@ import argparse
 import csv
 import json
 import sys
-import time
-from collections import defaultdict
-from typing import Any, Dict, List, Optional, TextIO, Tuple
+from typing import Any, Dict, List, Optional, TextIO
 
-from .account import BUCKETS, DEMAND_CATEGORIES, NOT_COMPUTABLE, EntryTotals, group_of, series
-from .canonical import CATEGORIES
-from .cli import add_record_options, open_store, select
-from .collect import collect
-from .figures import TOTAL, accounting_body, category_hours
-from ..cli.terminal import terminal_text
+from gwtrace.cli.records import add_record_options, write_table
+from gwtrace.cli.terminal import terminal_text
+from gwtrace.factory.account import BUCKETS, DEMAND_CATEGORIES, NOT_COMPUTABLE
+from gwtrace.factory.account_report import from_files, from_store, plot
+from gwtrace.factory.canonical import CATEGORIES
+from gwtrace.factory.figures import TOTAL
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -35,30 +34,6 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
     parser.add_argument("--plot", metavar="FILE.svg|png", help="also draw the series (stacked area per category)")
     return parser
-
-
-def _stamp(epoch: int) -> str:
-    return time.strftime("%Y-%m-%d %H:%M", time.gmtime(epoch))
-
-
-def rows_of(data: Dict[Tuple[str, int], Dict[str, float]], by: Optional[str]) -> List[Dict[str, Any]]:
-    """One row per (group, bucket), canonical hours rounded to 0.01."""
-    rows = []
-    for (group, start), cell in data.items():
-        row: Dict[str, Any] = {"bucket": _stamp(start), "bucket_start": start}
-        if by:
-            row[by] = group
-        row.update({cat: round(cell[cat] / 3600.0, 2) for cat in CATEGORIES + ("total",)})
-        row.update(dict.fromkeys(DEMAND_CATEGORIES, NOT_COMPUTABLE))
-        rows.append(row)
-    return rows
-
-
-def body_of(data: Dict[Tuple[str, int], Dict[str, float]], gwms: Dict[str, EntryTotals], by: Optional[str],
-            extra: Optional[Dict[str, Any]] = None) -> Dict[str, Any]:
-    """The whole answer (``--format json``, the accounting page's API): series, totals, both sets of figures."""
-    hours = category_hours(((group, cell) for (group, _start), cell in data.items()), grouped=by is not None)
-    return accounting_body(rows_of(data, by), hours, gwms, extra, grouped=by is not None)
 
 
 def render(body: Dict[str, Any], fmt: str, by: Optional[str], out: TextIO) -> None:
@@ -78,7 +53,7 @@ def render(body: Dict[str, Any], fmt: str, by: Optional[str], out: TextIO) -> No
         writer.writerows(rows)
         writer.writerow({**total_row, "bucket": TOTAL, "bucket_start": ""})
         return
-    _table(out, columns, [[str(r[c]) for c in columns] for r in rows + [total_row]])
+    write_table(out, columns, [[str(r[c]) for c in columns] for r in rows + [total_row]])
     out.write(f"canonical hours (1 core + 2 GB); {', '.join(DEMAND_CATEGORIES)}: {NOT_COMPUTABLE}\n\n")
     render_figures(body, out)
 
@@ -96,7 +71,7 @@ def render_figures(body: Dict[str, Any], out: TextIO) -> None:
     """gwtrace's figures first, then GlideinWMS's, labelled, with the note on its >= 3.10.12 behaviour."""
     out.write("gwtrace figures (canonical core-hours inside the period, cores and memory counted on both sides; "
               "efficiency = jobs/pilot):\n")
-    _table(out, ["group"] + [label for _, label in OWN],
+    write_table(out, ["group"] + [label for _, label in OWN],
            [[group] + [_cell(f[key]) for key, _ in OWN] for group, f in body["figures"].items()])
     gwms = body["glideinwms"]
     out.write("\nGlideinWMS's analyze_entries figures, as GlideinWMS computes them (glideins that ended in the "
@@ -104,7 +79,7 @@ def render_figures(body: Dict[str, Any], out: TextIO) -> None:
     if not gwms["groups"]:
         out.write("  none: no glidein ended in the period\n")
         return
-    _table(out, ["group"] + [label for _, label in GWMS],
+    write_table(out, ["group"] + [label for _, label in GWMS],
            [[group] + [_cell(t[key]) for key, _ in GWMS] for group, t in gwms["groups"].items()])
     if gwms["note"]:
         out.write(f"note: {gwms['note']}\n")
@@ -114,54 +89,6 @@ def _cell(value: Any) -> str:
     if value is None:
         return "-"
     return str(value)
-
-
-def _table(out: TextIO, head: List[str], body: List[List[str]]) -> None:
-    cells = [head] + body
-    widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
-    for line in cells:
-        out.write("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() + "\n")
-
-
-def plot(rows: List[Dict[str, Any]], path: str, title: str, width: int) -> None:
-    """A stacked area per category over time (all groups summed), SVG or PNG by the file's suffix."""
-    from .account_plot import stacked_area  # matplotlib is imported only when a picture is asked for
-
-    stacked_area(rows, path, title, width)
-
-
-def from_files(args: argparse.Namespace) -> Tuple[Dict[str, Any], List[Dict[str, Any]], List[str]]:
-    """The answer straight from a factory's files (and the series rows, for the picture)."""
-    found = collect(args.factory_logs)
-    records = select(found.records, args)
-    data = series(records, BUCKETS[args.bucket], args.by, args.since, args.until)
-    gwms: Dict[str, EntryTotals] = defaultdict(EntryTotals)
-    for rec in _ended_in(records, args.since, args.until):
-        gwms[group_of(rec, args.by)].add(rec.gwms)
-    body = body_of(data, gwms, args.by)
-    return body, body["series"], found.errors + found.skipped
-
-
-def _ended_in(records: Any, since: Optional[float], until: Optional[float]) -> Any:
-    """The records analyze_entries counts: ended in [since, until), with GlideinWMS's figures."""
-    for rec in records:
-        end = rec.ended
-        if end is not None and ((since is not None and end < since) or (until is not None and end >= until)):
-            continue
-        if rec.gwms:
-            yield rec
-
-
-def from_store(args: argparse.Namespace) -> Tuple[Dict[str, Any], List[Dict[str, Any]], List[str]]:
-    """The answer from the store's records: SQLite sums the hourly cells kept at ingest."""
-    filters = {"site": args.site, "entry": args.entry, "frontend": args.frontend}
-    with open_store(args) as store:
-        data = store.glidein_series(BUCKETS[args.bucket], args.by, args.since, args.until, **filters)
-        groups: Dict[str, EntryTotals] = defaultdict(EntryTotals)
-        for name, figures in store.glidein_gwms(args.by, args.since, args.until, **filters):
-            groups[name].add(figures)
-    body = body_of(data, groups, args.by)
-    return body, body["series"], []
 
 
 def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:

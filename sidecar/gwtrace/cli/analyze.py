@@ -2,7 +2,8 @@
 
 Records come from the store (``gwtrace ingest --factory-logs`` fills it) or
 straight from a factory's client log directories (``--factory-logs``), as for
-``gwtrace glideins``; the filters mean what they mean there.
+``gwtrace glideins``; the filters mean what they mean there. The analysis is
+``gwtrace.analysis.report``; this module reads the options and prints.
 """
 
 from __future__ import annotations
@@ -10,15 +11,16 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any, Dict, Iterable, List, Optional, TextIO, Tuple
+from typing import Any, Dict, List, Optional, TextIO
 
+from gwtrace.analysis.fold import default_workers, fold
+from gwtrace.analysis.hints import SHORT_UNITS, UNITS, Hint, Thresholds
+from gwtrace.analysis.outliers import MIN_EXTRA, MIN_N, THRESHOLD, OutlierGroups, compare_spec
+from gwtrace.analysis.report import folded
+from gwtrace.cli.records import add_record_options, write_table
+from gwtrace.cli.terminal import terminal_text
+from gwtrace.factory.selection import load_summaries, summary_parts
 from gwtrace.gcpause import gc_paused
-from gwtrace.factory.cli import add_record_options, load_summaries, summary_parts
-from .fold import Part, default_workers, fold
-from .hints import SHORT_UNITS, UNITS, Hint, HintInputs, Thresholds, ranked
-from .outliers import MIN_EXTRA, MIN_N, THRESHOLD, OutlierGroups, compare_spec
-from .stats import PhaseCells, ScriptCells, TrendCells
-from ..cli.terminal import terminal_text
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -45,13 +47,6 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def _table(out: TextIO, head: List[str], body: List[List[str]]) -> None:
-    cells = [head] + body
-    widths = [max(len(r[i]) for r in cells) for i in range(len(head))]
-    for line in cells:
-        out.write("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() + "\n")
-
-
 def _minutes(seconds: Optional[float]) -> str:
     return "-" if seconds is None else f"{seconds / 60:.1f}"
 
@@ -59,14 +54,14 @@ def _minutes(seconds: Optional[float]) -> str:
 def render_report(report: Dict[str, Any], by: str, out: TextIO) -> None:
     """The phases, the failing scripts and the flagged sites, as text (minutes)."""
     out.write(f"phases per {by} (minutes per glidein; canonical hours in total, none for time in queues):\n")
-    _table(out, [by, "phase", "glideins", "failed", "p50", "p90", "p99", "canon_h"],
+    write_table(out, [by, "phase", "glideins", "failed", "p50", "p90", "p99", "canon_h"],
            [[r[by], r["phase"], str(r["glideins"]), str(r["failed"]), _minutes(r["p50_s"]), _minutes(r["p90_s"]),
              _minutes(r["p99_s"]), "-" if r["canonical_hours"] is None else str(r["canonical_hours"])]
             for r in report["phases"]])
     failing = [r for r in report["scripts"] if r["failed"]]
     out.write("\nfailing scripts by site:\n" if failing else "\nfailing scripts: none\n")
     if failing:
-        _table(out, ["script", "site", "runs", "failed", "rate", "most common message"],
+        write_table(out, ["script", "site", "runs", "failed", "rate", "most common message"],
                [[r["script"], r["site"], str(r["runs"]), str(r["failed"]), f"{r['failure_rate']:.0%}",
                  f"{r['messages'][0]['message'][:60]} ({r['messages'][0]['count']})"] for r in failing])
     worse = [t for t in report["trends"] if t["worse"]]
@@ -100,7 +95,7 @@ def render_outliers(found: List[Dict[str, Any]], out: TextIO, top: int = 30, min
               + (f"; {len(shown)} of {len(found)} shown (--top)" if len(shown) < len(found) else "") + "\n")
     if not shown:
         return
-    _table(out, ["glidein", "entry", "phase", "minutes", "entry median", "extra", "score", "trace"],
+    write_table(out, ["glidein", "entry", "phase", "minutes", "entry median", "extra", "score", "trace"],
            [[r["glidein"], str(r["entry"]), r["phase"], _minutes(r["seconds"]), _minutes(r["median_seconds"]),
              _minutes(r["extra_seconds"]), str(r["score"]), r["trace_id"]] for r in shown])
 
@@ -108,21 +103,9 @@ def render_outliers(found: List[Dict[str, Any]], out: TextIO, top: int = 30, min
 def render_compare(label: Optional[str], rows: List[Dict[str, Any]], out: TextIO) -> None:
     """Each over-represented value with its share in the selection and in the rest."""
     out.write(f"over-represented in {label} (share in them / share in the rest):\n")
-    _table(out, ["attribute", "value", "selection", "rest", "difference"],
+    write_table(out, ["attribute", "value", "selection", "rest", "difference"],
            [[r["attribute"], r["value"], f"{r['selection_share']:.0%}", f"{r['baseline_share']:.0%}",
              f"{r['difference']:+.0%}"] for r in rows])
-
-
-def report_of(items: Iterable[Any], by: str = "entry") -> Dict[str, Any]:
-    """The phases per ``by`` group, the scripts by site and the trends per site and day (records or summaries)."""
-    return _one_pass(items, by, Thresholds(), full=True)[0]
-
-
-def analysis_body(items: Iterable[Any], by: str = "entry", thresholds: Optional[Thresholds] = None,
-                  hints_only: bool = False) -> Dict[str, Any]:
-    """What ``gwtrace analyze [--hints] --format json`` prints: the one code path the web pages use too."""
-    report, found, _ = _one_pass(items, by, thresholds or Thresholds(), full=not hints_only)
-    return {**report, "hints": [h.to_dict() for h in found]}
 
 
 def _emit(fmt: str, body: Dict[str, Any], stdout: TextIO, text: Any, errors: List[str], stderr: TextIO) -> int:
@@ -166,9 +149,9 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
             found = fold(parts, lambda: (OutlierGroups(),))[0].found(min_extra=args.min_extra)
         return _emit(args.format, {"outliers": found, "min_extra_s": args.min_extra}, stdout,
                      lambda: render_outliers(found, stdout, args.top, args.min_extra), errors, stderr)
-    report, ranked, lengths = _folded(parts, args.by, thresholds, full=not args.hints or bool(args.plot))
+    report, ranked, lengths = folded(parts, args.by, thresholds, full=not args.hints or bool(args.plot))
     if args.plot:
-        from .plots import plot_all
+        from gwtrace.analysis.plots import plot_all
 
         for path in plot_all({**report, "lengths": lengths}, args.plot, args.plot_format):
             stderr.write(f"gwtrace analyze: wrote {path}\n")
@@ -186,22 +169,3 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
     return 1 if errors else 0
 
 
-def _one_pass(items: Iterable[Any], by: str, thresholds: Thresholds, full: bool
-              ) -> Tuple[Dict[str, Any], List[Hint], Dict[str, Any]]:
-    """The report (when ``full``), the ranked hints and the phase lengths, in one pass over the glideins
-    (summaries, or records summarised on the way)."""
-    return _folded([lambda: items], by, thresholds, full)
-
-
-def _folded(parts: List[Part], by: str, thresholds: Thresholds, full: bool
-            ) -> Tuple[Dict[str, Any], List[Hint], Dict[str, Any]]:
-    """``_one_pass`` over the parts of a period, read side by side (``fold``) and merged in order."""
-    with gc_paused():
-        accs = fold(parts, lambda: (HintInputs(), PhaseCells(by), ScriptCells(), TrendCells()) if full
-                    else (HintInputs(),))
-    inputs = accs[0]
-    if not full:
-        return {}, ranked(inputs, thresholds), {}
-    _, phase_cells, script_cells, trend_cells = accs
-    report = {"phases": phase_cells.rows(), "scripts": script_cells.rows(), "trends": trend_cells.rows()}
-    return report, ranked(inputs, thresholds), phase_cells.lengths()

@@ -1,27 +1,18 @@
-"""``gwtrace glideins``: one line (or JSON object) per glidein, from the store or factory files.
+"""Which glidein records a command reads, and from where: what every command over records shares.
 
-Also the home of what every command over records shares: the options that
-say where records come from and which are kept (``add_record_options``),
-and reading them (``load_records``): from the store that
-``gwtrace ingest --factory-logs`` fills, or straight from a factory's files.
+The filters (``--since``, ``--until``, ``--site``, ``--entry``, ``--frontend``; their options are
+``gwtrace.cli.records``) and the sources: the store that ``gwtrace ingest --factory-logs`` fills, a
+factory's files (``--factory-logs``) or a Jaeger query API (``--source``). ``load_records`` gives
+records, ``load_summaries`` and ``summary_parts`` the analysis summaries.
 """
 
 import argparse
-import csv
-import json
-import sys
-import time
 from datetime import datetime, timezone
-from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, TextIO, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
-from .canonical import CATEGORIES
 from .collect import collect
 from .record import GlideinRecord
 from ..wire.redact import strip_userinfo
-from ..cli.terminal import terminal_text
-
-TABLE = ("cluster", "proc", "site", "entry", "status", "failed_script", "cpus", "memory_mb", "gpus", "started",
-         "ended", "incomplete")
 
 
 #: Epoch seconds the store can hold (its times are int64 nanoseconds: up to the year 2262).
@@ -43,33 +34,6 @@ def parse_time(text: str) -> int:
     if abs(seconds) > MAX_EPOCH_SECONDS:
         raise argparse.ArgumentTypeError(f"time out of range (the years 1678 to 2262): {text[:40]!r}")
     return seconds
-
-
-def build_parser() -> argparse.ArgumentParser:
-    """The options of ``gwtrace glideins``."""
-    parser = argparse.ArgumentParser(prog="gwtrace glideins", description="One record per glidein.")
-    add_record_options(parser)
-    parser.add_argument("--format", choices=("table", "json", "csv"), default="table")
-    return parser
-
-
-def add_record_options(parser: argparse.ArgumentParser) -> None:
-    """Where the records come from and which are kept: the same options for every command over records."""
-    source = parser.add_mutually_exclusive_group()
-    source.add_argument("--factory-logs", nargs="+", metavar="DIR",
-                        help="read factory client log directories (job.C.P.out/.err, condor_activity_*.log) "
-                             "instead of the store")
-    source.add_argument("--source", metavar="jaeger=URL",
-                        help="read the glidein traces from a Jaeger query API (Jaeger, Tempo's Jaeger API, or "
-                             "another gwtrace serve) and make the records from them")
-    source.add_argument("--store", metavar="PATH",
-                        help="the trace store holding the records (default: the one `gwtrace serve` reads; "
-                             "`gwtrace ingest --factory-logs` fills it)")
-    parser.add_argument("--since", type=parse_time, help="glideins ending at or after T (epoch or ISO-8601)")
-    parser.add_argument("--until", type=parse_time, help="glideins starting before T (epoch or ISO-8601)")
-    parser.add_argument("--site", help="GLIDEIN_Site")
-    parser.add_argument("--entry", help="factory entry name")
-    parser.add_argument("--frontend", help="frontend client name, or its part before the first '.'")
 
 
 def open_store(args: argparse.Namespace) -> Any:
@@ -184,88 +148,3 @@ def select(records: Iterable[GlideinRecord], args: argparse.Namespace) -> List[G
             continue
         out.append(rec)
     return out
-
-
-def _flat(rec: Dict[str, Any]) -> Dict[str, Any]:
-    row: Dict[str, Any] = {k: rec.get(k) for k in TABLE}
-    row.update({k: rec.get(k) for k in ("schedd", "factory", "frontend", "glidein_uuid", "submitted")})
-    row["incomplete_reasons"] = "; ".join(rec.get("incomplete_reasons") or [])
-    row["gwms_duration"] = (rec.get("gwms") or {}).get("duration")
-    row["gwms_jobsnr"] = (rec.get("gwms") or {}).get("jobsnr")
-    row.update({f"canonical_{c}": round((rec.get("canonical") or {}).get(c, 0.0), 3) for c in CATEGORIES})
-    return row
-
-
-TIMES = ("submitted", "started", "ended")
-
-
-def table_cell(key: str, value: Any) -> str:
-    """A value as a table shows it: times as UTC dates a person reads (JSON and CSV keep epoch seconds)."""
-    if value is None:
-        return ""
-    if key in TIMES and isinstance(value, (int, float)):
-        return time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(value))
-    return str(value)
-
-
-#: characters of JSON gathered before one write (one write per token took 170 s for 20 000 records unbuffered)
-WRITE_CHUNK = 1 << 20
-
-
-def write_json_array(texts: Iterable[str], stream: TextIO) -> None:
-    """Write JSON texts as one array, one element a line, in writes of ``WRITE_CHUNK`` characters: the
-    records stream (nothing holds them all) and a pipe gets few, large writes."""
-    stream.write("[")
-    pending: List[str] = []
-    size, first = 0, True
-    for text in texts:
-        pending.append("\n" if first else ",\n")
-        pending.append(text)
-        first = False
-        size += len(text) + 2
-        if size >= WRITE_CHUNK:
-            stream.write("".join(pending))
-            pending, size = [], 0
-    pending.append("\n]\n")
-    stream.write("".join(pending))
-
-
-def render(records: Iterable[Dict[str, Any]], fmt: str, stream: TextIO) -> None:
-    """Write records (dicts) as a table, JSON (one array, a record a line) or CSV."""
-    if fmt == "json":
-        encode = json.JSONEncoder(separators=(",", ":"), check_circular=False).encode
-        write_json_array((encode(r) for r in records), stream)
-        return
-    records = list(records)
-    rows = [_flat(r) for r in records]
-    if fmt == "csv":
-        writer = csv.DictWriter(stream, fieldnames=list(rows[0]) if rows else list(TABLE))
-        writer.writeheader()
-        writer.writerows(rows)
-        return
-    cells = [list(TABLE)] + [[table_cell(k, row[k]) for k in TABLE] for row in rows]
-    widths = [max(len(r[i]) for r in cells) for i in range(len(TABLE))]
-    for line in cells:
-        stream.write("  ".join(c.ljust(w) for c, w in zip(line, widths)).rstrip() + "\n")
-
-
-def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stderr: Optional[TextIO] = None) -> int:
-    """Run ``gwtrace glideins``; 0 if every file was read, 1 if some could not be."""
-    stdout, stderr = stdout or sys.stdout, terminal_text(stderr or sys.stderr)
-    args = build_parser().parse_args(argv)
-    if args.format == "table":
-        stdout = terminal_text(stdout)          # worker text: control characters escaped (cli/terminal.py)
-    if args.format == "json" and not args.factory_logs and not getattr(args, "source", None):
-        with open_store(args) as store:        # the stored JSON texts as they are: nothing decoded
-            write_json_array(store.glidein_record_texts(args.since, args.until, args.site, args.entry,
-                                                        args.frontend), stdout)
-        return 0
-    records, errors = load_records(args)
-    render(records, args.format, stdout)
-    for line in errors:
-        stderr.write(f"gwtrace glideins: {line}\n")
-    return 1 if errors else 0
-
-
-if __name__ == "__main__":
-    sys.exit(main())

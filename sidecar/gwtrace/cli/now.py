@@ -15,7 +15,9 @@ from typing import Any, Dict, List, Optional, TextIO
 
 from gwtrace.live.health import Rule
 from gwtrace.live.now import STOPPED, now_data
+from gwtrace.cli import describe
 from gwtrace.cli.terminal import terminal_text
+from gwtrace.durations import clock_duration
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -43,17 +45,6 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
-def _duration(seconds: Optional[float]) -> str:
-    if seconds is None:
-        return "?"
-    s = int(seconds)
-    if s >= 3600:
-        return f"{s // 3600}h{s % 3600 // 60:02d}m"
-    if s >= 60:
-        return f"{s // 60}m{s % 60:02d}s"
-    return f"{s}s"
-
-
 def print_table(data: Dict[str, Any], out: TextIO) -> None:
     totals = data["totals"]
     print(f"{totals['alive']} glidein(s) alive, {totals['jobs_running']} job(s) running, "
@@ -67,11 +58,11 @@ def print_table(data: Dict[str, Any], out: TextIO) -> None:
               (f", {cell['stopped_reporting']} {STOPPED}" if cell["stopped_reporting"] else ""), file=out)
         for g in by_entry.get((cell["site"], cell["entry"]), []):
             if g["stale"]:
-                state = f"{STOPPED} (silent {_duration(g['last_report_s'])}; was {g['phase']})"
+                state = f"{STOPPED} (silent {clock_duration(g['last_report_s'])}; was {g['phase']})"
             else:
-                state = f"{g['phase']} for {_duration(g['phase_s'])}"
-            jobs = ", ".join(f"{j['job_id'] or j['name']} ({_duration(j['running_s'])})" for j in g["jobs"])
-            print(f"  {g['uuid'] or g['key']}  {state}  up {_duration(g['age_s'])}" +
+                state = f"{g['phase']} for {clock_duration(g['phase_s'])}"
+            jobs = ", ".join(f"{j['job_id'] or j['name']} ({clock_duration(j['running_s'])})" for j in g["jobs"])
+            print(f"  {g['uuid'] or g['key']}  {state}  up {clock_duration(g['age_s'])}" +
                   (f"  jobs: {jobs}" if jobs else "") + (f"  on {g['host']}" if g["host"] else ""), file=out)
     print_factory(data.get("factory") or {}, out)
     print_health(data["health"], out)
@@ -121,8 +112,6 @@ def main(argv: Optional[List[str]] = None, out: TextIO = sys.stdout, err: TextIO
         with TraceStore(args.store or default_store_path(), create=False) as store:
             data = now_data(store, stale_s=args.stale, rule=rule)
     except Exception as exc:  # noqa: BLE001 - cron needs a status and one line, never a traceback
-        from gwtrace.cli import describe
-
         print(f"gwtrace now: {describe(exc)}", file=err)
         return 2
     if args.format == "json":
