@@ -216,7 +216,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     if ready_fd is not None:
         os.write(ready_fd, f"ready {os.getpid()}\n".encode())
         os.close(ready_fd)
-    from gwtrace.export.otlp import make_delivery
+    from gwtrace.sidecar.destination import make_delivery
     from gwtrace.export.resource import GlideinIdentity, build_resource
     from gwtrace.sidecar.daemon import Sidecar
 
@@ -293,7 +293,7 @@ def _ship_leftovers(spool: Spool, ship_to: str) -> None:
     """Write the outbox a stopped sidecar left behind, and count it."""
     if not spool.batch_seqs():
         return                 # the usual case: the daemon shipped or delivered it all
-    from gwtrace.wire.blocks import ship_outbox
+    from gwtrace.sidecar.ship import ship_outbox
 
     spool.acquire()
     try:
@@ -318,7 +318,7 @@ def _ship_leftovers(spool: Spool, ship_to: str) -> None:
 
 def _drain_without_daemon(spool: Spool) -> None:
     """What `stop` does when no sidecar runs: a foreground sidecar that stops at once."""
-    from gwtrace.export.otlp import make_delivery
+    from gwtrace.sidecar.destination import make_delivery
     from gwtrace.export.resource import build_resource
     from gwtrace.sidecar.daemon import Sidecar
 

@@ -27,7 +27,7 @@ import time
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:   # `gwtrace run` imports register() before it runs CMD: nothing heavy here
-    from gwtrace.sidecar.assembler import SpanRecord
+    from gwtrace.wire.span import SpanRecord
     from gwtrace.wire.events import AttrValue
 
 #: The registrations' directory in the state directory (made by the sidecar, 0700).
