@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from .phases import Record, canonical_units, phases
 
 #: the version of the list below: a stored summary of another version is made again from the record
-VERSION = 2   # a change here comes with a store schema version: the migration summarises again (2: REF's uuid)
+VERSION = 2   # a change here has every store summarise again when it next opens (store.parts; 2: REF's uuid)
 
 # positions in a summary list
 (V, REF, SITE, ENTRY, FRONTEND, STATUS, FAILED_SCRIPT, CPUS, UNITS, STARTED, ENDED, PHASES, SCRIPTS, WAITS,

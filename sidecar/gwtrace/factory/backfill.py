@@ -35,6 +35,7 @@ from . import seen, states
 from .collect import ACTIVITY_FILE, JOB_FILE, _entry_of, _read
 from .condorg_log import CondorGJob, read_condorg_log
 from .errfile import parse_err
+from .eventlog import HEAD_BYTES, log_head, read_events
 from .outfile import parse_out
 from .record import GlideinRecord, build_record
 from .to_trace import record_to_spans, resource_attributes
@@ -166,9 +167,6 @@ class _Run:
 
     def _follow(self, directory: str, entry: Optional[str], path: str, old: Optional[seen.Seen]) -> None:
         """Read a Condor-G log from where the last run stopped; keep its new events, then its offset."""
-        from gwtrace.journey.eventlog import read_events
-        from gwtrace.journey.table import HEAD_BYTES, log_head
-
         try:
             now = seen.Seen.of(os.stat(path))
             if old is not None and old.same_file(now):

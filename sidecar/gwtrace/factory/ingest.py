@@ -264,14 +264,10 @@ def watch(args: argparse.Namespace, err: TextIO) -> int:
 
 
 def ingest_spool(directory: str, err: TextIO) -> int:
-    from gwtrace.sidecar.control import ControlError, _drain_without_daemon, _existing_directory, _open_spool
+    from gwtrace.sidecar.control import recover
     from gwtrace.sidecar.daemon import format_counters
 
-    spool = _open_spool(_existing_directory(directory))   # a typo creates nothing
-    if spool.is_owned():
-        raise ControlError(f"a live sidecar (pid {spool.owner_pid()}) owns {spool.dir}; "
-                           "use `gwtrace sidecar stop` instead")
-    _drain_without_daemon(spool)
+    spool = recover(directory)
     print(f"gwtrace: recovered {spool.dir}: {format_counters(spool.read_status())}", file=err)
     return 0
 

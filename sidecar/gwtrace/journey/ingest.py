@@ -18,11 +18,12 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
-from . import table
-from .ads import read_ads
+from gwtrace.factory.condorg_log import bindings
+from gwtrace.factory.eventlog import HEAD_BYTES, MAX_EVENT_BYTES, log_head, read_events
 from gwtrace.wire.inflate import describe
 
-from .eventlog import MAX_EVENT_BYTES, read_events
+from . import table
+from .ads import read_ads
 from .otlp import to_request
 from .spans import state_to_spans
 from .state import apply, apply_ad, new_state
@@ -118,7 +119,7 @@ def ingest_log(store: Any, path: str, schedd: Optional[str], totals: Totals,
         if states:
             write(store, states, totals)
         unknown = sum(result.unknown.values())
-        head = table.log_head(path, min(table.HEAD_BYTES, result.offset))
+        head = log_head(path, min(HEAD_BYTES, result.offset))
         with store.transaction() as conn:
             table.put_log(conn, path, head, result.offset, len(result.events), unknown, result.bad)
             if name:
@@ -203,10 +204,8 @@ def ingest_condor(paths: List[str], ads: List[str], schedd: Optional[str], store
 
     totals, status = Totals(), 0
     if paths:
-        from gwtrace.factory.condorg_log import _bindings
-
         try:
-            _bindings()
+            bindings()
         except RuntimeError:
             err.write("gwtrace: reading HTCondor job event logs (--condor-log) needs HTCondor's Python bindings, "
                       "not installed here: pip install 'gwtrace[factory]' (or the htcondor package alone)\n")
