@@ -29,8 +29,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-from . import parts
 from .connections import Connections
+from .live_phase import classify, root_of
 from .values import attributes_to_dict, is_root
 
 SCOPE_NAME = "gwtrace.snapshot"
@@ -107,8 +107,6 @@ def _arrived(conn: sqlite3.Connection, trace_id: bytes, span_id: bytes) -> bool:
 
 def put(conn: sqlite3.Connection, req: ExportTraceServiceRequest, now_ns: Optional[int] = None) -> bool:
     """Store a snapshot (replacing the glidein's last); False for a heartbeat of an unknown glidein."""
-    live_rules = parts.rules(parts.SnapshotRules)
-    root_of, classify = live_rules.root_of, live_rules.classify
     resource, meta, proto_spans = _meta(req)
     key = meta["gwtrace.snapshot.key"]
     now_ns = time.time_ns() if now_ns is None else now_ns

@@ -1,10 +1,9 @@
 """What other packages keep in the store, handed to it by them: the store imports none of them.
 
-The store keeps spans; the factory, the analysis, the live view and the job
-journeys keep their own derived data next to them (glidein records and their
-summaries, live snapshots' phases, job states). Their rules (how a record is
-keyed, made from a trace, merged, summarized; how a snapshot's phase is read)
-and their tables are theirs, so they register them here when their package is
+The store keeps spans; the factory, the analysis and the job journeys keep
+their own derived data next to them (glidein records and their summaries, job
+states). Their rules (how a record is keyed, made from a trace, merged,
+summarized) and their tables are theirs, so they register them here when their package is
 imported (``gwtrace/factory/__init__.py`` and the others), and the store asks
 for them when it needs them. The layers stay one-way (``.importlinter``):
 domain code imports the store, never the other way.
@@ -21,7 +20,7 @@ import threading
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Type, TypeVar
 
-__all__ = ["GlideinRules", "MissingPart", "SnapshotRules", "StorePart", "Summarizer", "apply", "generation",
+__all__ = ["GlideinRules", "MissingPart", "StorePart", "Summarizer", "apply", "generation",
            "register", "rules"]
 
 SCHEMA = "CREATE TABLE IF NOT EXISTS store_parts (name TEXT PRIMARY KEY, version INTEGER NOT NULL) WITHOUT ROWID"
@@ -55,19 +54,11 @@ class Summarizer:
     summarize: Callable[[Dict[str, Any]], List[Any]]
 
 
-@dataclass(frozen=True)
-class SnapshotRules:
-    """The live view's reading of a snapshot's open spans (``gwtrace.live.phase``)."""
-
-    root_of: Callable[[List[Dict[str, Any]]], Optional[Dict[str, Any]]]
-    classify: Callable[..., Any]
-
-
 class MissingPart(LookupError):
     """The store needs rules no imported package registered: a programming error, said in one line."""
 
 
-_OWNERS = {GlideinRules: "gwtrace.factory", Summarizer: "gwtrace.analysis", SnapshotRules: "gwtrace.live"}
+_OWNERS = {GlideinRules: "gwtrace.factory", Summarizer: "gwtrace.analysis"}
 _lock = threading.Lock()
 _rules: Dict[type, Any] = {}
 _parts: Dict[str, StorePart] = {}
