@@ -24,14 +24,19 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, TextIO
 
+from gwtrace.export.otlp import to_readable_spans
 from gwtrace.factory.forward import Forwarder, IngestError  # noqa: F401  (re-exported: tests, callers)
-from gwtrace.wire.events import ProtocolError, parse_line
+from gwtrace.factory.ledger import DEFAULT_LOCK_WAIT_S, LEDGER_NAME, Ledger, LedgerBusy, default_ledger
+from gwtrace.sidecar.assembler import Assembler
+from gwtrace.sidecar.control import ControlError, recover
+from gwtrace.sidecar.daemon import format_counters, now_us
 from gwtrace.store import limits
 from gwtrace.wire.blocks import SPANS_PER_BLOCK, BadBlock, Block, find_blocks
-from gwtrace.sidecar.daemon import now_us
-from gwtrace.factory.ledger import DEFAULT_LOCK_WAIT_S, LEDGER_NAME, Ledger, LedgerBusy, default_ledger
+from gwtrace.wire.events import ProtocolError, parse_line
 
-if TYPE_CHECKING:   # the OTLP modules load when a block is decoded: a cron run over nothing new stays quick
+from .backfill import run_backfill
+
+if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 
@@ -43,9 +48,6 @@ def events_to_requests(payload: bytes, host: str) -> "tuple[List[ExportTraceServ
     """
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.resources import Resource
-
-    from gwtrace.export.otlp import to_readable_spans
-    from gwtrace.sidecar.assembler import Assembler
 
     asm = Assembler()
     spans = []
@@ -221,8 +223,6 @@ def _backfill_scan(dirs: List[str], forwarder: Forwarder, settle: float, err: Te
     """One scan's backfill (``backfill.py``): the records and spans of glideins whose ``.out``/``.err`` came
     back or changed and settled, traced or not, and the new events of the Condor-G logs (queued, running,
     held, removed); False if something could not be read."""
-    from .backfill import run_backfill
-
     try:
         totals = run_backfill(dirs, forwarder, err, settle, require=False)
     except IngestError as exc:
@@ -264,9 +264,6 @@ def watch(args: argparse.Namespace, err: TextIO) -> int:
 
 
 def ingest_spool(directory: str, err: TextIO) -> int:
-    from gwtrace.sidecar.control import recover
-    from gwtrace.sidecar.daemon import format_counters
-
     spool = recover(directory)
     print(f"gwtrace: recovered {spool.dir}: {format_counters(spool.read_status())}", file=err)
     return 0
@@ -280,7 +277,6 @@ def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
     except IngestError as exc:
         print(f"gwtrace: {exc}", file=err)
         return 1
-    from .backfill import run_backfill
 
     try:
         totals = run_backfill(dirs, forwarder, err)
@@ -355,7 +351,6 @@ def ingest_main(argv: List[str]) -> int:
             return 1
     if not args.paths and not args.spool:
         p.error("give glidein output files/directories, or --spool DIR, or --watch DIR")
-    from gwtrace.sidecar.control import ControlError
 
     try:
         status = 0

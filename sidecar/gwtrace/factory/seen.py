@@ -29,6 +29,7 @@ from typing import Any, Dict, Iterable, Iterator, Optional
 
 from gwtrace.store import create_store_file
 from gwtrace.store.glidein_reads import OUTCOME_INDEX
+from . import states
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS factory_files (
@@ -122,8 +123,6 @@ class SideBook:
 
 def book_ready(book: Any) -> Any:
     """The book with the backfill's tables made (``seen`` and ``states``)."""
-    from . import states
-
     with book.transaction() as conn:
         ensure(conn)
         states.ensure(conn)

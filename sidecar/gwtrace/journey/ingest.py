@@ -27,6 +27,8 @@ from .ads import read_ads
 from .otlp import to_request
 from .spans import state_to_spans
 from .state import apply, apply_ad, new_state
+from gwtrace.store.glidein_parts import glidein_of_job
+from gwtrace.store import TraceStore
 
 CHUNK_EVENTS = 200000   # events folded per write: bounds memory for a log of any size
 SPAN_BATCH = 5000       # spans per store.ingest call
@@ -67,8 +69,6 @@ def _schedd_for(conn: Any, path: str, given: Optional[str], events: List[Any]) -
 
 def write(store: Any, states: List[Dict[str, Any]], totals: Totals) -> None:
     """The jobs' spans into the store, then their rows."""
-    from gwtrace.store.glidein_parts import glidein_of_job
-
     def resolve(factory: Any, schedd: Any, cluster: Any, proc: Any, when: Any) -> Any:
         key = glidein_of_job(store.reader(), factory, schedd, cluster, proc, when)
         return key.hex() if key is not None else None
@@ -200,8 +200,6 @@ def summary(totals: Totals) -> List[str]:
 def ingest_condor(paths: List[str], ads: List[str], schedd: Optional[str], store_path: Optional[str],
                   err: TextIO) -> int:
     """The ``--condor-log`` / ``--job-ads`` command; 1 if a file could not be read (the others are)."""
-    from gwtrace.store import TraceStore
-
     totals, status = Totals(), 0
     if paths:
         try:

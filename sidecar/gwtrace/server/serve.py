@@ -111,6 +111,7 @@ def serve_main(argv: List[str]) -> int:
     except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback
         return _fail(f"cannot open the store {args.db or default_store_path()}: {exc}")
 
+    # start-up cost: Flask and the app load once the arguments and the store are good
     from .app import create_app
     from .otlp_http import DEFAULT_MAX_BODY_BYTES
 
@@ -188,6 +189,7 @@ def _waitress(app: Any, host: str, port: int) -> Any:
     """waitress, tuned for OTLP batches and slow clients; raises OSError if it cannot listen."""
     from waitress import create_server
 
+    # start-up cost: as create_app (Flask)
     from .otlp_http import DEFAULT_MAX_BODY_BYTES
 
     return create_server(

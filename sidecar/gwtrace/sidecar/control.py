@@ -24,6 +24,8 @@ from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir
 from gwtrace.sidecar.failure import make_stderr_dir
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
 from gwtrace.sidecar.status import STATUS_COUNTERS, format_counters
+from gwtrace.export.otlpenv import otlp_env
+from gwtrace.home import gwtrace_home, private_dir
 from gwtrace.wire.redact import strip_userinfo_in_logs
 
 log = logging.getLogger("gwtrace.sidecar.control")
@@ -217,6 +219,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     if ready_fd is not None:
         os.write(ready_fd, f"ready {os.getpid()}\n".encode())
         os.close(ready_fd)
+    # start-up cost: the opentelemetry SDK loads in the daemon only (sidecar start|stop|status stay quick)
     from gwtrace.sidecar.destination import make_delivery
     from gwtrace.export.resource import GlideinIdentity, build_resource
     from gwtrace.sidecar.daemon import Sidecar
@@ -247,9 +250,6 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
 def _preflight() -> None:
     """What would stop the exporter later, found before "ready" so that the
     starter hears of it: the embedded store's home (gwtrace.home's rules)."""
-    from gwtrace.export.otlpenv import otlp_env
-    from gwtrace.home import gwtrace_home, private_dir
-
     if os.environ.get("GWTRACE_EXPORT", "").strip().lower() == "ship-home" or otlp_env().configured:
         return
     private_dir(gwtrace_home())
@@ -292,7 +292,7 @@ def _ship_leftovers(spool: Spool, ship_to: str) -> None:
     """Write the outbox a stopped sidecar left behind, and count it."""
     if not spool.batch_seqs():
         return                 # the usual case: the daemon shipped or delivered it all
-    from gwtrace.sidecar.ship import ship_outbox
+    from gwtrace.sidecar.ship import ship_outbox  # start-up cost: as in run_foreground (the SDK)
 
     spool.acquire()
     try:
@@ -327,7 +327,7 @@ def recover(directory: str) -> Spool:
 
 def _drain_without_daemon(spool: Spool) -> None:
     """What `stop` does when no sidecar runs: a foreground sidecar that stops at once."""
-    from gwtrace.sidecar.destination import make_delivery
+    from gwtrace.sidecar.destination import make_delivery  # start-up cost: as in run_foreground
     from gwtrace.export.resource import build_resource
     from gwtrace.sidecar.daemon import Sidecar
 
