@@ -334,7 +334,7 @@ def ingest_main(argv: List[str]) -> int:
     if args.condor_log or args.job_ads:
         if args.paths or args.spool or args.watch or args.factory_logs:
             p.error("--condor-log/--job-ads take their files alone")
-        from gwtrace.journey.ingest import ingest_condor
+        from gwtrace.journey.ingest import ingest_condor  # the command's branch (.importlinter)
 
         return ingest_condor(args.condor_log or [], args.job_ads or [], args.schedd, args.store, sys.stderr)
     if args.factory_logs:

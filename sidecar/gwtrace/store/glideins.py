@@ -181,7 +181,7 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
                 acc[at] += sign * value
 
     summaries = parts.summarizer()
-    if summaries is None:                # made on the next open that has one (summarize_missing)
+    if summaries is None:                # made on the next use that has one (summarize_missing)
         conn.execute("DELETE FROM store_parts WHERE name = 'glidein_summaries'")
     pairs = list(items)
     stored = _stored(conn, [trace_id for trace_id, _ in pairs])

@@ -8,9 +8,11 @@ imported (``gwtrace/factory/__init__.py`` and the others), and the store asks
 for them when it needs them. The layers stay one-way (``.importlinter``):
 domain code imports the store, never the other way.
 
-A part's tables are created, and its migration run, when a store opens or is
-next used after the part was registered, once per version of the part (the
-``store_parts`` table remembers which version each store has).
+A part's tables are created, and its migration run, on a store's first use
+that needs them (opening reads nothing but the header) and after each new
+registration, once per version of the part (the ``store_parts`` table
+remembers which version each store has; a store brought to a new schema
+applies them all again).
 """
 
 from __future__ import annotations
@@ -89,7 +91,7 @@ def rules(kind: Type[R]) -> R:
 
 
 def summarizer() -> Optional[Summarizer]:
-    """The registered Summarizer, if any (a store written without one gets its summaries on its next open)."""
+    """The registered Summarizer, if any (records stored without one are summarised on the next use with one)."""
     return _rules.get(Summarizer)
 
 
