@@ -128,7 +128,9 @@ bench: install-test
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/snapshot
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/backfill
 
-lint: $(TOOLS)/.debian
+# lint-imports: the layers and no cycles (.importlinter, docs/design.md "Layers").
+lint: $(TOOLS)/.debian $(TSTAMP)
+	$(VENV)/bin/lint-imports --no-cache
 	shellcheck -x $(SHELL_SOURCES)
 	shellcheck -s sh $(POSIX_SOURCES)
 	shellcheck -s bash bats/*.bats bats/test_helper.bash

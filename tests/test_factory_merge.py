@@ -280,7 +280,7 @@ def test_the_live_view_shows_the_running_glidein_once_until_its_end_is_known(tmp
     root afterwards."""
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
-    from gwtrace.sidecar.assembler import SpanRecord
+    from gwtrace.wire.span import SpanRecord
     from gwtrace.sidecar.snapshot_wire import Encoder
 
     arrivals = Arrivals(tmp_path)

@@ -20,7 +20,7 @@ import pytest
 
 from conftest import GWTRACE, REPO, clean_env
 from test_shim_setup import glidein  # noqa: F401  (the fake glidein directory)
-from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.span import SpanRecord
 from gwtrace.sidecar.failure import FailureNotes, make_stderr_dir, register, tail_lines
 
 WRAPPER = REPO / "shim" / "gwtrace-job-wrapper"

@@ -169,7 +169,7 @@ def test_incomplete_spans_survive_a_sidecar_kill(sidecar, receiver):
 
 
 def test_a_batch_in_flight_at_a_crash_is_resent_and_counted(sidecar, receiver):
-    from gwtrace.sidecar.assembler import SpanRecord
+    from gwtrace.wire.span import SpanRecord
     from gwtrace.sidecar.statedir import Checkpoint, Spool
 
     sp = Spool(str(sidecar.dir))

@@ -14,7 +14,7 @@ import pytest
 import journey_gen as gen
 from gwtrace.cli import main as gwtrace_main
 from gwtrace.journey import holds
-from gwtrace.journey.eventlog import read_events
+from gwtrace.factory.eventlog import read_events
 from gwtrace.journey.ingest import Totals, ingest_condor, ingest_log
 from gwtrace.journey.spans import run_span_id
 from gwtrace.journey.view import parse_job_id
@@ -234,7 +234,7 @@ def test_a_file_that_is_no_event_log_is_one_clear_line(tmp_path, capsys):
 
 
 def test_junk_longer_than_a_scan_block_is_skipped(tmp_path, monkeypatch):
-    from gwtrace.journey import eventlog
+    from gwtrace.factory import eventlog
 
     monkeypatch.setattr(eventlog, "SCAN_BLOCK", 64)
     junk = "".join(f"garbage line {n} with no event header\n" for n in range(40)) + "...\n"
@@ -268,7 +268,7 @@ def test_a_log_read_in_small_chunks_gives_the_same_journey(tmp_path, monkeypatch
 def test_over_long_events_are_skipped_wherever_they_are(tmp_path, monkeypatch):
     """Events over MAX_EVENT_BYTES (here made 2 KiB) are never read by the bindings: one between events, one
     across a scan block, one at the end without its end line (still being written, but too long already)."""
-    from gwtrace.journey import eventlog
+    from gwtrace.factory import eventlog
 
     monkeypatch.setattr(eventlog, "MAX_EVENT_BYTES", 2048)
     monkeypatch.setattr(eventlog, "SCAN_BLOCK", 1000)

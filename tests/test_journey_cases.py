@@ -12,7 +12,7 @@ from opentelemetry.sdk.resources import Resource
 import journey_gen as gen
 from gwtrace.export.otlp import to_readable_spans
 from gwtrace.cli.job import main as job_main
-from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.span import SpanRecord
 from gwtrace.store import TraceStore
 from test_journey import T0, by_name, ingest, job
 

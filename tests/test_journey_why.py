@@ -19,7 +19,7 @@ from gwtrace.factory.to_trace import glidein_trace_id, span_id
 from gwtrace.cli.job import main as job_main
 from gwtrace.journey.ingest import ingest_condor
 from gwtrace.journey.spans import run_span_id
-from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.span import SpanRecord
 from gwtrace.store import TraceStore
 from test_journey import DATA, T0, by_name, ingest, job
 

@@ -38,7 +38,7 @@ def test_snapshot_endpoint_stores_with_the_token_and_refuses_what_is_not_a_snaps
     assert client.post("/v1/gwtrace/snapshot", data=beat, headers=auth).status_code == 409
     # Real spans sent here are refused (they lack gwtrace.snapshot=true), and snapshots never reach /v1/traces' data.
     from test_live_store import _otlp
-    from gwtrace.sidecar.assembler import SpanRecord
+    from gwtrace.wire.span import SpanRecord
 
     real = _otlp([SpanRecord("0af7651916cd43dd8448eb211c80319c", "b1" * 8, "", False, 1, "", "x", 1, 1, 2, "ok")])
     resp = client.post("/v1/gwtrace/snapshot", data=real.SerializeToString(), headers=auth)

@@ -17,7 +17,7 @@ import pytest
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 from conftest import GWTRACE, LIB, Sidecar, clean_env
-from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.span import SpanRecord
 from gwtrace.sidecar.snapshot import Snapshotter, snapshot_target
 from gwtrace.sidecar.snapshot_send import SendError
 from gwtrace.store import TraceStore

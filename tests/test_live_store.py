@@ -12,7 +12,7 @@ from gwtrace.export.otlp import to_readable_spans
 from gwtrace.factory.record import GlideinRecord
 from gwtrace.live.health import Rule, site_health
 from gwtrace.live.now import STOPPED, now_data
-from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.span import SpanRecord
 from gwtrace.sidecar.snapshot_wire import Encoder
 from gwtrace.store import TraceStore
 from gwtrace.store.live import BadSnapshot

@@ -55,7 +55,7 @@ def test_last_is_the_newest_run_even_when_it_continued_a_traceparent(tmp_path) -
     from opentelemetry.sdk.resources import Resource
 
     from gwtrace.export.otlp import to_readable_spans
-    from gwtrace.sidecar.assembler import SpanRecord
+    from gwtrace.wire.span import SpanRecord
 
     def span(trace, sid, parent, remote, name, start, end):
         return SpanRecord(trace_id=trace, span_id=sid, parent_id=parent, parent_remote=remote, flags=1,

@@ -34,7 +34,7 @@ def test_request_stop_takes_no_lock_a_signal_handler_could_wait_for(tmp_path: Pa
     script = "\n".join([
         "from gwtrace.sidecar.daemon import Sidecar",
         "from gwtrace.sidecar.statedir import Spool",
-        "from gwtrace.export.otlp import make_delivery",
+        "from gwtrace.sidecar.destination import make_delivery",
         "from opentelemetry.sdk.resources import Resource",
         f"sc = Sidecar(Spool({str(tmp_path / 'gw')!r}), make_delivery(), Resource.create({{}}))",
         "held = []",

@@ -5,7 +5,7 @@ import os
 
 import pytest
 
-from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.span import SpanRecord
 from gwtrace.sidecar.statedir import Checkpoint, Spool, SpoolError
 
 
@@ -130,7 +130,7 @@ def test_journaled_lines_assemble_into_the_same_spans(tmp_path):
 
 
 def test_version_2_outbox_files_are_still_read(tmp_path):
-    from gwtrace.sidecar.assembler import ROW_FIELDS, to_row
+    from gwtrace.wire.span import ROW_FIELDS, to_row
 
     sp = Spool(str(tmp_path / "gw"))
     with open(sp.batch_path(2), "w") as f:
@@ -147,7 +147,7 @@ def test_version_1_outbox_files_are_still_read(tmp_path):
 
 
 def _fields():
-    from gwtrace.sidecar.assembler import ROW_FIELDS
+    from gwtrace.wire.span import ROW_FIELDS
 
     return list(ROW_FIELDS)
 

@@ -16,7 +16,7 @@ import journey_gen as gen
 from gwtrace.export.otlp import to_readable_spans
 from gwtrace.journey.ingest import ingest_condor
 from gwtrace.journey.spans import run_span_id
-from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.span import SpanRecord
 from gwtrace.store import TraceStore
 from test_journey_why import FACTORY_SCHEDD, PARENT, TRACE, ad_text, glidein
 from test_ui_browser import css, driver, open_page, severe_console_messages, start_server, stop_server, wait  # noqa: F401

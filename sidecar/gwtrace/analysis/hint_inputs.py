@@ -29,29 +29,6 @@ def glidein_ref(rec: Record) -> Dict[str, Any]:
             "site": rec.get("site"), "entry": rec.get("entry")}
 
 
-def first_job_wait(rec: Record) -> Optional[float]:
-    """Seconds from HTCondor's start to the first job, for glideins that ran one."""
-    starts = [j["start"] for j in rec.get("jobs") or [] if j.get("start") is not None]
-    if rec.get("condor_start") is None or not starts:
-        return None
-    return max(0.0, min(starts) - rec["condor_start"])
-
-
-def idle_tail(rec: Record) -> Optional[float]:
-    """Seconds from the end of the last job to HTCondor's end."""
-    ends = [j["end"] for j in rec.get("jobs") or [] if j.get("end") is not None]
-    if rec.get("condor_end") is None or not ends:
-        return None
-    return max(0.0, rec["condor_end"] - max(ends))
-
-
-def ce_wait(rec: Record) -> Optional[float]:
-    """Seconds between the factory handing the glidein to the CE and the glidein starting."""
-    if rec.get("ce_submitted") is None or rec.get("started") is None:
-        return None
-    return max(0.0, rec["started"] - rec["ce_submitted"])
-
-
 class GlideinRefs:
     """The glideins behind the evidence: an index per glidein, its name and size kept, nothing else."""
 

@@ -25,6 +25,7 @@ from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from gwtrace.factory.from_trace import record_from_trace
 from gwtrace.wire.redact import strip_userinfo
+from .summary import STARTED, summarize
 
 PAGE = 500            # traces per request
 MIN_WINDOW_US = 60_000_000
@@ -158,8 +159,6 @@ def summaries_from_jaeger(base: str, since: Optional[int], until: Optional[int],
                           keep: Callable[[Dict[str, Any]], bool]) -> List[List[Any]]:
     """The analysis summaries of the same glideins, in the same order, without holding their records:
     each record is summarised as its trace arrives (a record is ~50x its summary in memory)."""
-    from .summary import STARTED, summarize
-
     found: Dict[Tuple[Any, ...], List[Any]] = {}
     for key, rec, trace_id in _records(base, since, until):
         data = rec.to_dict()

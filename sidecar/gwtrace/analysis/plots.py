@@ -24,7 +24,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, BinaryIO, Callable, Dict, Iterator, List, Optional, Tuple, Union
 
-from gwtrace.factory.account_plot import _pyplot, label, plain_text
+from gwtrace.factory.account_plot import pyplot, label, plain_text
 from .phases import phases
 from .stats import ORDER, QUEUED
 from .summary import PHASES
@@ -70,7 +70,7 @@ def histogram_edges(largest: float) -> List[float]:
 def _figure(out: Target, fmt: str, *args: Any, **kwargs: Any) -> Iterator[Tuple[Any, Any]]:
     """A matplotlib figure (``plt.subplots(*args, **kwargs)``), laid out and
     saved to ``out`` when the block ends without error, closed in any case."""
-    plt = _pyplot()
+    plt = pyplot()
     with plain_text():   # names from worker nodes are never markup (account_plot.plain_text)
         fig, axes = plt.subplots(*args, **kwargs)
         try:
@@ -162,7 +162,7 @@ def plot_all(report: Dict[str, Any], directory: str, fmt: str = "svg") -> List[s
     """Write the three charts into ``directory`` (created if needed); return their paths."""
     out = Path(directory)
     out.mkdir(parents=True, exist_ok=True)
-    _pyplot()  # one clear error before any directory is filled
+    pyplot()  # one clear error before any directory is filled
     paths = []
     for name, draw in CHARTS.items():
         path = out / f"{name}.{fmt}"

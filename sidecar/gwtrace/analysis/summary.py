@@ -23,7 +23,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 from .phases import Record, canonical_units, phases
 
 #: the version of the list below: a stored summary of another version is made again from the record
-VERSION = 2   # a change here comes with a store schema version: the migration summarises again (2: REF's uuid)
+VERSION = 2   # a change here has every store summarise again when it next opens (store.parts; 2: REF's uuid)
 
 # positions in a summary list
 (V, REF, SITE, ENTRY, FRONTEND, STATUS, FAILED_SCRIPT, CPUS, UNITS, STARTED, ENDED, PHASES, SCRIPTS, WAITS,
@@ -89,9 +89,30 @@ def _scripts(rec: Record) -> List[List[Any]]:
 
 
 def _waits(rec: Record) -> List[Optional[float]]:
-    from .hint_inputs import ce_wait, first_job_wait, idle_tail
-
     return [first_job_wait(rec), idle_tail(rec), ce_wait(rec)]
+
+
+def first_job_wait(rec: Record) -> Optional[float]:
+    """Seconds from HTCondor's start to the first job, for glideins that ran one."""
+    starts = [j["start"] for j in rec.get("jobs") or [] if j.get("start") is not None]
+    if rec.get("condor_start") is None or not starts:
+        return None
+    return max(0.0, min(starts) - rec["condor_start"])
+
+
+def idle_tail(rec: Record) -> Optional[float]:
+    """Seconds from the end of the last job to HTCondor's end."""
+    ends = [j["end"] for j in rec.get("jobs") or [] if j.get("end") is not None]
+    if rec.get("condor_end") is None or not ends:
+        return None
+    return max(0.0, rec["condor_end"] - max(ends))
+
+
+def ce_wait(rec: Record) -> Optional[float]:
+    """Seconds between the factory handing the glidein to the CE and the glidein starting."""
+    if rec.get("ce_submitted") is None or rec.get("started") is None:
+        return None
+    return max(0.0, rec["started"] - rec["ce_submitted"])
 
 
 def _jobs(rec: Record) -> List[Any]:

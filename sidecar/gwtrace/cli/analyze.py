@@ -19,7 +19,7 @@ from gwtrace.analysis.outliers import MIN_EXTRA, MIN_N, THRESHOLD, OutlierGroups
 from gwtrace.analysis.report import folded
 from gwtrace.cli.records import add_record_options, write_table
 from gwtrace.cli.terminal import terminal_text
-from gwtrace.factory.selection import load_summaries, summary_parts
+from gwtrace.analysis.selection import load_summaries, summary_parts
 from gwtrace.gcpause import gc_paused
 
 

@@ -10,7 +10,8 @@ from typing import Any, Dict, Iterable, List, Optional, TextIO
 from gwtrace.cli.records import add_record_options, write_table
 from gwtrace.cli.terminal import terminal_text
 from gwtrace.factory.canonical import CATEGORIES
-from gwtrace.factory.selection import load_records, open_store
+from gwtrace.analysis.selection import load_records
+from gwtrace.factory.selection import open_store
 
 TABLE = ("cluster", "proc", "site", "entry", "status", "failed_script", "cpus", "memory_mb", "gpus", "started",
          "ended", "incomplete")

@@ -6,8 +6,9 @@ its ids and clock from Python) and handed to a standard ``SpanExporter``:
 
 * ``OTLPSpanExporter`` (opentelemetry-exporter-otlp-proto-http) when an
   endpoint is configured through the usual OTEL_EXPORTER_OTLP_* variables;
-* ``StoreSpanExporter`` otherwise: the same OTLP encoding, written into the
-  embedded SQLite store that ``gwtrace show`` and ``gwtrace serve`` read.
+* ``gwtrace.store.exporter.StoreSpanExporter`` otherwise: the same OTLP
+  encoding, written into the embedded SQLite store that ``gwtrace show`` and
+  ``gwtrace serve`` read (the sidecar chooses: ``gwtrace.sidecar.destination``).
 """
 
 from __future__ import annotations
@@ -15,11 +16,9 @@ from __future__ import annotations
 import email.utils
 import inspect
 import logging
-import os
 import time
 from typing import Any, Callable, Dict, List, NamedTuple, Optional, Sequence, Tuple
 
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 from opentelemetry.sdk.trace import Event as SdkEvent
 from opentelemetry.sdk.trace import ReadableSpan
@@ -28,10 +27,9 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 
 from gwtrace import __version__
-from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.span import SpanRecord
 from gwtrace.export.otlpenv import otlp_env
-from gwtrace.export.reachability import EndpointUnreachable, RecordingSession, endpoint_problem
-from gwtrace.wire.redact import strip_userinfo
+from gwtrace.export.reachability import EndpointUnreachable, RecordingSession
 
 log = logging.getLogger("gwtrace.export.otlp")
 
@@ -201,29 +199,6 @@ def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List
     return out
 
 
-class StoreSpanExporter(SpanExporter):
-    """Writes spans, OTLP-encoded, into the embedded SQLite store."""
-
-    def __init__(self, path: Optional[str] = None) -> None:
-        from gwtrace.store import TraceStore  # imported late: only this exporter needs sqlite
-
-        self.store = TraceStore(path)
-        self.path = str(self.store.path)
-
-    def export(self, spans: Sequence[ReadableSpan]) -> SpanExportResult:
-        try:
-            accepted, rejected, message = self.store.ingest(encode_spans(spans))
-        except Exception as exc:  # noqa: BLE001 - a store failure must not kill the sidecar
-            log.warning("embedded store rejected a batch: %s", exc)
-            return SpanExportResult.FAILURE
-        if rejected:
-            log.warning("embedded store rejected %d span(s): %s", rejected, message)
-        return SpanExportResult.SUCCESS
-
-    def shutdown(self) -> None:
-        self.store.close()
-
-
 def make_otlp_exporter(env: Optional[Dict[str, str]] = None) -> Tuple[SpanExporter, RecordingSession, str]:
     """The SDK's OTLP/HTTP exporter, every setting passed from otlpenv (the SDK reads none itself)."""
     from opentelemetry.exporter.otlp.proto.http import Compression
@@ -359,24 +334,3 @@ class ShipHomeDelivery(Delivery):
 
     def send(self, spans: Sequence[ReadableSpan]) -> Outcome:
         return Outcome(False, True, "ship_home", message="no collector on this node: spans ride home at stop")
-
-
-def make_delivery(store_path: Optional[str] = None) -> Delivery:
-    """The configured exporter: nothing but ship-home if GWTRACE_EXPORT says so,
-    OTLP/HTTP if an endpoint is set, else the store."""
-    if os.environ.get("GWTRACE_EXPORT", "").strip().lower() == "ship-home":
-        return ShipHomeDelivery()
-    settings = otlp_env()
-    if settings.configured and settings.token_problem:
-        # Unauthenticated, the collector would refuse them for good (401):
-        # keep them, as a node with no collector does, to ride home at stop.
-        log.warning("%s: spans are kept, not sent", settings.token_problem)
-        return ShipHomeDelivery("no usable token")
-    if settings.configured:
-        problem = endpoint_problem()
-        if problem:
-            log.warning("%s", problem)
-        exporter, session, endpoint = make_otlp_exporter()
-        return Delivery(exporter, f"OTLP/HTTP {strip_userinfo(endpoint)}", session)
-    store = StoreSpanExporter(store_path)
-    return Delivery(store, f"embedded store {store.path}")

@@ -193,7 +193,7 @@ def endpoint_problem(env: Optional[Dict[str, str]] = None) -> Optional[str]:
     asks it and must not import requests to do so."""
     from urllib.parse import urlsplit
 
-    from gwtrace.wire.redact import strip_userinfo
+    from gwtrace.wire.redact import strip_userinfo  # start-up cost: standard library only at import
 
     settings = otlp_env(env)
     if not settings.configured:

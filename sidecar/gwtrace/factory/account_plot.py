@@ -44,12 +44,13 @@ def plain_text() -> Iterator[None]:
     read these settings when they are made, and tick labels are made while the figure is saved, so the
     whole drawing, saving included, runs inside.
     """
-    plt = _pyplot()
+    plt = pyplot()
     with plt.rc_context({key: False for key in ("text.usetex", "text.parse_math") if key in plt.rcParams}):
         yield
 
 
-def _pyplot() -> Any:
+def pyplot() -> Any:
+    """matplotlib's pyplot on a file-only backend; ValueError, in one line, when matplotlib is not installed."""
     try:
         import matplotlib
     except ImportError:
@@ -64,7 +65,7 @@ def stacked_area(rows: List[Dict[str, Any]], path: str, title: str, width: int =
     """Write ``rows`` (``rows_of`` output: canonical hours per ``width``-second bucket) summed over groups."""
     if not path.endswith((".svg", ".png")):
         raise ValueError(f"--plot writes .svg or .png files: {path}")
-    plt = _pyplot()
+    plt = pyplot()
     with plain_text():
         _stacked_area(plt, rows, path, label(title) if len(title) > 200 else title, width)
 

@@ -31,12 +31,16 @@ import time
 from dataclasses import dataclass
 from typing import Any, Callable, Dict, List, Optional, Sequence, Set, TextIO, Tuple
 
+from gwtrace.export.otlp import to_readable_spans
+
 from . import seen, states
 from .collect import ACTIVITY_FILE, JOB_FILE, _entry_of, _read
 from .condorg_log import CondorGJob, read_condorg_log
 from .errfile import parse_err
+from .eventlog import HEAD_BYTES, log_head, read_events
 from .outfile import parse_out
 from .record import GlideinRecord, build_record
+from .ledger import default_ledger
 from .to_trace import record_to_spans, resource_attributes
 
 BATCH = 200  # glideins per request and per commit: a few MB at most, few enough round trips
@@ -166,9 +170,6 @@ class _Run:
 
     def _follow(self, directory: str, entry: Optional[str], path: str, old: Optional[seen.Seen]) -> None:
         """Read a Condor-G log from where the last run stopped; keep its new events, then its offset."""
-        from gwtrace.journey.eventlog import read_events
-        from gwtrace.journey.table import HEAD_BYTES, log_head
-
         try:
             now = seen.Seen.of(os.stat(path))
             if old is not None and old.same_file(now):
@@ -224,8 +225,6 @@ class _Run:
         from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
         from opentelemetry.sdk.resources import Resource
 
-        from gwtrace.export.otlp import to_readable_spans
-
         batch = []
         for index, rec in enumerate(records):
             spans = record_to_spans(rec, moved.get(index))
@@ -247,8 +246,6 @@ def backfill_book(forwarder: Any) -> Any:   # (a Forwarder) -> a TraceStore or a
     """Where a backfill remembers what it read: the store it fills, else a file of its own per OTLP
     destination (beside the ledger), so that sending to another collector reads everything again."""
     import hashlib
-
-    from .ledger import default_ledger
 
     if forwarder.store is not None:
         return forwarder.store

@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
 
-def _bindings() -> Any:
+def bindings() -> Any:
+    """HTCondor's Python bindings (htcondor2, or a distribution's htcondor); RuntimeError says how to get them."""
     try:
         import htcondor2 as htcondor  # the wheels on the package index provide htcondor2
     except ImportError:
@@ -85,7 +86,7 @@ def read_condorg_log(path: str, jobs: Optional[Dict[Tuple[int, int], CondorGJob]
 
     Raises ``ValueError`` with one line if the file is not an event log.
     """
-    htcondor = _bindings()
+    htcondor = bindings()
     failure = getattr(htcondor, "HTCondorException", RuntimeError)
     jobs = {} if jobs is None else jobs
     count = 0

@@ -21,7 +21,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Iterable, Mapping, Optional, Tuple
 
-from .account import EntryTotals
+from .account import DEMAND_CATEGORIES, NOT_COMPUTABLE, EntryTotals
 from .canonical import CATEGORIES
 
 #: the categories in which the pilot's capacity was held by user jobs
@@ -120,8 +120,6 @@ def accounting_body(series_rows: Any, hours: Mapping[str, Mapping[str, float]],
                     gwms_groups: Mapping[str, EntryTotals], extra: Optional[Dict[str, Any]] = None,
                     grouped: bool = True) -> Dict[str, Any]:
     """What ``gwtrace account --format json`` and ``/ui/api/accounting`` answer: every unit said."""
-    from .account import DEMAND_CATEGORIES, NOT_COMPUTABLE
-
     return {
         **(extra or {}), "units": UNITS, "series": series_rows,
         "groups": [{"group": g, **{k: round(v, 2) for k, v in cells.items()}} for g, cells in hours.items()],

@@ -9,11 +9,13 @@ import gzip
 import time
 from typing import TYPE_CHECKING, Optional
 
+from gwtrace.export.otlp import RETRYABLE_STATUS, parse_retry_after
 from gwtrace.export.otlpenv import otlp_env
-
-if TYPE_CHECKING:   # loaded when an endpoint is used: the embedded store needs neither
-    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
+from gwtrace.store import TraceStore
 from gwtrace.wire.redact import strip_userinfo
+
+if TYPE_CHECKING:
+    from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 HTTP_ATTEMPTS = 5
 
@@ -51,8 +53,6 @@ class Forwarder:
 
             self.session = requests.Session()
         else:
-            from gwtrace.store import TraceStore
-
             self.store = TraceStore()
 
     @property
@@ -64,8 +64,6 @@ class Forwarder:
             self.store.ingest(request)
             return
         import requests
-
-        from gwtrace.export.otlp import RETRYABLE_STATUS, parse_retry_after
 
         body = request.SerializeToString()
         if self.gzip:

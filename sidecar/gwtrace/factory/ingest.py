@@ -23,12 +23,17 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Iterable, Iterator, List, Optional, TextIO
 
+from gwtrace.export.otlp import to_readable_spans
 from gwtrace.factory.forward import Forwarder, IngestError  # noqa: F401  (re-exported: tests, callers)
-from gwtrace.wire.events import ProtocolError, parse_line
+from gwtrace.factory.ledger import Ledger, LedgerBusy, default_ledger
+from gwtrace.sidecar.assembler import Assembler
+from gwtrace.sidecar.control import ControlError, recover
+from gwtrace.sidecar.daemon import format_counters, now_us
 from gwtrace.store import limits
 from gwtrace.wire.blocks import SPANS_PER_BLOCK, BadBlock, Block, find_blocks
-from gwtrace.sidecar.daemon import now_us
-from gwtrace.factory.ledger import Ledger, LedgerBusy, default_ledger
+from gwtrace.wire.events import ProtocolError, parse_line
+
+from .backfill import run_backfill
 
 if TYPE_CHECKING:   # the OTLP modules load when a block is decoded: a cron run over nothing new stays quick
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
@@ -42,9 +47,6 @@ def events_to_requests(payload: bytes, host: str) -> "tuple[List[ExportTraceServ
     """
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.sdk.resources import Resource
-
-    from gwtrace.export.otlp import to_readable_spans
-    from gwtrace.sidecar.assembler import Assembler
 
     asm = Assembler()
     spans = []
@@ -220,8 +222,6 @@ def _backfill_scan(dirs: List[str], forwarder: Forwarder, settle: float, err: Te
     """One scan's backfill (``backfill.py``): the records and spans of glideins whose ``.out``/``.err`` came
     back or changed and settled, traced or not, and the new events of the Condor-G logs (queued, running,
     held, removed); False if something could not be read."""
-    from .backfill import run_backfill
-
     try:
         totals = run_backfill(dirs, forwarder, err, settle, require=False)
     except IngestError as exc:
@@ -263,14 +263,7 @@ def watch(args: argparse.Namespace, err: TextIO) -> int:
 
 
 def ingest_spool(directory: str, err: TextIO) -> int:
-    from gwtrace.sidecar.control import ControlError, _drain_without_daemon, _existing_directory, _open_spool
-    from gwtrace.sidecar.daemon import format_counters
-
-    spool = _open_spool(_existing_directory(directory))   # a typo creates nothing
-    if spool.is_owned():
-        raise ControlError(f"a live sidecar (pid {spool.owner_pid()}) owns {spool.dir}; "
-                           "use `gwtrace sidecar stop` instead")
-    _drain_without_daemon(spool)
+    spool = recover(directory)
     print(f"gwtrace: recovered {spool.dir}: {format_counters(spool.read_status())}", file=err)
     return 0
 
@@ -283,8 +276,6 @@ def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
     except IngestError as exc:
         print(f"gwtrace: {exc}", file=err)
         return 1
-    from .backfill import run_backfill
-
     try:
         totals = run_backfill(dirs, forwarder, err)
     except IngestError as exc:
@@ -305,8 +296,6 @@ def ingest_outputs(paths: List[str], spool: Optional[str], ledger_path: Optional
                    err: TextIO) -> int:
     """``gwtrace ingest [--spool DIR] [PATH...]``: a dead sidecar's spool, then the blocks in glidein
     output files, each said in one line on ``err``; 0 when all went, 1 when something could not."""
-    from gwtrace.sidecar.control import ControlError
-
     try:
         status = 0
         if spool:

@@ -10,7 +10,7 @@ modification time in nanoseconds. A file whose four agree with the row kept
 for its path is not read again; a grown or rewritten one is (a glidein's
 ``.out`` that was incomplete at the last run is read again once complete).
 Condor-G event logs (``condor_activity_*.log``) are followed by byte offset
-(``head`` is ``journey.table.log_head`` of their first bytes: a log rotated
+(``head`` is ``factory.eventlog.log_head`` of their first bytes: a log rotated
 under the same name starts again at 0).
 
 The table lives where the records go: the embedded store, or, when spans go
@@ -26,6 +26,10 @@ import sqlite3
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Dict, Iterable, Iterator, Optional
+
+from gwtrace.store import create_store_file
+from gwtrace.store.glidein_reads import OUTCOME_INDEX
+from . import states
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS factory_files (
@@ -95,9 +99,7 @@ class SideBook:
     """
 
     def __init__(self, path: Path) -> None:
-        from gwtrace.store import _create_file
-
-        _create_file(path)          # owner-only, in a private directory, never through a link (as the store)
+        create_store_file(path)          # owner-only, in a private directory, never through a link (as the store)
         self._conn = sqlite3.connect(str(path), isolation_level=None, timeout=30)
         self._conn.execute("PRAGMA journal_mode = WAL")
 
@@ -121,13 +123,9 @@ class SideBook:
 
 def book_ready(book: Any) -> Any:
     """The book with the backfill's tables made (``seen`` and ``states``)."""
-    from . import states
-
     with book.transaction() as conn:
         ensure(conn)
         states.ensure(conn)
         if has_table(conn, "glideins"):        # a store made before the site lights' index: it gains it here
-            from gwtrace.store.glidein_reads import OUTCOME_INDEX
-
             conn.execute(OUTCOME_INDEX)
     return book

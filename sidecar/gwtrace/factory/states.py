@@ -6,7 +6,7 @@ entry are idle, running and held, and why the held ones are held
 ``condor_activity_*.log`` files say the same over time: every Condor-G job's
 submission, hand-over to the CE, start at the site, hold (with its reason
 and code), release, removal and end. They are read by byte offset as they
-grow (``journey.eventlog.read_events``) and kept here:
+grow (``factory.eventlog.read_events``) and kept here:
 
 ``glidein_events``  one row per event of a glidein's Condor-G job (the
                     transition it makes, the held reason, code and subcode,

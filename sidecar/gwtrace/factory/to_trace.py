@@ -15,7 +15,7 @@ read (the store then replaces what it kept under that id).
 import hashlib
 from typing import Any, Dict, List, Optional
 
-from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.span import SpanRecord
 from .record import GlideinRecord
 
 ID_DOMAIN = b"gwtrace-glidein-v1"

@@ -7,3 +7,9 @@ keeps jobs and log offsets in the store, ``ingest`` ties them together,
 ``holds`` explains hold codes, ``why`` ranks the reasons a job waits and
 ``cli`` is ``gwtrace job``.  docs/journey.md describes the mapping.
 """
+
+from gwtrace.store import parts as _store_parts
+
+from .table import SCHEMA
+
+_store_parts.register(_store_parts.StorePart("journey", version=1, schema=SCHEMA))

@@ -18,14 +18,17 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, TextIO, Tuple
 
-from . import table
-from .ads import read_ads
+from gwtrace.factory.condorg_log import bindings
+from gwtrace.factory.eventlog import HEAD_BYTES, MAX_EVENT_BYTES, log_head, read_events
 from gwtrace.wire.inflate import describe
 
-from .eventlog import MAX_EVENT_BYTES, read_events
+from . import table
+from .ads import read_ads
 from .otlp import to_request
 from .spans import state_to_spans
 from .state import apply, apply_ad, new_state
+from gwtrace.store.glidein_parts import glidein_of_job
+from gwtrace.store import TraceStore
 
 CHUNK_EVENTS = 200000   # events folded per write: bounds memory for a log of any size
 SPAN_BATCH = 5000       # spans per store.ingest call
@@ -66,8 +69,6 @@ def _schedd_for(conn: Any, path: str, given: Optional[str], events: List[Any]) -
 
 def write(store: Any, states: List[Dict[str, Any]], totals: Totals) -> None:
     """The jobs' spans into the store, then their rows."""
-    from gwtrace.store.glidein_parts import glidein_of_job
-
     def resolve(factory: Any, schedd: Any, cluster: Any, proc: Any, when: Any) -> Any:
         key = glidein_of_job(store.reader(), factory, schedd, cluster, proc, when)
         return key.hex() if key is not None else None
@@ -118,7 +119,7 @@ def ingest_log(store: Any, path: str, schedd: Optional[str], totals: Totals,
         if states:
             write(store, states, totals)
         unknown = sum(result.unknown.values())
-        head = table.log_head(path, min(table.HEAD_BYTES, result.offset))
+        head = log_head(path, min(HEAD_BYTES, result.offset))
         with store.transaction() as conn:
             table.put_log(conn, path, head, result.offset, len(result.events), unknown, result.bad)
             if name:
@@ -199,14 +200,10 @@ def summary(totals: Totals) -> List[str]:
 def ingest_condor(paths: List[str], ads: List[str], schedd: Optional[str], store_path: Optional[str],
                   err: TextIO) -> int:
     """The ``--condor-log`` / ``--job-ads`` command; 1 if a file could not be read (the others are)."""
-    from gwtrace.store import TraceStore
-
     totals, status = Totals(), 0
     if paths:
-        from gwtrace.factory.condorg_log import _bindings
-
         try:
-            _bindings()
+            bindings()
         except RuntimeError:
             err.write("gwtrace: reading HTCondor job event logs (--condor-log) needs HTCondor's Python bindings, "
                       "not installed here: pip install 'gwtrace[factory]' (or the htcondor package alone)\n")

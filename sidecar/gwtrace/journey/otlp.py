@@ -14,7 +14,7 @@ from opentelemetry.proto.trace.v1.trace_pb2 import Span, Status
 from opentelemetry.trace import Link
 
 from gwtrace import __version__
-from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.span import SpanRecord
 
 SCOPE_NAME = "gwtrace.journey"
 _STATUS = {"ok": Status.STATUS_CODE_OK, "error": Status.STATUS_CODE_ERROR}

@@ -19,7 +19,7 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from gwtrace.factory.to_trace import glidein_trace_id, span_id
-from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.span import SpanRecord
 from .holds import explain
 
 US = 1000000

@@ -19,6 +19,8 @@ import json
 import sqlite3
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from gwtrace.factory.eventlog import HEAD_BYTES, log_head
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS jobs (
     job_key     TEXT PRIMARY KEY,
@@ -57,7 +59,6 @@ CREATE TABLE IF NOT EXISTS job_log_schedds (path TEXT PRIMARY KEY, schedd TEXT N
 CREATE INDEX IF NOT EXISTS glideins_site_ended ON glideins (site, ended);
 """
 
-HEAD_BYTES = 512
 COLUMNS = ("job_key", "schedd", "cluster", "proc", "global_id", "trace_id", "owner", "req_key", "sites", "status",
            "submitted", "first_start", "ended", "last_event", "state")
 
@@ -107,13 +108,6 @@ def get_states(conn: sqlite3.Connection, keys: List[str]) -> Dict[str, Dict[str,
             out[key] = json.loads(text)
     return out
 
-
-def log_head(path: str, length: int = HEAD_BYTES) -> str:
-    """``N:digest`` of the first N bytes (at most ``length``): a log that still begins with them is the same
-    log grown; N is below HEAD_BYTES while the log was short, so a growing small log stays the same log."""
-    with open(path, "rb") as handle:
-        data = handle.read(length)
-    return f"{len(data)}:{hashlib.sha256(data).hexdigest()}"
 
 
 def log_offset(conn: sqlite3.Connection, path: str, size: int) -> int:

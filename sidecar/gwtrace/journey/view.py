@@ -14,6 +14,7 @@ from typing import Any, Dict, List, Optional
 from gwtrace.factory.to_trace import span_id as derive_span_id
 from . import table
 from .spans import parse_traceparent
+from gwtrace.store.glidein_parts import glidein_of_job
 
 _CLUSTER_PROC = re.compile(r"^(\d+)(?:\.(\d+))?$")
 _GLOBAL = re.compile(r"^(?P<schedd>[^#]+)#(?P<cluster>\d+)\.(?P<proc>\d+)#\d+$")
@@ -96,8 +97,6 @@ def _covers(run: Dict[str, Any], span: Dict[str, Any]) -> bool:
 def _glidein(store: Any, attrs: Dict[str, Any], when: Optional[float] = None) -> Optional[Dict[str, Any]]:
     """The stored record of the glidein a run's span names (by its trace id, else by its Condor-G job
     running at ``when``: a link made before the glidein's uuid was known), in short."""
-    from gwtrace.store.glidein_parts import glidein_of_job
-
     trace = attrs.get("glidein.trace_id")
     if not trace:
         return None

@@ -19,6 +19,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from . import match, table
 from .holds import explain, measured_mb
 from ..durations import wait_duration
+from .view import current
 
 RECENT_FAILURES_S = 86400       # "failed recently": ended within the last day
 STALE_S = 7 * 86400             # a glidein record without an end, older than this, is not counted as alive
@@ -294,8 +295,6 @@ def _request_reasons(conn: Any, state: Dict[str, Any], now: float, missing: List
 
 def why(store: Any, state: Dict[str, Any], now: float) -> Dict[str, Any]:
     """Ranked reasons (highest weight first) and the evidence that is missing."""
-    from .view import current
-
     now_state = current(state, now)
     missing: List[str] = []
     reasons: List[Dict[str, Any]] = []

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any, Dict, List, Optional
 
+from gwtrace.factory import states
 from gwtrace.live.health import Rule, health
 
 #: A glidein is stale after this many of its announced intervals without a snapshot.
@@ -76,8 +77,6 @@ def now_data(store: Any, now: Optional[float] = None, stale_s: Optional[float] =
 def factory_now(store: Any, now: float) -> Dict[str, Any]:
     """Glideins idle, running and held per entry now, from the factory's Condor-G logs as backfilled
     (``factory/states.py``): what the factory knows of glideins that run no gwtrace, or have not started."""
-    from gwtrace.factory import states
-
     entries = states.now_by_entry(store.reader(), now)
     return {"entries": entries,
             "totals": {s: sum(e[s] for e in entries) for s in states.OPEN}}
@@ -85,8 +84,6 @@ def factory_now(store: Any, now: float) -> Dict[str, Any]:
 
 def factory_history(store: Any, now: float, hours: float = 24.0, bucket_s: int = 3600) -> Dict[str, Any]:
     """Per entry, glideins idle, running and held at the end of each bucket of the last ``hours``."""
-    from gwtrace.factory import states
-
     until = int(now) // bucket_s * bucket_s + bucket_s
     since = until - int(hours * 3600)
     return {"bucket_s": bucket_s, "since": since, "until": until,

@@ -10,7 +10,6 @@ it can run.
 
 from __future__ import annotations
 
-import argparse
 import os
 import tempfile
 from typing import Any, Dict, Optional
@@ -18,41 +17,21 @@ from typing import Any, Dict, Optional
 from flask import Blueprint, Response, current_app, render_template, request
 
 from ..factory.account import BUCKETS, EntryTotals
+from ..factory.account_plot import stacked_area
 from ..factory.account_report import body_of
 from ..factory.canonical import CATEGORIES
-from ..factory.selection import parse_time
 from ..store import TraceStore
+from .analysis import record_filter
+from .filters import GROUPS, BadQuery, query
+from .glidein_list import BadPage, filtered_page, paging
 from .jsonutil import json_response
 
 bp = Blueprint("accounting", __name__, template_folder="templates")
-GROUPS = ("site", "entry", "frontend")
 MAX_GLIDEINS = 5000
-
-
-class BadQuery(ValueError):
-    """A query parameter that cannot be used; its message is the answer's one line."""
 
 
 def _store() -> TraceStore:
     return current_app.config["GWTRACE_STORE"]
-
-
-def query() -> Dict[str, Any]:
-    """The page's parameters: since/until (epoch or ISO-8601), bucket, by, site/entry/frontend filters."""
-    args = request.args
-    out: Dict[str, Any] = {"bucket": args.get("bucket") or "1d", "by": args.get("by") or None}
-    if out["bucket"] not in BUCKETS:
-        raise BadQuery(f"bucket must be one of {', '.join(sorted(BUCKETS))}")
-    if out["by"] is not None and out["by"] not in GROUPS:
-        raise BadQuery(f"by must be one of {', '.join(GROUPS)}")
-    for key in ("since", "until"):
-        try:
-            out[key] = parse_time(args[key]) if args.get(key) else None
-        except argparse.ArgumentTypeError as exc:
-            raise BadQuery(str(exc)) from None
-    for key in GROUPS:
-        out[key] = args.get(key) or None
-    return out
 
 
 def _filters(q: Dict[str, Any]) -> Dict[str, Optional[str]]:
@@ -103,8 +82,6 @@ def accounting_svg() -> Response:
 
 
 def _draw(rows: Any, title: str, width: int) -> bytes:
-    from ..factory.account_plot import stacked_area
-
     handle, path = tempfile.mkstemp(suffix=".svg")
     os.close(handle)
     try:
@@ -132,8 +109,6 @@ def glidein_records() -> Response:
     """The glideins behind a number, a page at a time (``glidein_list``): the same filters, optionally only
     those with time in one category, or those behind a mark of an analysis chart (``analysis.record_filter``:
     phase, its time, failed, day); sorted, counted."""
-    from .glidein_list import BadPage, filtered_page, paging
-
     try:
         q = query()
         p = paging()
@@ -142,8 +117,6 @@ def glidein_records() -> Response:
     category = request.args.get("category") or None
     if category is not None and category not in CATEGORIES:
         return json_response({"error": f"category must be one of {', '.join(CATEGORIES)}"}, 400)
-    from .analysis import record_filter  # the analysis charts' filters (that module imports this one)
-
     try:
         keep = record_filter()
     except BadQuery as exc:

@@ -32,7 +32,7 @@ from ..analysis.phases import phases
 from ..analysis.plots import CHARTS, ChartLinks, kind_seconds
 from ..analysis.stats import DAY, ORDER, PhaseCells, phase_table, script_table, trends
 from ..store import TraceStore
-from .accounting import BadQuery, query
+from .filters import BadQuery, query
 from .jsonutil import gc_paused, json_response
 
 bp = Blueprint("analysis", __name__, template_folder="templates")

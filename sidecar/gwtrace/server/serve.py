@@ -73,6 +73,7 @@ def serve(host: str, port: int, db: Optional[str], retention_days: Optional[floa
     except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback
         return fail(f"cannot open the store {db or default_store_path()}: {exc}")
 
+    # start-up cost: Flask and the app load once the arguments and the store are good
     from .app import create_app
     from .otlp_http import DEFAULT_MAX_BODY_BYTES
 
@@ -150,6 +151,7 @@ def _waitress(app: Any, host: str, port: int) -> Any:
     """waitress, tuned for OTLP batches and slow clients; raises OSError if it cannot listen."""
     from waitress import create_server
 
+    # start-up cost: as create_app (Flask)
     from .otlp_http import DEFAULT_MAX_BODY_BYTES
 
     return create_server(

@@ -20,6 +20,7 @@ from ..store import STATUS_ERROR, STATUS_OK, STATUS_UNSET, TraceStore
 from ..store.values import attributes_to_dict, is_root
 from . import jaeger
 from .jsonutil import gc_paused, json_response
+from ..analysis.critical_path import on_path, path_share, self_time_by_operation, self_times
 
 bp = Blueprint("ui", __name__, template_folder="templates", static_folder="static", static_url_path="/static")
 
@@ -186,8 +187,6 @@ def _with_glidein(summary: Dict[str, Any], own: Optional[Tuple[Any, Any]]) -> Di
 @bp.route("/ui/api/critical/<trace_id>")
 def critical(trace_id: str) -> Response:
     """The trace's critical path and each span's self-time (``analysis.critical_path``), for the trace page."""
-    from ..analysis.critical_path import on_path, path_share, self_time_by_operation, self_times
-
     try:
         spans = _store().get_trace(trace_id)
     except ValueError as exc:

@@ -197,6 +197,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         print("usage: python -m gwtrace.shim.accel [--layer DIR] [BASH...]", file=sys.stderr)
         return 2
     if layer is None:
+        # start-up cost: `gwtrace run` imports only what it uses before it runs CMD
         from gwtrace import bashlib
 
         layer = bashlib.HERE

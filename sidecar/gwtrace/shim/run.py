@@ -34,6 +34,7 @@ AUTO_OPTIONAL = ("gwtrace-accel.so",)
 def auto_lib_path(work_dir: Optional[str]) -> Optional[str]:
     """gwtrace-auto.sh as a file bash can source. Inside a zipapp it is copied
     (with the files it loads) into WORK_DIR, the sidecar's private directory."""
+    # start-up cost: `gwtrace run` imports only what it uses before it runs CMD
     from gwtrace import bashlib
 
     if not os.path.isfile(os.path.join(bashlib.HERE, AUTO_LIB)) and not work_dir:
@@ -51,6 +52,7 @@ def check_accelerator(layer: str, command: Sequence[str], environ: Dict[str, str
     if environ.get("GWTRACE_ACCEL") == "0":
         return
     try:
+        # start-up cost: `gwtrace run` imports only what it uses before it runs CMD
         from gwtrace.shim import accel
 
         accel.prepare(layer, accel.candidate_bashes(command, environ))
@@ -91,6 +93,7 @@ def register_stderr(directory: Optional[str], span: Span) -> Dict[str, object]:
     registration when our span ends."""
     if not directory or not span.sampled:
         return {}
+    # start-up cost: `gwtrace run` imports only what it uses before it runs CMD
     from gwtrace.sidecar.failure import REGISTERED, register, stderr_of_fd
 
     path = stderr_of_fd(2)
@@ -196,6 +199,7 @@ def trace_span(args: Any) -> int:
     env = dict(environ)
     if log.path and span.sampled:
         env["TRACEPARENT"] = span.traceparent
+    # start-up cost: `gwtrace run` imports only what it uses before it runs CMD
     from gwtrace.shim.sink import sidecar_dir
 
     return _run_in_span(span, args.command, env, "span", directory=sidecar_dir(environ) if log.path else None)

@@ -26,6 +26,7 @@ class Sink:
         directory = sidecar_dir(environ)
         if directory and _sidecar_running(directory):
             return cls({}, directory, private=False)
+        # start-up cost: `gwtrace run` imports only what it uses before it runs CMD
         from gwtrace.sidecar import control
 
         out = io.StringIO()
@@ -46,6 +47,7 @@ class Sink:
         event: nothing is lost, the directory stays for `gwtrace ingest --spool`)."""
         if not self.private or not self.directory:
             return
+        # start-up cost: `gwtrace run` imports only what it uses before it runs CMD
         from gwtrace.sidecar import control
         from gwtrace.sidecar.statedir import Spool
 
@@ -71,6 +73,7 @@ def private_stop_timeout() -> float:
     """How long `gwtrace run` waits for its private sidecar to stop: its own
     bounds (reading the rest of the log, GWTRACE_STOP_TIMEOUT for delivery)
     and a margin."""
+    # start-up cost: `gwtrace run` imports only what it uses before it runs CMD
     from gwtrace.sidecar.daemon import DRAIN_MAX_S
 
     try:
@@ -114,6 +117,7 @@ def sidecar_dir(environ: Dict[str, str]) -> Optional[str]:
 def _sidecar_running(directory: str) -> bool:
     if not os.path.isdir(directory):
         return False
+    # start-up cost: `gwtrace run` imports only what it uses before it runs CMD
     from gwtrace.sidecar.statedir import Spool, SpoolError
 
     try:

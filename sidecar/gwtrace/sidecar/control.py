@@ -23,6 +23,9 @@ from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
 from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir
 from gwtrace.sidecar.failure import make_stderr_dir
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
+from gwtrace.sidecar.status import STATUS_COUNTERS, format_counters
+from gwtrace.export.otlpenv import otlp_env
+from gwtrace.home import gwtrace_home, private_dir
 from gwtrace.wire.redact import strip_userinfo_in_logs
 
 log = logging.getLogger("gwtrace.sidecar.control")
@@ -216,7 +219,8 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     if ready_fd is not None:
         os.write(ready_fd, f"ready {os.getpid()}\n".encode())
         os.close(ready_fd)
-    from gwtrace.export.otlp import make_delivery
+    # start-up cost: the opentelemetry SDK loads in the daemon only (sidecar start|stop|status stay quick)
+    from gwtrace.sidecar.destination import make_delivery
     from gwtrace.export.resource import GlideinIdentity, build_resource
     from gwtrace.sidecar.daemon import Sidecar
 
@@ -246,9 +250,6 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
 def _preflight() -> None:
     """What would stop the exporter later, found before "ready" so that the
     starter hears of it: the embedded store's home (gwtrace.home's rules)."""
-    from gwtrace.export.otlpenv import otlp_env
-    from gwtrace.home import gwtrace_home, private_dir
-
     if os.environ.get("GWTRACE_EXPORT", "").strip().lower() == "ship-home" or otlp_env().configured:
         return
     private_dir(gwtrace_home())
@@ -274,8 +275,6 @@ def stop(directory: Optional[str], timeout: float, out: TextIO, ship_to: Optiona
         _drain_without_daemon(spool)
     if ship_to:
         _ship_leftovers(spool, ship_to)
-    from gwtrace.sidecar.status import format_counters
-
     print(f"gwtrace: sidecar stopped: {format_counters(spool.read_status())}", file=out)
     _remove_if_done(spool, out)
     return 0
@@ -293,7 +292,7 @@ def _ship_leftovers(spool: Spool, ship_to: str) -> None:
     """Write the outbox a stopped sidecar left behind, and count it."""
     if not spool.batch_seqs():
         return                 # the usual case: the daemon shipped or delivered it all
-    from gwtrace.wire.blocks import ship_outbox
+    from gwtrace.sidecar.ship import ship_outbox  # start-up cost: as in run_foreground (the SDK)
 
     spool.acquire()
     try:
@@ -316,9 +315,19 @@ def _ship_leftovers(spool: Spool, ship_to: str) -> None:
         spool.release()
 
 
+def recover(directory: str) -> Spool:
+    """``gwtrace ingest --spool``: export what a stopped sidecar's directory holds; a live sidecar's is refused."""
+    spool = _open_spool(_existing_directory(directory))
+    if spool.is_owned():
+        raise ControlError(f"a live sidecar (pid {spool.owner_pid()}) owns {spool.dir}; "
+                           "use `gwtrace sidecar stop` instead")
+    _drain_without_daemon(spool)
+    return spool
+
+
 def _drain_without_daemon(spool: Spool) -> None:
     """What `stop` does when no sidecar runs: a foreground sidecar that stops at once."""
-    from gwtrace.export.otlp import make_delivery
+    from gwtrace.sidecar.destination import make_delivery  # start-up cost: as in run_foreground
     from gwtrace.export.resource import build_resource
     from gwtrace.sidecar.daemon import Sidecar
 
@@ -336,8 +345,6 @@ def status(directory: Optional[str], out: TextIO) -> int:
     counters: Dict[str, int] = dict(st.get("counters", {}))
     if not counters:
         # Just started: the daemon says "ready" before it has counted anything.
-        from gwtrace.sidecar.status import STATUS_COUNTERS
-
         counters = dict.fromkeys(STATUS_COUNTERS + ("spans_pending", "spans_open", "outbox_bytes"), 0)
     if not running:
         # Nobody is reading the log: what is in it past the checkpoint is spooled.

@@ -30,13 +30,15 @@ from opentelemetry.sdk.resources import Resource
 
 from gwtrace.export.otlp import Delivery, hashed_resource
 from gwtrace.export.resource import GlideinIdentity
-from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
+from gwtrace.sidecar.assembler import Assembler, Counters
+from gwtrace.wire.span import SpanRecord
 from gwtrace.sidecar.channels import JobChannels, make_jobs_dir
 from gwtrace.sidecar.failure import FailureNotes, make_stderr_dir
 from gwtrace.sidecar.delivering import DeliveryHalf
 from gwtrace.sidecar.eventlog import EventLogReader, create_event_log
 from gwtrace.sidecar.gone import CHECK_INTERVAL_S, GoneProcesses
 from gwtrace.sidecar.reading import ReadingHalf
+from gwtrace.sidecar.ship import ship_outbox
 from gwtrace.sidecar.snapshot import Snapshotter, make_snapshotter
 from gwtrace.sidecar.statedir import Spool
 from gwtrace.sidecar.status import STATUS_COUNTERS, StatusHalf, format_counters
@@ -297,8 +299,6 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
             self._exporter_thread.join(timeout=max(0.0, deadline - time.monotonic()) + 1
                                        if not self._unreachable_at_stop.is_set() else 1)
         if self.ship_to is not None and self.spool.batch_seqs():
-            from gwtrace.wire.blocks import ship_outbox
-
             shipped = ship_outbox(self.spool, self.ship_to)
             with self._lock:
                 self.counters.add("spans_shipped", shipped)

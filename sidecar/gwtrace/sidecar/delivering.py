@@ -13,7 +13,8 @@ import threading
 from typing import Dict, List, Optional, Set, Tuple
 
 from gwtrace.export.otlp import Delivery, Outcome, to_readable_spans
-from gwtrace.sidecar.assembler import Counters, SpanRecord
+from gwtrace.sidecar.assembler import Counters
+from gwtrace.wire.span import SpanRecord
 from gwtrace.sidecar.statedir import Spool
 
 log = logging.getLogger("gwtrace.sidecar.daemon")

@@ -27,7 +27,7 @@ import time
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
 if TYPE_CHECKING:   # `gwtrace run` imports register() before it runs CMD: nothing heavy here
-    from gwtrace.sidecar.assembler import SpanRecord
+    from gwtrace.wire.span import SpanRecord
     from gwtrace.wire.events import AttrValue
 
 #: The registrations' directory in the state directory (made by the sidecar, 0700).
@@ -128,6 +128,7 @@ def tail_lines(path: str, max_lines: int = MAX_LINES, max_bytes: int = MAX_BYTES
     lines = [line.rstrip("\r") for line in lines]
     while lines and not lines[-1].strip():
         lines.pop()
+    # start-up cost: `gwtrace run` imports register() from here before it runs CMD
     from gwtrace.wire.redact import redact_message
 
     return [redact_message(line) for line in lines[-max_lines:]]

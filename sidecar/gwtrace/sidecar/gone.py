@@ -25,7 +25,9 @@ from __future__ import annotations
 import os
 from typing import Dict, Iterable, List, Set
 
-from gwtrace.sidecar.assembler import Assembler, SpanRecord, pid_alive
+from gwtrace.sidecar.assembler import Assembler, pid_alive
+
+from gwtrace.wire.span import SpanRecord
 
 #: Seconds between two looks at the processes of open script spans (idle sidecar).
 CHECK_INTERVAL_S = 0.5

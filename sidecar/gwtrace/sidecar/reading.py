@@ -16,7 +16,8 @@ import time
 from typing import Dict, List, Optional, Tuple
 
 from gwtrace.export.otlp import SERVICE_KEY
-from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
+from gwtrace.sidecar.assembler import Assembler, Counters
+from gwtrace.wire.span import SpanRecord
 from gwtrace.sidecar.channels import JobChannels
 from gwtrace.sidecar.eventlog import EventLogReader
 from gwtrace.sidecar.failure import REGISTERED, FailureNotes

@@ -46,7 +46,7 @@ import time
 from typing import Any, Callable, Dict, Iterable, Mapping, Optional, Tuple
 
 from gwtrace.export.otlpenv import OtlpEnv, otlp_env
-from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.span import SpanRecord
 from gwtrace.sidecar.snapshot_send import HttpSender, StoreSender
 from gwtrace.sidecar.snapshot_wire import Encoder
 from gwtrace.wire.redact import strip_userinfo

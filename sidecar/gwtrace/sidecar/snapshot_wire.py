@@ -17,7 +17,7 @@ import struct
 from typing import Any, Dict, Iterable, Mapping, Tuple
 
 from gwtrace import __version__
-from gwtrace.sidecar.assembler import SpanRecord
+from gwtrace.wire.span import SpanRecord
 from gwtrace.wire.protobuf import field, varint
 
 SCOPE_NAME = "gwtrace.snapshot"

@@ -37,7 +37,9 @@ import stat
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional
 
-from gwtrace.sidecar.assembler import ROW_FIELDS, SpanRecord, replay, to_row
+from gwtrace.sidecar.assembler import replay
+
+from gwtrace.wire.span import ROW_FIELDS, SpanRecord, to_row
 
 STATE_NAME = "state.json"
 STATUS_NAME = "status.json"

@@ -11,7 +11,9 @@ import threading
 import time
 from typing import TYPE_CHECKING, Dict, List, Optional, Tuple
 
-from gwtrace.sidecar.assembler import Assembler, Counters, SpanRecord
+from gwtrace.sidecar.assembler import Assembler, Counters
+
+from gwtrace.wire.span import SpanRecord
 from gwtrace.sidecar.channels import JobChannels
 from gwtrace.sidecar.eventlog import EventLogReader
 from gwtrace.sidecar.statedir import Spool

@@ -29,6 +29,8 @@ import json
 import sqlite3
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
+from . import parts
+
 SCHEMA = """
 -- the record made from the factory's files, before any merge with the glidein's trace
 CREATE TABLE IF NOT EXISTS glidein_files (trace_id BLOB PRIMARY KEY, record TEXT NOT NULL) WITHOUT ROWID;
@@ -39,12 +41,10 @@ def record_key(record: Any, trace_id: Optional[bytes] = None) -> bytes:
     """A glidein's key: the trace id its identity gives (factory, schedd, cluster.proc and its uuid when
     known), so that its record from the files and from a trace with another id are one; the trace's own
     id when unknown."""
-    from gwtrace.factory.to_trace import glidein_trace_id
-
     if record.cluster is None and trace_id is not None:
         return trace_id
-    return bytes.fromhex(glidein_trace_id(record.factory, record.schedd, record.cluster, record.proc,
-                                          record.glidein_uuid))
+    trace_id_of = parts.rules(parts.GlideinRules).trace_id_of
+    return bytes.fromhex(trace_id_of(record.factory, record.schedd, record.cluster, record.proc, record.glidein_uuid))
 
 
 def keep_files(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Dict[str, Any]]]) -> None:
@@ -109,8 +109,7 @@ def _agree(mine: Optional[str], theirs: Optional[str]) -> bool:
 def legacy_traces(conn: sqlite3.Connection, records: Sequence[Any]) -> Dict[int, bytes]:
     """{index: trace} for the records (with a uuid) whose live trace a node of gwtrace before issue 26 made
     under the uuid-less id of their identity: that trace holds spans from a resource naming their uuid."""
-    from gwtrace.factory.to_trace import glidein_trace_id
-
+    glidein_trace_id = parts.rules(parts.GlideinRules).trace_id_of
     bare = {index: bytes.fromhex(glidein_trace_id(rec.factory, rec.schedd, rec.cluster, rec.proc))
             for index, rec in enumerate(records) if rec.glidein_uuid and rec.cluster is not None}
     keys = list(set(bare.values()))
@@ -197,12 +196,11 @@ def queued_of(record: Any, others: List[Stored]) -> List[bytes]:
     """What the factory kept of ``record``'s glidein before it knew its uuid, among the other glideins of its
     Condor-G job (``same_jobs``): records made from the files without a uuid and without an ``.out`` read,
     submitted before it started."""
-    from gwtrace.factory.record import GlideinRecord
-
+    from_dict = parts.rules(parts.GlideinRules).from_dict
     if not record.glidein_uuid:
         return []
     return [other for other, source, data in others
-            if source == "files" and not data.get("glidein_uuid") and not GlideinRecord.from_dict(data).read_out
+            if source == "files" and not data.get("glidein_uuid") and not from_dict(data).read_out
             and _before(data.get("submitted"), record.started)]
 
 
@@ -211,15 +209,14 @@ def traced_of_job(conn: sqlite3.Connection, record: Any, others: List[Stored]) -
     glideins of its job (``same_jobs``): the one with a uuid whose files' ``.out`` was not read (known by its
     live trace so far), started after the submission; (its key, the trace its spans are in), or None when
     there is none, or several."""
-    from gwtrace.factory.record import GlideinRecord
-
+    from_dict = parts.rules(parts.GlideinRules).from_dict
     if record.glidein_uuid or record.read_out:
         return None
     found = []
     for other, source, data in others:
         files = files_records(conn, [other]).get(other)
         if source != "files" and data.get("glidein_uuid") and _before(record.submitted, data.get("started")) \
-                and (files is None or not GlideinRecord.from_dict(files).read_out):
+                and (files is None or not from_dict(files).read_out):
             found.append((other, bytes.fromhex(data.get("trace_id") or other.hex())))
     return found[0] if len(found) == 1 else None
 

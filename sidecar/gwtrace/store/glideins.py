@@ -37,6 +37,8 @@ import sqlite3
 from array import array
 from typing import Any, Dict, Iterable, Iterator, List, Optional, Sequence, Tuple
 
+from . import parts
+
 CATEGORIES = ("validation_fail", "decision_problem", "misconfig_badput", "goodput", "preemption_badput", "overhead")
 HOUR = 3600
 
@@ -178,8 +180,9 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
             for at, value in enumerate(values):
                 acc[at] += sign * value
 
-    from gwtrace.analysis.summary import summarize
-
+    summaries = parts.summarizer()
+    if summaries is None:                # made on the next use that has one (summarize_missing)
+        conn.execute("DELETE FROM store_parts WHERE name = 'glidein_summaries'")
     pairs = list(items)
     stored = _stored(conn, [trace_id for trace_id, _ in pairs])
     elsewhere: List[bytes] = []
@@ -207,7 +210,8 @@ def put_many(conn: sqlite3.Connection, items: Iterable[Tuple[bytes, Any]], sourc
              record.cpus, record.memory_mb, record.gpus)
             + tuple(canon.get(c, 0.0) for c in CATEGORIES)
             + (canon.get("total", 0.0), json.dumps(record.gwms), packed, source, text))
-        _put_summary(conn, trace_id, data, summarize)
+        if summaries is not None:
+            _put_summary(conn, trace_id, data, summaries.summarize)
         roll(_group(record.site, record.entry, record.frontend), cells.items(), 1.0)
         stored[trace_id] = (record.site, record.entry, record.frontend, packed, text, source)
     conn.executemany(_ADD, [(*key, *values) for key, values in rollup.items()])
@@ -248,57 +252,6 @@ def _put_summary(conn: sqlite3.Connection, trace_id: bytes, data: Dict[str, Any]
     conn.execute("INSERT OR REPLACE INTO glidein_summaries VALUES (?, ?, ?, ?, ?, ?, ?, ?)",
                  (-1 if started is None else started, trace_id, data.get("site"), data.get("entry"),
                   data.get("frontend"), started, data.get("ended"), json.dumps(summarize(data), separators=(",", ":"), check_circular=False)))
-
-
-def summaries(conn: sqlite3.Connection, part: Optional[Tuple[Optional[int], Optional[int]]] = None,
-              **filters: Any) -> Iterator[List[Any]]:
-    """The analysis summaries of the stored glideins, oldest start first, one row at a time; ``part``: only
-    those with ``low <= start_key < high`` (None: open), a part ``summary_cuts`` cut the period into."""
-    where, args = _where(**filters)
-    if part is not None:
-        where, args = _start_range(where, args, *part)
-    for (text,) in conn.execute(f"SELECT summary FROM glidein_summaries{where} ORDER BY start_key", args):
-        yield json.loads(text)
-
-
-def summary_cuts(conn: sqlite3.Connection, parts: int, min_part: int, **filters: Any) -> List[int]:
-    """Start keys cutting the selected summaries into up to ``parts`` parts of about the same size, each of
-    at least ``min_part`` glideins (none: one part). SQLite counts and steps to each cut itself (~35 ms for
-    100 000 glideins): no start key is brought into Python."""
-    where, args = _where(**filters)
-    count = conn.execute(f"SELECT count(*) FROM glidein_summaries{where}", args).fetchone()[0]
-    parts = min(parts, count // max(1, min_part))
-    cuts = set()
-    for at in range(1, parts):
-        row = conn.execute(f"SELECT start_key FROM glidein_summaries{where} ORDER BY start_key LIMIT 1 OFFSET ?",
-                           args + [count * at // parts]).fetchone()
-        cuts.add(row[0])
-    first = conn.execute(f"SELECT min(start_key) FROM glidein_summaries{where}", args).fetchone()[0]
-    return sorted(cut for cut in cuts if cut > first)
-
-
-def _start_range(where: str, args: List[Any], low: Optional[int], high: Optional[int]) -> Tuple[str, List[Any]]:
-    clauses = [c for c, v in (("start_key >= ?", low), ("start_key < ?", high)) if v is not None]
-    if not clauses:
-        return where, args
-    joined = " AND ".join(clauses)
-    return (f"{where} AND {joined}" if where else f" WHERE {joined}"), args + [v for v in (low, high) if v is not None]
-
-
-def summarize_missing(conn: sqlite3.Connection) -> int:
-    """Summaries for the glideins stored without one (a store of schema 4, or of another summary version).
-
-    Run by the migration, in its transaction: some 10 000 glideins a second, once.
-    """
-    from gwtrace.analysis.summary import VERSION, summarize
-
-    conn.execute(f"DELETE FROM glidein_summaries WHERE substr(summary, 1, {len(str(VERSION)) + 2}) != ?",
-                 (f"[{VERSION},",))
-    todo = conn.execute("SELECT trace_id, record FROM glideins WHERE trace_id NOT IN"
-                        " (SELECT trace_id FROM glidein_summaries)").fetchall()
-    for trace_id, text in todo:
-        _put_summary(conn, trace_id, json.loads(text), summarize)
-    return len(todo)
 
 
 def entry_of(conn: sqlite3.Connection, trace_id: bytes) -> Optional[str]:

@@ -29,6 +29,8 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
+from .connections import Connections
+from .live_phase import classify, root_of
 from .values import attributes_to_dict, is_root
 
 SCOPE_NAME = "gwtrace.snapshot"
@@ -105,8 +107,6 @@ def _arrived(conn: sqlite3.Connection, trace_id: bytes, span_id: bytes) -> bool:
 
 def put(conn: sqlite3.Connection, req: ExportTraceServiceRequest, now_ns: Optional[int] = None) -> bool:
     """Store a snapshot (replacing the glidein's last); False for a heartbeat of an unknown glidein."""
-    from gwtrace.live.phase import classify, root_of
-
     resource, meta, proto_spans = _meta(req)
     key = meta["gwtrace.snapshot.key"]
     now_ns = time.time_ns() if now_ns is None else now_ns
@@ -175,3 +175,25 @@ def open_spans(conn: sqlite3.Connection, key: str) -> List[Dict[str, Any]]:
     req = ExportTraceServiceRequest()
     req.ParseFromString(bytes(row[0]))
     return [_span(s) for s in req.resource_spans[0].scope_spans[0].spans]
+
+
+class LiveSnapshots:
+    """The live snapshots of a ``TraceStore``: each running glidein's open spans, until its root span arrives."""
+
+    _connections: Connections
+
+    def put_live_snapshot(self, request: ExportTraceServiceRequest, now_ns: Optional[int] = None) -> bool:
+        """Keep a sidecar's snapshot of its open spans (``put``); False: a heartbeat of an unknown glidein.
+
+        Raises ``live.BadSnapshot`` for a request that is not a gwtrace snapshot.
+        """
+        with self._connections.transaction() as conn:
+            return put(conn, request, now_ns)
+
+    def live_snapshots(self) -> List[Dict[str, Any]]:
+        """The latest snapshot of every glidein whose real root span has not arrived yet."""
+        return rows(self._connections.reader())
+
+    def live_open_spans(self, key: str) -> List[Dict[str, Any]]:
+        """The open spans of one glidein's latest snapshot."""
+        return open_spans(self._connections.reader(), key)

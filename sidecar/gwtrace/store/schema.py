@@ -10,7 +10,7 @@ from __future__ import annotations
 import sqlite3
 from typing import Optional
 
-from . import glidein_parts, glideins, live, ops
+from . import glidein_parts, glideins, live, ops, parts
 
 SCHEMA_VERSION = 9  # 9: glidein_files (the files' record of each glidein, merged with its trace)
 # 8: trace_ops with the start range of each operation, operations.max_lag_ns
@@ -174,9 +174,7 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
     if version == SCHEMA_VERSION:
         return
     old_ops = _set_aside_old_trace_ops(conn)
-    from gwtrace.journey import table as journey_table
-
-    schemas = _SCHEMA + glideins.SCHEMA + glidein_parts.SCHEMA + live.SCHEMA + journey_table.SCHEMA
+    schemas = _SCHEMA + glideins.SCHEMA + glidein_parts.SCHEMA + live.SCHEMA
     for statement in schemas.split(";"):
         if statement.strip():
             conn.execute(statement)
@@ -184,7 +182,10 @@ def migrate(conn: sqlite3.Connection, path: object) -> None:
     if old_ops:
         conn.execute(f"DROP TABLE {old_ops}")
         ops.rebuild(conn)  # decodes every chunk once
-    glideins.summarize_missing(conn)
+    # A store brought to a new schema applies every registered part again (store.parts): their tables
+    # and migrations (the summaries of a store of schema 4) follow the store's.
+    conn.execute(parts.SCHEMA)
+    conn.execute("DELETE FROM store_parts")
     # Version 1 had two indexes that cost every write and served only rare reads.
     conn.execute("DROP INDEX IF EXISTS traces_end")
     conn.execute("DROP INDEX IF EXISTS traces_sort")

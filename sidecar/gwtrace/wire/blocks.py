@@ -5,6 +5,8 @@ glidein's stdout/stderr back (``job.C.P.out``/``.err``), and the glidein
 already ships its encoded XML and condor logs that way. At stop, whatever the
 sidecar could not deliver is written there as framed, compressed, checksummed
 blocks; ``gwtrace ingest`` finds them on the factory and forwards the spans.
+This module is the format (framing, finding, verifying); the sidecar's
+``gwtrace.sidecar.ship`` writes its outbox in it.
 
 Block format (docs/protocol.md, "Blocks")::
 
@@ -28,13 +30,8 @@ import re
 import socket
 import zlib
 from dataclasses import dataclass
-from typing import Dict, Iterator, List, Optional, TextIO, Union
+from typing import Dict, Iterator, List, Optional, Union
 
-from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
-from opentelemetry.sdk.resources import Resource
-
-from gwtrace.export.otlp import to_readable_spans
-from gwtrace.sidecar.statedir import Spool
 from gwtrace.wire.inflate import InflateLimit, describe, gunzip
 
 BEGIN_RE = re.compile(rb"^=== gwtrace block v1 begin (?P<meta>[^\n]*?) ===\r?$", re.M)
@@ -61,38 +58,6 @@ def frame(kind: str, payload: bytes, spans: Optional[int] = None, host: Optional
 
 
 SPANS_PER_BLOCK = 4096
-
-
-def ship_outbox(spool: Spool, out: TextIO) -> int:
-    """Write every undelivered outbox batch to ``out``; return the spans shipped.
-
-    Consecutive batches are merged into blocks of up to SPANS_PER_BLOCK spans.
-    Batches are removed only after their block was written and flushed, so a
-    failure half-way leaves the rest for the next attempt.
-    """
-    resource = Resource(spool.load_resource())
-    shipped = 0
-    pending: List[int] = []
-    records: list = []
-
-    def write_block() -> None:
-        nonlocal shipped, pending, records
-        request = encode_spans(to_readable_spans(records, resource))
-        out.write(frame("otlp", request.SerializeToString(), spans=len(records)))
-        out.flush()
-        for seq in pending:
-            spool.remove_batch(seq)
-        shipped += len(records)
-        pending, records = [], []
-
-    for seq in spool.batch_seqs():
-        records.extend(spool.read_batch(seq))
-        pending.append(seq)
-        if len(records) >= SPANS_PER_BLOCK:
-            write_block()
-    if records:
-        write_block()
-    return shipped
 
 
 @dataclass

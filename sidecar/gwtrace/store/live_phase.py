@@ -26,7 +26,8 @@ How long: since the phase's span started (the job's, the script's,
 HTCondor's); for the phases no open span marks (``idle_between``,
 ``download``, ``cleanup``, ``starting``), since the first snapshot that showed the phase
 (so at most one interval late). Python 3.9-compatible: the embedded
-store runs this inside the sidecar.
+store runs this inside the sidecar, so it lives with the store's live
+snapshots (``store.live``), below the live view that reads them.
 """
 
 from __future__ import annotations

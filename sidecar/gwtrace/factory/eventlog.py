@@ -16,16 +16,21 @@ it and no offset was saved, so every later run failed the same way).  Such
 events are found first by a scan of the bytes for the ``...`` lines that end
 events (``_long_events``, 1 MiB at a time), the bindings are stopped before
 each, and each is skipped and reported (``ReadResult.skipped``).
+
+Both readers of event logs use it: the factory's Condor-G logs
+(``backfill``) and the users' job logs (``gwtrace.journey.ingest``); a log is
+known again by its head (``log_head``), so a rotated one is read from 0.
 """
 
 import calendar
+import hashlib
 import os
 import re
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, List, Optional, Tuple
 
-from gwtrace.factory.condorg_log import _bindings
+from .condorg_log import bindings
 
 HEADER = re.compile(rb"(?m)^\d{3} \(\d+\.\d+\.\d+\) ")
 _UNKNOWN = re.compile(r"^(\d+) is not a valid JobEventType")
@@ -284,7 +289,7 @@ def read_events(path: str, offset: int = 0, limit: int = 1 << 62) -> ReadResult:
 
 def _read(path: str, offset: int, limit: int) -> ReadResult:
     """``read_events`` but for the check that the file is an event log at all."""
-    htcondor = _bindings()
+    htcondor = bindings()
     _known_codes(htcondor)
     failure = getattr(htcondor, "HTCondorException", RuntimeError)
     result = ReadResult(offset=offset)
@@ -351,8 +356,20 @@ def _complete(path: str, offset: int) -> bool:
 
 def bare_read(path: str) -> int:
     """The bindings' plain read loop (the benchmark's yardstick): how many events."""
-    htcondor = _bindings()
+    htcondor = bindings()
     count = 0
     for _ in htcondor.JobEventLog(path).events(stop_after=0):
         count += 1
     return count
+
+
+#: The bytes of a log's beginning that identify it (``log_head``).
+HEAD_BYTES = 512
+
+
+def log_head(path: str, length: int = HEAD_BYTES) -> str:
+    """``N:digest`` of the first N bytes (at most ``length``): a log that still begins with them is the same
+    log grown; N is below HEAD_BYTES while the log was short, so a growing small log stays the same log."""
+    with open(path, "rb") as handle:
+        data = handle.read(length)
+    return f"{len(data)}:{hashlib.sha256(data).hexdigest()}"

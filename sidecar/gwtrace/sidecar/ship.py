@@ -1,0 +1,49 @@
+"""At stop, the sidecar's undelivered spans ride home as blocks (``gwtrace.wire.blocks``).
+
+The block format is the bottom layer's (the factory reads it); turning the
+outbox into OTLP is the exporter's: this module joins the two on the sidecar's
+side, so the format imports neither.
+"""
+
+from __future__ import annotations
+
+from typing import List, TextIO
+
+from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
+from opentelemetry.sdk.resources import Resource
+
+from gwtrace.export.otlp import to_readable_spans
+from gwtrace.sidecar.statedir import Spool
+from gwtrace.wire.blocks import SPANS_PER_BLOCK, frame
+
+
+def ship_outbox(spool: Spool, out: TextIO) -> int:
+    """Write every undelivered outbox batch to ``out``; return the spans shipped.
+
+    Consecutive batches are merged into blocks of up to SPANS_PER_BLOCK spans.
+    Batches are removed only after their block was written and flushed, so a
+    failure half-way leaves the rest for the next attempt.
+    """
+    resource = Resource(spool.load_resource())
+    shipped = 0
+    pending: List[int] = []
+    records: list = []
+
+    def write_block() -> None:
+        nonlocal shipped, pending, records
+        request = encode_spans(to_readable_spans(records, resource))
+        out.write(frame("otlp", request.SerializeToString(), spans=len(records)))
+        out.flush()
+        for seq in pending:
+            spool.remove_batch(seq)
+        shipped += len(records)
+        pending, records = [], []
+
+    for seq in spool.batch_seqs():
+        records.extend(spool.read_batch(seq))
+        pending.append(seq)
+        if len(records) >= SPANS_PER_BLOCK:
+            write_block()
+    if records:
+        write_block()
+    return shipped
