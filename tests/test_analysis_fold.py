@@ -13,7 +13,7 @@ from gwtrace.cli.analyze import main
 from gwtrace.analysis.hints import Thresholds
 from gwtrace.analysis.outliers import OutlierGroups
 from gwtrace.analysis.summary import summarize
-from gwtrace.factory import selection as factory_cli
+from gwtrace.analysis import selection
 from gwtrace.factory.collect import collect
 from gwtrace.store import TraceStore
 
@@ -63,7 +63,7 @@ def test_the_cli_over_the_store_in_parts_prints_what_one_process_prints(planted,
                  for part in zip([None] + cuts, cuts + [None])]
         assert sum(sizes) == len(planted) and min(sizes) >= 100
         assert store.summary_cuts(3, 1000) == []   # too few for two parts of 1000
-    monkeypatch.setattr(factory_cli, "MIN_PART", 100)
+    monkeypatch.setattr(selection, "MIN_PART", 100)
     spawned = []
     real_spawn = fold_mod._spawn
     monkeypatch.setattr(fold_mod, "_spawn", lambda *a: spawned.append(1) or real_spawn(*a))
