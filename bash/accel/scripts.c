@@ -92,18 +92,25 @@ static int top_begin(const char *w) {
 
 /* The shell code, read now: gwtrace-auto-top.sh's _gwtrace_auto_top with the script's $? and
  * PIPESTATUS[0] handed over as arguments (it reads them itself when the trap calls it). */
-static int top_shell(const char *last, int rc, const char *ps) {
-  SHELL_VAR *fn = find_function("_gwtrace_auto_top");
-  char rcs[16], path[4096];
-  WORD_LIST *args;
-  gw_count[SHELL]++;
+/* A function of gwtrace-auto-top.sh, which is read the first time one is needed; NULL if it cannot be. */
+static SHELL_VAR *top_function(const char *name) {
+  SHELL_VAR *fn = find_function(name);
+  char path[4096];
   if (!fn) {
     const char *dir = gw_sval("_gwtrace_adir");
-    if (!dir || (size_t)snprintf(path, sizeof path, "%s/gwtrace-auto-top.sh", dir) >= sizeof path) return 0;
+    if (!dir || (size_t)snprintf(path, sizeof path, "%s/gwtrace-auto-top.sh", dir) >= sizeof path) return NULL;
     source_file(path, 0);
-    fn = find_function("_gwtrace_auto_top");
-    if (!fn) return 0;
+    fn = find_function(name);
   }
+  return fn;
+}
+
+static int top_shell(const char *last, int rc, const char *ps) {
+  SHELL_VAR *fn;
+  char rcs[16];
+  WORD_LIST *args;
+  gw_count[SHELL]++;
+  if (!(fn = top_function("_gwtrace_auto_top"))) return 0;
   snprintf(rcs, sizeof rcs, "%d", rc);
   args = make_word_list(make_word("_gwtrace_auto_top"),
                         make_word_list(make_word(last), make_word_list(make_word(rcs), make_word_list(make_word(ps), 0))));
@@ -115,17 +122,10 @@ static int top_shell(const char *last, int rc, const char *ps) {
 /* A failing top function's end, at exit: gwtrace-auto-top.sh's _gwtrace_auto_top_end STATUS, which
  * notes where it was called (gwtrace-auto-util.sh's _gwtrace_auto_where), as without the accelerator. */
 static int top_end_shell(const char *status) {
-  SHELL_VAR *fn = find_function("_gwtrace_auto_top_end");
-  char path[4096];
+  SHELL_VAR *fn;
   WORD_LIST *args;
   gw_count[SHELL]++;
-  if (!fn) {
-    const char *dir = gw_sval("_gwtrace_adir");
-    if (!dir || (size_t)snprintf(path, sizeof path, "%s/gwtrace-auto-top.sh", dir) >= sizeof path) return 0;
-    source_file(path, 0);
-    fn = find_function("_gwtrace_auto_top_end");
-    if (!fn) return 0;
-  }
+  if (!(fn = top_function("_gwtrace_auto_top_end"))) return 0;
   args = make_word_list(make_word("_gwtrace_auto_top_end"), make_word_list(make_word(status), 0));
   execute_shell_function(fn, args);
   dispose_words(args);
