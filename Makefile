@@ -14,7 +14,7 @@ BATS    := $(TOOLS)/node_modules/bats/bin/bats
 STAMP   := $(VENV)/.installed
 TSTAMP  := $(VENV)/.installed-test
 
-.PHONY: install install-test accel bashes demo test pytest bats bats-bashes bench lint dist clean
+.PHONY: install install-test accel bashes demo test pytest bats bats-bashes bench lint dist clean spec
 
 SHELL_SOURCES := bash/gwtrace.sh bash/gwtrace-auto*.sh shim/gwtrace_setup.sh examples/*.sh \
                  examples/glidein/*.sh examples/glidein/*/*.sh bench/overhead .ci/run .ci/build-bash .ci/bats-bashes
@@ -48,6 +48,14 @@ ACCEL := bash/gwtrace-accel.so
 ACCEL_SRC := $(wildcard bash/accel/*.c)
 ACCEL_CFLAGS := -std=gnu99 -O2 -Wall -Wextra -shared -fPIC -fvisibility=hidden -Wl,-z,now $(ACCEL_EXTRA)
 accel: $(ACCEL)
+
+# spec/: the event line and the accelerator's shared names, described once (docs/protocol.md,
+# "The description"); the C code's name macros are generated from spec/accel-state.json, and
+# tests/test_spec.py checks the producers and the conformance tables against spec/event-line.json.
+spec: bash/accel/state_names.h
+
+bash/accel/state_names.h: spec/accel-state.json spec/gen_state_names.py
+	$(PYTHON) spec/gen_state_names.py
 
 $(ACCEL): $(ACCEL_SRC) $(wildcard bash/accel/*.h)
 	@if command -v $(CC) >/dev/null 2>&1; then \

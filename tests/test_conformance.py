@@ -26,6 +26,7 @@ no case is marked xfail (KNOWN_WRONG would say which, with the reason).
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -39,6 +40,11 @@ from conftest import GWTRACE, LIB, REPO, clean_env
 from gwtrace.shim.context import EventLog, Span, incoming_context
 from gwtrace.wire.events import escape, format_event, parse_line
 
+#: The event line's description (spec/event-line.json; tests/test_spec.py holds the producers'
+#: constants and these tables against it): its record types and the write limit every line keeps.
+SPEC = json.loads((REPO / "spec" / "event-line.json").read_text(encoding="utf-8"))
+KINDS = frozenset(SPEC["records"])
+ATOMIC_WRITE_BYTES = SPEC["limits"]["atomic_write_bytes"]["value"]
 AUTO = REPO / "bash" / "gwtrace-auto.sh"
 WRAPPER = REPO / "shim" / "gwtrace-job-wrapper"
 SETUP = REPO / "shim" / "gwtrace_setup.sh"
@@ -112,7 +118,7 @@ def _check(lines: List[bytes], wanted: List[Tuple[Optional[str], Sequence[Tuple[
     assert len(lines) == len(wanted)
     for line, (name, attrs) in zip(lines, wanted):
         parse_line(line)                                   # the one parser takes it
-        assert len(line) + 1 <= 4096
+        assert _fields(line)[1] in KINDS and len(line) + 1 <= ATOMIC_WRITE_BYTES
         assert line + b"\n" == _expected(line, name, attrs), (name, attrs)
 
 

@@ -51,7 +51,7 @@ static int seed(long pid) {
   int fd, ok = 1;
   ssize_t n;
   unsigned long long r;
-  const char *rp = gw_sval("_gwtrace_arngpid");
+  const char *rp = gw_sval(GW_V_RNG_PID);
   if (rp && *rp && atol(rp) == pid) return 1;
   fd = open("/proc/sys/kernel/random/uuid", O_RDONLY | O_CLOEXEC);
   if (fd < 0) return 0;
@@ -67,30 +67,30 @@ static int seed(long pid) {
     memcpy(pfx, hex, 10);
     pfx[10] = 0;
     snprintf(num, sizeof num, "%lld", (long long)r);
-    ok = gw_sset("_gwtrace_apfx", pfx) && gw_sset("_gwtrace_actr", "1000000") && gw_iset("_gwtrace_arngpid", pid) &&
-         gw_sset("_gwtrace_arng", num);
+    ok = gw_sset(GW_V_ID_PREFIX, pfx) && gw_sset(GW_V_ID_COUNTER, "1000000") && gw_iset(GW_V_RNG_PID, pid) &&
+         gw_sset(GW_V_RNG_STATE, num);
   }
   return ok;
 }
 
 /* _gwtrace_auto_subenter for a function: this subshell gets our EXIT trap (note 6) and ids. */
 static int subshell_function(long pid) {
-  SHELL_VAR *open_ = find_variable("GWTRACE_AUTO_OPEN");
-  const char *atr = gw_sval("_gwtrace_atr"), *exit1 = gw_sval("_gwtrace_aexit1");
+  SHELL_VAR *open_ = find_variable(GW_ENV_AUTO_OPEN);
+  const char *atr = gw_sval(GW_V_TRACE_ID), *exit1 = gw_sval(GW_V_SUBSHELL_EXIT_TRAP);
   char buf[96];
   WORD_LIST *w;
   if (!open_ || !atr || !exit1 || (open_->attributes & (att_readonly | att_invisible)) ||
       !(open_->attributes & att_exported) || (open_->attributes & (att_array | att_assoc)))
     return SHELL;
   if (!seed(pid)) return SHELL; /* _gwtrace_auto_seed's slow path: all of it in the shell */
-  gw_iset("_gwtrace_asl", subshell_level);
-  gw_iset("_gwtrace_asub", pid);
+  gw_iset(GW_V_SUBSHELL, subshell_level);
+  gw_iset(GW_V_SUBSHELL_PID, pid);
   w = make_word_list(make_word("--"), make_word_list(make_word(exit1), make_word_list(make_word("EXIT"), 0)));
   trap_builtin(w);
   dispose_words(w);
   snprintf(buf, sizeof buf, "%ld:%s", pid, atr);
-  bind_variable("GWTRACE_AUTO_OPEN", buf, 0);
-  gw_iset("_gwtrace_aown", pid);
+  bind_variable(GW_ENV_AUTO_OPEN, buf, 0);
+  gw_iset(GW_V_OWNER_PID, pid);
   return DONE;
 }
 
@@ -99,16 +99,16 @@ static int subshell_function(long pid) {
 static int subshell_first(const char *cmd, long depth, long ad, int *same_key) {
   char word[256];
   size_t n = strcspn(cmd, " ");
-  SHELL_VAR *fnv = gw_plain("_gwtrace_afn", att_assoc);
+  SHELL_VAR *fnv = gw_plain(GW_V_FUNCTIONS_SEEN, att_assoc);
   *same_key = 0;
   if (!fnv) return SHELL;
-  if (n == 0) return gw_iset("_gwtrace_asl", subshell_level) ? DONE : SHELL;
+  if (n == 0) return gw_iset(GW_V_SUBSHELL, subshell_level) ? DONE : SHELL;
   if (n >= sizeof word) return SHELL;
   memcpy(word, cmd, n);
   word[n] = 0;
   if (!assoc_reference(fnv->value, word) && (strchr(word, '/') || strchr(word, '=') || !find_function(word))) {
     if (depth == ad && !starts_special(cmd)) *same_key = 1;
-    return gw_iset("_gwtrace_asl", subshell_level) ? DONE : SHELL;
+    return gw_iset(GW_V_SUBSHELL, subshell_level) ? DONE : SHELL;
   }
   return subshell_function((long)getpid());
 }
@@ -120,72 +120,72 @@ static int enter(long depth, long ad) {
   SHELL_VAR *fnv;
   long an, actr;
   int ok = 1, len, tp_set, tp_ro;
-  void *fa = gw_array_of("FUNCNAME");
+  void *fa = gw_array_of(GW_BASH_FUNCNAME);
   w = fa ? array_reference(fa, 0) : 0;
   if (!w) w = "";
   if (!strcmp(w, "source") || !strcmp(w, "trap") || !strcmp(w, "exit") ||
-      !strncmp(w, "_gwtrace_", 9) || !strncmp(w, "trace_", 6) || strpbrk(w, "\\\t\n\r"))
+      GW_HAS_PREFIX(w, GW_PREFIX_INTERNAL) || GW_HAS_PREFIX(w, GW_PREFIX_LIBRARY) || strpbrk(w, "\\\t\n\r"))
     return SHELL;
-  an = gw_ival("_gwtrace_an", &ok);
-  actr = gw_ival("_gwtrace_actr", &ok);
-  if (!ok || an < 1 || depth != ad + 1 || atol(gw_aref("_gwtrace_adep", an - 1)) >= depth || actr + 1 >= 2000000)
+  an = gw_ival(GW_V_FRAMES, &ok);
+  actr = gw_ival(GW_V_ID_COUNTER, &ok);
+  if (!ok || an < 1 || depth != ad + 1 || atol(gw_aref(GW_V_FRAME_DEPTH, an - 1)) >= depth || actr + 1 >= 2000000)
     return SHELL;
   tp = gw_traceparent(&tp_set, &tp_ro);
-  aexp = gw_sval("_gwtrace_aexp");
-  pfx = gw_sval("_gwtrace_apfx");
-  atr = gw_sval("_gwtrace_atr");
-  afl = gw_sval("_gwtrace_afl");
-  ats = gw_sval("_gwtrace_ats");
-  if (!aexp || !pfx || !atr || !afl || strcmp(tp, aexp) || getpid() != gw_ival("_gwtrace_aown", &ok) || !ok)
+  aexp = gw_sval(GW_V_EXPORTED_TP);
+  pfx = gw_sval(GW_V_ID_PREFIX);
+  atr = gw_sval(GW_V_TRACE_ID);
+  afl = gw_sval(GW_V_FLAGS);
+  ats = gw_sval(GW_V_TRACESTATE);
+  if (!aexp || !pfx || !atr || !afl || strcmp(tp, aexp) || getpid() != gw_ival(GW_V_OWNER_PID, &ok) || !ok)
     return SHELL;
   if (tp_ro) return SHELL;
-  fnv = gw_plain("_gwtrace_afn", att_assoc);
+  fnv = gw_plain(GW_V_FUNCTIONS_SEEN, att_assoc);
   if (!fnv) return SHELL;
   actr += 1;
   gw_span_id(sid, sizeof sid, pfx, actr);
-  acur = gw_sval("_gwtrace_acur");
+  acur = gw_sval(GW_V_CURRENT_SPAN);
   if (!acur) acur = "";
   gw_now(ts, sizeof ts);
   len = snprintf(line, sizeof line, "gw1\tB\t%s\t%ld\t%s\t%s\t%s\t0\t%s\t%s\t%s\n", ts, (long)getpid(), atr, sid,
                  *acur ? acur : "-", afl, ats && *ats ? ats : "-", w);
   if (len < 0 || (size_t)len >= sizeof line) return SHELL;
-  site_src = gw_aref("BASH_SOURCE", 1);
-  ln = gw_aref("BASH_LINENO", 0);
+  site_src = gw_aref(GW_BASH_SOURCE, 1);
+  ln = gw_aref(GW_BASH_LINENO, 0);
   site_len = strlen(ln) + strlen(w) + strlen(site_src) + 3;
   site = malloc(site_len);
   if (!site) return SHELL;
   snprintf(site, site_len, "%s %s %s", ln, w, site_src);
   gw_emit(line, (size_t)len);
   snprintf(tpbuf, sizeof tpbuf, "00-%s-%s-%s", atr, sid, afl);
-  gw_aset("_gwtrace_apar", an, acur);
-  gw_aset("_gwtrace_asp", an, sid);
+  gw_aset(GW_V_FRAME_PARENT, an, acur);
+  gw_aset(GW_V_FRAME_SPAN, an, sid);
   {
     char d[32];
     snprintf(d, sizeof d, "%ld", depth);
-    gw_aset("_gwtrace_adep", an, d);
+    gw_aset(GW_V_FRAME_DEPTH, an, d);
     snprintf(d, sizeof d, "%ld", (long)getpid());
-    gw_aset("_gwtrace_apid", an, d);
+    gw_aset(GW_V_FRAME_PID, an, d);
   }
-  gw_aset("_gwtrace_aname", an, w);
+  gw_aset(GW_V_FRAME_NAME, an, w);
   if (!assoc_reference(fnv->value, (char *)w)) { /* only a new key: bash 4.2 keeps the key it is given */
     char *key = strdup(w);
     if (key) assoc_insert(fnv->value, key, "1");
   }
-  gw_aset("_gwtrace_asite", an, site);
+  gw_aset(GW_V_FRAME_SITE, an, site);
   free(site);
-  gw_aset("_gwtrace_aotp", an, aexp);
-  gw_aset("_gwtrace_aotpset", an, tp_set ? "1" : "");
-  gw_iset("_gwtrace_an", an + 1);
-  gw_iset("_gwtrace_ad", depth);
-  gw_sset("_gwtrace_acur", sid);
+  gw_aset(GW_V_FRAME_OLD_TP, an, aexp);
+  gw_aset(GW_V_FRAME_OLD_TP_SET, an, tp_set ? "1" : "");
+  gw_iset(GW_V_FRAMES, an + 1);
+  gw_iset(GW_V_DEPTH, depth);
+  gw_sset(GW_V_CURRENT_SPAN, sid);
   {
     char ctr[32];
     snprintf(ctr, sizeof ctr, "%ld", actr);
-    gw_sset("_gwtrace_actr", ctr);
+    gw_sset(GW_V_ID_COUNTER, ctr);
   }
-  gw_sset("_gwtrace_aexp", tpbuf);
+  gw_sset(GW_V_EXPORTED_TP, tpbuf);
   gw_open_add(sid);
-  bind_variable("TRACEPARENT", tpbuf, 0);
+  bind_variable(GW_ENV_TRACEPARENT, tpbuf, 0);
   return DONE;
 }
 
@@ -197,27 +197,27 @@ static int leave(long depth, int rc, int ps) {
   long an, di, k, pid = (long)getpid();
   int ok = 1, tp_ro;
   tp = gw_traceparent(0, &tp_ro);
-  aexp = gw_sval("_gwtrace_aexp");
-  atr = gw_sval("_gwtrace_atr");
-  an = gw_ival("_gwtrace_an", &ok);
-  if (!ok || !aexp || !atr || strcmp(tp, aexp) || pid != gw_ival("_gwtrace_aown", &ok) || !ok) return SHELL;
+  aexp = gw_sval(GW_V_EXPORTED_TP);
+  atr = gw_sval(GW_V_TRACE_ID);
+  an = gw_ival(GW_V_FRAMES, &ok);
+  if (!ok || !aexp || !atr || strcmp(tp, aexp) || pid != gw_ival(GW_V_OWNER_PID, &ok) || !ok) return SHELL;
   if (rc || ps) return SHELL; /* a status to judge: _gwtrace_auto_leave_status */
   if (tp_ro) return SHELL;
   /* check every frame this return ends before changing anything */
-  for (k = an - 1; k > 0 && atol(gw_aref("_gwtrace_adep", k)) > depth; k--) {
-    const char *sp = gw_aref("_gwtrace_asp", k);
-    if (*sp && (!*gw_aref("_gwtrace_aotpset", k) || atol(gw_aref("_gwtrace_apid", k)) != pid)) return SHELL;
+  for (k = an - 1; k > 0 && atol(gw_aref(GW_V_FRAME_DEPTH, k)) > depth; k--) {
+    const char *sp = gw_aref(GW_V_FRAME_SPAN, k);
+    if (*sp && (!*gw_aref(GW_V_FRAME_OLD_TP_SET, k) || atol(gw_aref(GW_V_FRAME_PID, k)) != pid)) return SHELL;
   }
-  if (atol(gw_aref("_gwtrace_adep", k)) < depth) return SHELL; /* _gwtrace_auto_sync */
+  if (atol(gw_aref(GW_V_FRAME_DEPTH, k)) < depth) return SHELL; /* _gwtrace_auto_sync */
   gw_now(ts, sizeof ts);
   {
-    const char *open_ = find_variable("GWTRACE_AUTO_OPEN") ? find_variable("GWTRACE_AUTO_OPEN")->value : "";
+    const char *open_ = find_variable(GW_ENV_AUTO_OPEN) ? find_variable(GW_ENV_AUTO_OPEN)->value : "";
     char *nopen = strdup(open_ ? open_ : "");
-    const char *cur = gw_sval("_gwtrace_acur"), *exp = aexp;
+    const char *cur = gw_sval(GW_V_CURRENT_SPAN), *exp = aexp;
     char *keep_cur = strdup(cur ? cur : ""), *keep_exp = strdup(exp);
     if (!nopen || !keep_cur || !keep_exp) { free(nopen); free(keep_cur); free(keep_exp); return SHELL; }
-    for (di = an - 1; di > 0 && atol(gw_aref("_gwtrace_adep", di)) > depth; di--) {
-      const char *sp = gw_aref("_gwtrace_asp", di);
+    for (di = an - 1; di > 0 && atol(gw_aref(GW_V_FRAME_DEPTH, di)) > depth; di--) {
+      const char *sp = gw_aref(GW_V_FRAME_SPAN, di);
       if (*sp) {
         int n = snprintf(line, sizeof line, "gw1\tE\t%s\t%ld\t%s\t%s\t0\n", ts, pid, atr, sp);
         if (n > 0 && (size_t)n < sizeof line) {
@@ -228,48 +228,48 @@ static int leave(long depth, int rc, int ps) {
         ended = 1;
         gw_strip_sid(nopen, sp);
         free(keep_exp);
-        keep_exp = strdup(gw_aref("_gwtrace_aotp", di));
+        keep_exp = strdup(gw_aref(GW_V_FRAME_OLD_TP, di));
         free(keep_cur);
-        keep_cur = strdup(gw_aref("_gwtrace_apar", di));
+        keep_cur = strdup(gw_aref(GW_V_FRAME_PARENT, di));
         if (!keep_exp || !keep_cur) break;
       }
       an = di;
     }
-    gw_iset("_gwtrace_an", an);
-    gw_sset("_gwtrace_ast", "0");
+    gw_iset(GW_V_FRAMES, an);
+    gw_sset(GW_V_END_STATUS, "0");
     if (used) gw_emit(buf, used);
     if (ended) { /* a span ended: the context goes back to its parent's, as the shell assigns it */
-      if (keep_exp) gw_sset("_gwtrace_aexp", keep_exp);
-      if (keep_cur) gw_sset("_gwtrace_acur", keep_cur);
-      bind_variable("GWTRACE_AUTO_OPEN", nopen, 0);
-      if (keep_exp) bind_variable("TRACEPARENT", keep_exp, 0);
+      if (keep_exp) gw_sset(GW_V_EXPORTED_TP, keep_exp);
+      if (keep_cur) gw_sset(GW_V_CURRENT_SPAN, keep_cur);
+      bind_variable(GW_ENV_AUTO_OPEN, nopen, 0);
+      if (keep_exp) bind_variable(GW_ENV_TRACEPARENT, keep_exp, 0);
     }
     free(nopen);
     free(keep_cur);
     free(keep_exp);
   }
-  gw_iset("_gwtrace_ad", depth);
+  gw_iset(GW_V_DEPTH, depth);
   return DONE;
 }
 
 static int decide(int rc) {
   const char *cmd = the_printed_command_except_trap ? the_printed_command_except_trap : "";
   const char *mode;
-  void *src = gw_array_of("BASH_SOURCE");
+  void *src = gw_array_of(GW_BASH_SOURCE);
   long depth, ad, asl;
   int ok = 1, same_key = 0, ps, done;
 
-  if (gw_ival("_gwtrace_abusy", &ok) != 0 || !ok) return ok ? DONE : SHELL;
+  if (gw_ival(GW_V_BUSY, &ok) != 0 || !ok) return ok ? DONE : SHELL;
   if (!src) return SHELL;
   depth = gw_array_count(src);
-  ad = gw_ival("_gwtrace_ad", &ok);
-  asl = gw_ival("_gwtrace_asl", &ok);
+  ad = gw_ival(GW_V_DEPTH, &ok);
+  asl = gw_ival(GW_V_SUBSHELL, &ok);
   if (!ok) return SHELL;
   if (depth == ad && subshell_level == asl && cmd[0] && !starts_special(cmd)) return DONE;
 
-  mode = gw_sval("_gwtrace_amode");
+  mode = gw_sval(GW_V_MODE);
   if (echo_command_at_execute || !mode || *mode || needs_shell_word(cmd)) return SHELL;
-  ps = atoi(gw_aref("PIPESTATUS", 0));
+  ps = atoi(gw_aref(GW_BASH_PIPESTATUS, 0));
   if (subshell_level != asl && subshell_first(cmd, depth, ad, &same_key) == SHELL) return SHELL;
   done = same_key || depth == ad ? DONE : depth > ad ? enter(depth, ad) : leave(depth, rc, ps);
   if (done == DONE) gw_count[DONE]++;   /* a slow path, done here */
@@ -295,10 +295,10 @@ static int gwtrace_adbgc_builtin(WORD_LIST *list) {
   gw_count[SHELL]++;
   /* The shell code, with the script's $? and PIPESTATUS[0] handed over as the `case` text's
    * callers do (a second argument: they are in _gwtrace_arc and _gwtrace_aps already). */
-  fn = find_function("_gwtrace_auto_dbg");
-  if (!fn || !gw_iset("_gwtrace_arc", rc) || !gw_sset("_gwtrace_aps", gw_aref("PIPESTATUS", 0))) return 0;
+  fn = find_function(GW_FN_DBG);
+  if (!fn || !gw_iset(GW_V_STATUS, rc) || !gw_sset(GW_V_PIPESTATUS0, gw_aref(GW_BASH_PIPESTATUS, 0))) return 0;
   last = list ? list->word->word : "";
-  args = make_word_list(make_word("_gwtrace_auto_dbg"),
+  args = make_word_list(make_word(GW_FN_DBG),
                         make_word_list(make_word(last), make_word_list(make_word(last), 0)));
   execute_shell_function(fn, args);
   dispose_words(args);
@@ -308,5 +308,5 @@ static int gwtrace_adbgc_builtin(WORD_LIST *list) {
 static char *gwtrace_adbgc_doc[] = {"gwtrace's DEBUG trap for the functions level (internal).", 0};
 
 __attribute__((visibility("default"))) struct builtin _gwtrace_adbgc_struct = {
-    "_gwtrace_adbgc", gwtrace_adbgc_builtin, BUILTIN_ENABLED, gwtrace_adbgc_doc, "_gwtrace_adbgc [word | --count VAR]", 0,
+    GW_BI_FUNCTIONS, gwtrace_adbgc_builtin, BUILTIN_ENABLED, gwtrace_adbgc_doc, GW_BI_FUNCTIONS " [word | --count VAR]", 0,
 };

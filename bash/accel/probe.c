@@ -33,34 +33,34 @@ static const char *check(WORD_LIST *list) {
   const char *s;
   char *key;
   if (!list || !list->next || !list->next->next) return "arguments";
-  if (!is(find_variable("_gwtrace_pv"), "_gwtrace_pv", "plain", 0, 0)) return "a scalar's fields";
-  if (!is(find_variable("_gwtrace_pr"), "_gwtrace_pr", "ro", att_readonly, 0)) return "a readonly variable's flags";
-  if (!is(find_variable("_gwtrace_px"), "_gwtrace_px", "ex", att_exported, 0)) return "an exported variable's flags";
-  if (!is(find_variable("_gwtrace_pl"), "_gwtrace_pl", "lo", att_local, 1)) return "a local variable's flags and context";
-  v = find_variable("_gwtrace_pa");
-  if (!is(v, "_gwtrace_pa", 0, att_array, 0)) return "an indexed array's flags";
+  if (!is(find_variable(GW_P_SCALAR), GW_P_SCALAR, "plain", 0, 0)) return "a scalar's fields";
+  if (!is(find_variable(GW_P_READONLY), GW_P_READONLY, "ro", att_readonly, 0)) return "a readonly variable's flags";
+  if (!is(find_variable(GW_P_EXPORTED), GW_P_EXPORTED, "ex", att_exported, 0)) return "an exported variable's flags";
+  if (!is(find_variable(GW_P_LOCAL), GW_P_LOCAL, "lo", att_local, 1)) return "a local variable's flags and context";
+  v = find_variable(GW_P_ARRAY);
+  if (!is(v, GW_P_ARRAY, 0, att_array, 0)) return "an indexed array's flags";
   if (gw_array_count(v->value) != 3) return "an array's length";
   s = array_reference(v->value, 5);
   if (!s || strcmp(s, "b") || array_reference(v->value, 4)) return "an array's elements";
-  v = find_variable("_gwtrace_pm");
-  if (!is(v, "_gwtrace_pm", 0, att_assoc, 0)) return "an associative array's flags";
+  v = find_variable(GW_P_ASSOC);
+  if (!is(v, GW_P_ASSOC, 0, att_assoc, 0)) return "an associative array's flags";
   s = assoc_reference(v->value, "k");
   if (!s || strcmp(s, "v")) return "an associative array's elements";
-  v = find_function("_gwtrace_pf");
-  if (!v || !v->name || strcmp(v->name, "_gwtrace_pf") || !(v->attributes & att_function)) return "a function";
+  v = find_function(GW_P_FUNCTION);
+  if (!v || !v->name || strcmp(v->name, GW_P_FUNCTION) || !(v->attributes & att_function)) return "a function";
   if (line_number != atoi(list->word->word)) return "line_number";
   if (subshell_level != atoi(list->next->word->word)) return "subshell_level";
   if (last_command_exit_value != atoi(list->next->next->word->word)) return "last_command_exit_value";
   if (echo_command_at_execute) return "echo_command_at_execute";
-  if (!the_printed_command_except_trap || strncmp(the_printed_command_except_trap, "_gwtrace_aprobe ", 16))
+  if (!the_printed_command_except_trap || strncmp(the_printed_command_except_trap, GW_BI_PROBE " ", sizeof GW_BI_PROBE))
     return "the_printed_command_except_trap";
   /* the round trips: the check's script reads these back */
-  if (!gw_sset("_gwtrace_pv", "set in C")) return "replacing a scalar";
-  if (gw_sset("_gwtrace_pr", "x")) return "a readonly variable replaced";
-  if (!gw_aset("_gwtrace_pa", 7, "c7")) return "setting an array element";
+  if (!gw_sset(GW_P_SCALAR, "set in C")) return "replacing a scalar";
+  if (gw_sset(GW_P_READONLY, "x")) return "a readonly variable replaced";
+  if (!gw_aset(GW_P_ARRAY, 7, "c7")) return "setting an array element";
   key = strdup("k2");
-  if (!key || assoc_insert(find_variable("_gwtrace_pm")->value, key, "m2") < 0) return "setting an associative key";
-  gw_export("_gwtrace_pe", "exported in C");
+  if (!key || assoc_insert(find_variable(GW_P_ASSOC)->value, key, "m2") < 0) return "setting an associative key";
+  gw_export(GW_P_EXPORT, "exported in C");
   return "";
 }
 
@@ -68,14 +68,14 @@ static int gwtrace_aprobe_builtin(WORD_LIST *list) {
   const char *failed;
   gw_layout52 = gw_bash52();
   failed = check(list);
-  bind_variable("_gwtrace_pstamp", GWTRACE_ACCEL_STAMP, 0);
-  bind_variable("_gwtrace_pfail", (char *)failed, 0);
+  bind_variable(GW_P_STAMP, GWTRACE_ACCEL_STAMP, 0);
+  bind_variable(GW_P_FAIL, (char *)failed, 0);
   return *failed ? 1 : 0;
 }
 
 static char *gwtrace_aprobe_doc[] = {"gwtrace's load check of the accelerator (internal).", 0};
 
 __attribute__((visibility("default"))) struct builtin _gwtrace_aprobe_struct = {
-    "_gwtrace_aprobe", gwtrace_aprobe_builtin, BUILTIN_ENABLED, gwtrace_aprobe_doc,
-    "_gwtrace_aprobe LINENO BASH_SUBSHELL STATUS", 0,
+    GW_BI_PROBE, gwtrace_aprobe_builtin, BUILTIN_ENABLED, gwtrace_aprobe_doc,
+    GW_BI_PROBE " LINENO BASH_SUBSHELL STATUS", 0,
 };

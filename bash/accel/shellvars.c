@@ -75,7 +75,7 @@ void *gw_array_of(const char *name) {
 }
 
 int gw_bash52(void) {
-  SHELL_VAR *vi = find_variable("BASH_VERSINFO");
+  SHELL_VAR *vi = find_variable(GW_BASH_VERSINFO);
   const char *ma = vi ? array_reference(vi->value, 0) : 0, *mi = vi ? array_reference(vi->value, 1) : 0;
   return ma && mi && (atoi(ma) > 5 || (atoi(ma) == 5 && atoi(mi) >= 2));
 }
@@ -98,7 +98,7 @@ int gw_aset(const char *name, long i, const char *value) {
 
 /* ---- the trace context ---------------------------------------------------------------------- */
 const char *gw_traceparent(int *set, int *readonly) {
-  SHELL_VAR *v = find_variable("TRACEPARENT");
+  SHELL_VAR *v = find_variable(GW_ENV_TRACEPARENT);
   int visible = v && v->value && !(v->attributes & att_invisible);
   if (set) *set = visible;
   if (readonly) *readonly = v && (v->attributes & att_readonly);
@@ -118,13 +118,13 @@ void gw_span_id(char *buf, size_t n, const char *pfx, long ctr) {
 }
 
 void gw_open_add(const char *sid) {
-  SHELL_VAR *v = find_variable("GWTRACE_AUTO_OPEN");
+  SHELL_VAR *v = find_variable(GW_ENV_AUTO_OPEN);
   const char *old = v && v->value ? v->value : "";
   size_t m = strlen(old) + strlen(sid) + 2;
   char *nv = malloc(m);
   if (!nv) return;
   snprintf(nv, m, "%s,%s", old, sid);
-  bind_variable("GWTRACE_AUTO_OPEN", nv, 0);
+  bind_variable(GW_ENV_AUTO_OPEN, nv, 0);
   free(nv);
 }
 
@@ -144,7 +144,7 @@ void gw_now(char *buf, size_t n) {
 
 /* One append, as `printf ... >>"$_gwtrace_alog" || :` makes: a lost line is not an error here. */
 void gw_emit(const char *line, size_t len) {
-  const char *path = gw_sval("_gwtrace_alog");
+  const char *path = gw_sval(GW_V_EVENT_LOG);
   int fd;
   if (!path || !*path) return;
   /* O_NONBLOCK: never wait on a FIFO (gwtrace-auto.sh checked the path is an event log of ours) */

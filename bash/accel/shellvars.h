@@ -7,16 +7,18 @@
 #include <stddef.h>
 
 #include "bash_abi.h"
+#include "state_names.h"
 
 #define GW_HIDDEN __attribute__((visibility("hidden")))
+/* S starts with the string literal P (a prefix of state_names.h) */
+#define GW_HAS_PREFIX(s, p) (strncmp((s), (p), sizeof(p) - 1) == 0)
 
 /* The accelerator's contract with the shell files (the variables it reads and writes, the trap
- * texts, the builtins' arguments). The load check names the copy it verified with the stamp this
- * library reports, and gwtrace-auto.sh loads only a copy named with the stamp it was written for
- * (gwtrace-accel.d/STAMP_...): change both whenever that contract changes. */
-#ifndef GWTRACE_ACCEL_STAMP
-#define GWTRACE_ACCEL_STAMP "gwa1"
-#endif
+ * texts, the builtins' arguments) is spec/accel-state.json: every name, its meaning and owner, and
+ * GWTRACE_ACCEL_STAMP, its version, as macros in the generated state_names.h. The load check names
+ * the copy it verified with the stamp this library reports, and gwtrace-auto.sh loads only a copy
+ * named with the stamp it was written for (gwtrace-accel.d/STAMP_...): change both whenever that
+ * contract changes. */
 
 extern int gw_layout52 GW_HIDDEN; /* 1: bash >= 5.2's ARRAY header; 0: 4.2-5.1's; -1: not known yet */
 
