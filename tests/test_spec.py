@@ -216,6 +216,22 @@ def test_every_accelerator_variable_the_shell_files_name_in_c_is_a_row() -> None
     assert named - rows - functions - c_identifiers == set()
 
 
+def test_every_state_variable_of_the_auto_layer_has_its_meaning() -> None:
+    """Every global _gwtrace_a* name of the auto layer's code is described (a row the C code
+    shares, or a shell_only row set up in the file it names), and every row names one."""
+    text = _shell_text(SHELL_FILES)
+    functions = set(re.findall(r"^\s*(_gwtrace_\w+)\(\) \{", text, re.M))
+    used = set(re.findall(r"\b_gwtrace_a\w+(?![\w*{$])", text)) - functions   # not _gwtrace_au$X, _gwtrace_a*
+    shared = {row["name"] for row in ACCEL["names"]}
+    shell_only = {row["name"]: row for row in ACCEL["shell_only"]}
+    assert not shared & set(shell_only)
+    assert sorted(used - shared - set(shell_only)) == [], "describe them in spec/accel-state.json"
+    assert sorted(set(shell_only) - used) == [], "stale rows: no shell code uses them"
+    for name, row in shell_only.items():
+        assert row["meaning"], name
+        assert re.search(rf"\b{name}\b", _shell_text([REPO / row["set_up_in"]])), (name, row["set_up_in"])
+
+
 def test_the_stamp_is_the_shell_files_and_the_libraries() -> None:
     stamp = ACCEL["stamp"]["value"]
     assert accel.shell_stamp(str(REPO / "bash")) == stamp
