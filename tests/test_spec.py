@@ -357,6 +357,7 @@ _SITES: List[Tuple[str, str, str]] = [
     ("bash/gwtrace-auto-frames.sh", r"code\.file\.path=\$\{_gwtrace_lf:0:(\d+)\}", "code_file_path_chars"),
     ("bash/gwtrace-auto-util.sh", r"_gwtrace_auto_esc \"\$\{_gwtrace_lfile:0:(\d+)\}\"; _gwtrace_awh\+=\"\tcode\.file\.path=",
      "code_file_path_chars"),
+    ("bash/gwtrace-auto-util.sh", r"_gwtrace_auto_esc \"\$\{_gwtrace_lname:0:(\d+)\}\"", "function_name_chars"),
     ("shim/gwtrace-job-wrapper", r"_gwtrace_jw_max=(\d+)\n", "write_line_chars"),
     ("shim/gwtrace-job-wrapper", r"\*\) _gwtrace_jw_max=(\d+) ;;", "write_line_chars_non_ascii"),
     ("shim/gwtrace-job-wrapper", r"\"\$\{#_gwtrace_jw_r\}\" -gt (\d+) \]", "field_chars"),
