@@ -205,7 +205,7 @@ def test_the_functions_builtins_and_probe_names_are_where_the_rows_say() -> None
             assert re.search(rf"\b{name}\b", check), row["name"]
 
 
-def test_every_accelerator_variable_the_shell_files_name_in_c_is_a_row() -> None:
+def test_every_gwtrace_name_the_c_files_mention_is_described() -> None:
     """The other way: a _gwtrace_* name the C files mention anywhere (comments included, where
     they explain a name) is a row, a shell function of the auto layer, or a C identifier."""
     rows = {row["name"] for row in ACCEL["names"]}
@@ -296,6 +296,17 @@ def test_each_field_example_has_the_described_format() -> None:
             zero = line.replace(field["example"], "0" * len(field["example"]), 1)
             with pytest.raises(events.ProtocolError):
                 events.parse_line(zero.encode())
+
+
+def test_the_parsers_patterns_are_the_described_formats() -> None:
+    """The parser's own patterns for the timestamp, the ids and the status, groups aside."""
+    def bare(pattern: str) -> str:
+        return re.sub(r"\(\?:|[()]|\\Z$", "", pattern)
+    f = LINE["fields"]
+    assert bare(events._TS) == f["ts"]["format"]
+    assert bare(events._STATUS_RE.pattern) == f["status"]["format"]
+    assert bare(events._IDS) == "\\t".join(["", f["pid"]["format"], f["trace_id"]["format"], f["span_id"]["format"]])
+    assert bare(events._FLAGS_RE.pattern) == f["flags"]["format"]
 
 
 def test_the_escapes_are_the_described_ones() -> None:
