@@ -8,8 +8,9 @@ owner (who writes, who reads) agree with what the C code and the shell files do.
 
 ``spec/event-line.json`` describes the event line: its records and their fields in order, the
 escapes, the limits and cut rules, the TRACEPARENT rule's constants. The parser and reference
-formatter (``gwtrace.wire.events``), the bash library, the auto layer, the job wrapper, the C
-builtins, docs/protocol.md and tests/test_conformance.py's tables are checked against it here.
+formatter (``gwtrace.wire.events``), the limits and line templates of the bash library, the auto
+layer, the job wrapper and the C builtins, docs/protocol.md and tests/test_conformance.py's tables
+are checked against it here.
 """
 
 from __future__ import annotations
@@ -408,6 +409,54 @@ def test_the_c_builtins_write_the_described_records() -> None:
         assert parts[0] == LINE["tag"]["value"] and kind in LINE["records"], fmt
         assert len(parts) >= len(LINE["head"]) + len(LINE["records"][kind]["fields"]), fmt
         assert all("=" in p for p in parts[len(LINE["head"]) + len(LINE["records"][kind]["fields"]):]), fmt
+
+
+#: The shell producers' field separators, and the variables that hold several fixed fields at once.
+_SHELL_TABS = ("${_gwtrace_lt}", "${_gwtrace_tab}", "$_gwtrace_tab", "${_gwtrace_jw_tab}", "$_gwtrace_jw_tab", "\t")
+_SHELL_FIELDS = {"$_gwtrace_atk2": "PARENT\tREMOTE\tFLAGS\tTRACESTATE", "$_gwtrace_atk": "PID\tTRACE"}
+_SHELL_PRODUCERS = sorted((REPO / "bash").glob("*.sh")) + [REPO / "shim" / "gwtrace-job-wrapper"]
+_TEMPLATE = re.compile(r'(?:(\w+)=)?"(gw1(?:\t|\$\{?_gwtrace_(?:lt|tab|jw_tab)\}?)[BEVA](?:\t|\$)[^"]*)"')
+
+
+def shell_templates(text: str) -> List[Tuple[List[str], bool]]:
+    """The fields of each event-line template ("gw1<TAB>K<TAB>...") of a shell file's code, and
+    whether the variable it is assigned to is appended to within the next lines (a head whose
+    last fields follow, escaped)."""
+    out = []
+    for match in _TEMPLATE.finditer(text):
+        variable, template = match.groups()
+        after = "\n".join(text[match.end():].split("\n")[1:6])
+        for tab in _SHELL_TABS:
+            template = template.replace(tab, "\x00")
+        for name, fields in _SHELL_FIELDS.items():
+            template = template.replace(name, fields.replace("\t", "\x00"))
+        out.append((template.split("\x00"), bool(variable) and f"{variable}+=" in after))
+    return out
+
+
+def template_problem(parts: List[str], continued: bool = False) -> str:
+    """Why a template's fields are not the described head and fields of its kind ('' if they are):
+    too few (a continued head may leave its last two to the lines after it), or an attribute
+    (key=value) where a fixed field belongs."""
+    kind = parts[1]
+    fixed = len(LINE["head"]) + len(LINE["records"][kind]["fields"])
+    if parts[0] != LINE["tag"]["value"] or len(parts) < fixed - (2 if continued else 0):
+        return f"{kind}: {len(parts)} fields, the description has {fixed}"
+    if any(re.match(r"[\w.]+=", part) for part in parts[2:fixed]):
+        return f"{kind}: an attribute among the fixed fields"
+    return ""
+
+
+def test_the_shell_producers_templates_have_the_described_fields() -> None:
+    """Each hand-written line of the library, the auto layer and the job wrapper: the head and
+    its kind's fields, in number, before any attribute (the conformance tests check the bytes)."""
+    found = {path.name: shell_templates(_shell_text([path])) for path in _SHELL_PRODUCERS}
+    kinds = {parts[1] for templates in found.values() for parts, _ in templates}
+    assert sum(len(t) for t in found.values()) >= 25 and kinds == set(LINE["records"])
+    assert [(name, template_problem(*t)) for name, templates in found.items() for t in templates
+            if template_problem(*t)] == []
+    assert template_problem(["gw1", "B", "$t", "$$", "$tr", "$sp", "-", "0", "01", "name", "k=v"]).endswith("fixed fields")
+    assert template_problem(["gw1", "E", "$t", "$$", "$tr", "$sp"]).startswith("E: 6 fields")
 
 
 def test_docs_protocol_shows_the_described_records() -> None:
