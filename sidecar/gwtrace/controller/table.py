@@ -14,7 +14,7 @@ import json
 import sqlite3
 from typing import Any, Dict, List, Optional
 
-from .rules import Rule
+from .rules import SCOPE_FIELDS, Rule
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS control_rules (
@@ -69,7 +69,8 @@ def bump(conn: sqlite3.Connection) -> None:
 
 def _rule(row: Any) -> Rule:
     n, scope, level, ratio, expires, reason, set_by, role, created = row
-    return Rule(scope=json.loads(scope), level=level, sample_ratio=ratio, expires=expires, reason=reason,
+    stored = json.loads(scope)
+    return Rule(scope={k: stored[k] for k in SCOPE_FIELDS if k in stored}, level=level, sample_ratio=ratio, expires=expires, reason=reason,
                 set_by=set_by, role=role, created=created, id=f"r{n}")
 
 
