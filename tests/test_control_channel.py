@@ -222,3 +222,29 @@ def test_jaeger_sampling_answer_follows_the_rules_and_jaegers_schema(served: Any
     with pytest.raises(jsonschema.ValidationError):
         jsonschema.validate({"strategyType": "PROBABILISTIC", "probabilisticSampling": {"rate": 1}},
                             JAEGER_STRATEGY_SCHEMA)
+
+
+def test_decide_does_no_sql_per_question_and_sees_changes(served: Any, issuer: Issuer) -> None:
+    client, store = served
+    ctl = controller_for(store)
+    ctl.decide({"site": "S1"})                                   # loaded once
+    statements: list = []
+    store.reader().set_trace_callback(statements.append)
+    try:
+        for i in range(200):
+            assert decide(client, {"subject": "job", "site": "S1", "job_id": f"{i}.0"}).status_code == 200
+    finally:
+        store.reader().set_trace_callback(None)
+    assert statements == []
+    # a change through the API is seen by the next question
+    client.post("/api/control/rules", json={"scope": {"site": "S1"}, "level": "off"},
+                headers=bearer(issuer, "root", ["/vo/admins"]))
+    assert decide(client, {"subject": "job", "site": "S1"}).get_json()["level"] == "off"
+    # a change by another process on the same store (gwtrace control --store) within recheck_s
+    from gwtrace.controller.book import Controller
+    from gwtrace.controller.roles import Principal
+
+    with TraceStore(store.path) as other:
+        Controller(other).set_rule(Principal("root", "admin"), {"scope": {"site": "S1"}, "level": "commands"})
+    ctl._checked = float("-inf")                                 # as if recheck_s had passed
+    assert decide(client, {"subject": "job", "site": "S1"}).get_json()["level"] == "commands"

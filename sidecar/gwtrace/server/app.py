@@ -50,6 +50,7 @@ def create_app(
     budget = DecodeBudget(decode_budget)
     app.wsgi_app = otlp_http.IngestMiddleware(app.wsgi_app, store, auth, max_body_bytes, budget)  # type: ignore[method-assign]
     app.wsgi_app = snapshot_http.SnapshotMiddleware(app.wsgi_app, store, auth, max_body_bytes, budget)  # type: ignore[method-assign]
+    app.wsgi_app = control.DecideMiddleware(app.wsgi_app, store, token)  # type: ignore[method-assign]
     if token is None:
         app.wsgi_app = LoopbackHostCheck(app.wsgi_app, [host])  # type: ignore[method-assign]
     _register_hooks(app, auth)

@@ -18,8 +18,10 @@ from __future__ import annotations
 
 import hmac
 import json
+import sqlite3
 import time
-from typing import Any, Optional
+from http import HTTPStatus
+from typing import Any, Callable, Dict, Iterable, Optional, Tuple
 
 from flask import Blueprint, Response, current_app, render_template, request
 
@@ -30,7 +32,8 @@ from ..controller.rules import BadRule
 from ..controller.sampling import service_question, strategy
 from ..controller.tokens import BadToken
 from ..wire.sampling import sampled
-from .jsonutil import json_response
+from .auth import common_headers
+from .jsonutil import dumps, json_response
 
 bp = Blueprint("control", __name__, template_folder="templates")
 
@@ -132,20 +135,74 @@ def _controller() -> Any:
 @bp.route("/v1/gwtrace/decide", methods=["POST"])
 def decide() -> Response:
     _who(pilot_ok=True)
-    body = _body(MAX_DECIDE_BYTES)
+    return json_response(decide_answer(current_app.config["GWTRACE_STORE"], _body(MAX_DECIDE_BYTES)))
+
+
+def decide_answer(store: Any, body: Any) -> Dict[str, Any]:
+    """The contract's answer to one decide body (already parsed JSON); _Answer 400 on a bad one."""
     if not isinstance(body, dict) or body.get("subject") not in ("glidein", "job"):
         raise _Answer(400, 'the body is a JSON object with "subject": "glidein" or "job"')
-    query = question(body)
+    try:
+        query = question(body)
+    except BadRule as exc:
+        raise _Answer(400, str(exc)) from None
     trace_id = query.get("trace_id")
     if trace_id is not None and (len(trace_id) != 32 or any(c not in "0123456789abcdef" for c in trace_id)):
         raise _Answer(400, "trace_id must be 32 hex digits")
-    made = _controller().decide(query)
+    made = controller_for(store).decide(query)
     ratio = made.sample_ratio.value
     deciding = made.rule
-    return json_response({
-        "level": made.level.value, "sample_ratio": ratio,
-        "sampled": sampled(trace_id, ratio) if trace_id is not None and ratio is not None else None,
-        "rule": deciding.id if deciding else None, "reason": made.reason(), "ttl_s": made.ttl_s})
+    return {"level": made.level.value, "sample_ratio": ratio,
+            "sampled": sampled(trace_id, ratio) if trace_id is not None and ratio is not None else None,
+            "rule": deciding.id if deciding else None, "reason": made.reason(), "ttl_s": made.ttl_s}
+
+
+class DecideMiddleware:
+    """Answers the pilots' ``POST /v1/gwtrace/decide`` before Flask, as ``otlp_http.IngestMiddleware`` does ingest.
+
+    Why: it is the controller's hot path (every glidein and job start asks), and Flask's request and response
+    machinery costs several times the decision itself. Only the plain case is taken here (POST, JSON, the
+    pilots' token or none configured); anything else (a person's token, a wrong method or type) goes to the
+    Flask route, which answers it with the same code.
+    """
+
+    def __init__(self, app: Callable[..., Iterable[bytes]], store: Any, token: Optional[str]):
+        self.app, self.store = app, store
+        self._auth = ("Bearer " + token).encode() if token else None
+
+    def __call__(self, environ: Dict[str, Any], start_response: Callable[..., Any]) -> Iterable[bytes]:
+        if (environ.get("PATH_INFO") != "/v1/gwtrace/decide" or environ.get("REQUEST_METHOD") != "POST"
+                or str(environ.get("CONTENT_TYPE", "")).split(";")[0].strip().lower() != "application/json"
+                or not self._allowed(environ.get("HTTP_AUTHORIZATION", ""))):
+            return self.app(environ, start_response)
+        status, answer = self._answer(environ)
+        body = dumps(answer).encode()
+        headers = [("Content-Type", "application/json"), ("Content-Length", str(len(body)))] + common_headers("")
+        start_response(f"{status} {HTTPStatus(status).phrase}", headers)
+        return [body]
+
+    def _allowed(self, authorization: str) -> bool:
+        if self._auth is None:
+            return True
+        return hmac.compare_digest(authorization.encode("latin-1", "replace"), self._auth)
+
+    def _answer(self, environ: Dict[str, Any]) -> Tuple[int, Dict[str, Any]]:
+        try:
+            length = int(environ.get("CONTENT_LENGTH") or 0)
+        except ValueError:
+            length = -1
+        if not 0 <= length <= MAX_DECIDE_BYTES:
+            return 413, {"error": f"body over {MAX_DECIDE_BYTES} bytes (or no Content-Length)"}
+        try:
+            body = json.loads(environ["wsgi.input"].read(length))
+        except ValueError as exc:
+            return 400, {"error": f"the body is not JSON: {exc}"}
+        try:
+            return 200, decide_answer(self.store, body)
+        except _Answer as exc:
+            return exc.status, {"error": str(exc)}
+        except sqlite3.DatabaseError as exc:       # only when the cached rules are reloaded
+            return 503, {"error": f"trace store busy or unavailable: {exc}"}
 
 
 @bp.route("/v1/gwtrace/control/results", methods=["POST"])
@@ -225,4 +282,4 @@ def commands_header(store: Any, key: str) -> Optional[str]:
     return controller_for(store).commands_header(key)
 
 
-__all__ = ["bp", "PUBLIC", "commands_header"]
+__all__ = ["bp", "PUBLIC", "DecideMiddleware", "commands_header"]
