@@ -134,3 +134,53 @@ def test_a_refusal_from_the_server_is_one_line(server: str) -> None:
     down = subprocess.run([GWTRACE, "control", "--server", "http://127.0.0.1:9", "list"], env=clean_env(),
                           capture_output=True, text=True, timeout=60)
     assert down.returncode == 1 and down.stderr.startswith("gwtrace control: cannot reach http://127.0.0.1:9")
+
+
+@pytest.mark.parametrize("extra, words", [
+    (["--control-issuer", "https://iam.example.org"], "go together"),
+    (["--control-issuer", "http://iam.example.org", "--control-audience", "a", "--control-roles", "{roles}"],
+     "must be https://"),
+    (["--control-issuer", "https://iam.example.org", "--control-audience", "a", "--control-roles", "{missing}"],
+     "cannot read the role map"),
+])
+def test_serve_refuses_bad_controller_options_in_one_line(tmp_path: Path, extra: List[str], words: str) -> None:
+    roles = tmp_path / "roles.json"
+    roles.write_text("{}")
+    argv = [a.format(roles=roles, missing=tmp_path / "none.json") for a in extra]
+    done = subprocess.run([sys.executable, "-c", SERVE, "--port", "0", "--db", str(tmp_path / "t.db"), *argv],
+                          capture_output=True, text=True, timeout=60)
+    assert done.returncode == 2 and len(done.stderr.strip().splitlines()) == 1 and words in done.stderr
+
+
+def test_serve_with_an_issuer_takes_peoples_tokens_and_the_pilots_token(tmp_path: Path) -> None:
+    from control_issuer import AUDIENCE, ROLE_MAP, Issuer
+
+    issuer = Issuer()
+    roles = tmp_path / "roles.json"
+    roles.write_text(json.dumps(ROLE_MAP))
+    env = dict(clean_env(), GWTRACE_SERVER_TOKEN="pilot-secret")
+    proc = subprocess.Popen([sys.executable, "-c", SERVE, "--port", "0", "--db", str(tmp_path / "t.db"),
+                             "--control-issuer", issuer.url, "--control-audience", AUDIENCE,
+                             "--control-roles", str(roles)], stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        m = re.search(r"listening on (http://\S+) ", proc.stderr.readline())
+        assert m
+        url = m.group(1)
+        cli = [GWTRACE, "control", "--server", url]
+        bob = dict(clean_env(), BEARER_TOKEN=issuer.token("bob", groups=["/vo/sites/S1"]))
+        done = subprocess.run(cli + ["set", "site=S1", "--level", "off"], env=bob, capture_output=True, text=True,
+                              timeout=60)
+        assert done.returncode == 0 and "by bob (siteadmin)" in done.stdout, done.stderr
+        refused = subprocess.run(cli + ["set", "site=S2", "--level", "off"], env=bob, capture_output=True,
+                                 text=True, timeout=60)
+        assert refused.returncode == 1 and refused.stderr.startswith("gwtrace control: 403: a site admin sets")
+        pilot = subprocess.run(cli + ["--token", "pilot-secret", "list"], env=clean_env(), capture_output=True,
+                               text=True, timeout=60)
+        assert pilot.returncode == 1 and "403" in pilot.stderr
+        answer = requests.post(url + "/v1/gwtrace/decide", json={"subject": "glidein", "site": "S1"},
+                               headers={"Authorization": "Bearer pilot-secret"}, timeout=10).json()
+        assert (answer["level"], answer["rule"]) == ("off", "r1")
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.wait(timeout=20)
+        issuer.close()

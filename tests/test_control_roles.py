@@ -3,9 +3,15 @@ tokens verified against a local issuer's keys (loopback), and every change in th
 
 from __future__ import annotations
 
+import base64
+import hashlib
+import hmac
+import json
+import time
 from typing import Any, Dict, Iterator
 
 import pytest
+from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
 from control_issuer import AUDIENCE, ROLE_MAP, Issuer, issuer_fixture
@@ -178,3 +184,21 @@ def test_a_bad_role_map_is_one_line(data: Dict[str, Any], words: str) -> None:
 def test_an_issuer_must_be_https_or_loopback() -> None:
     with pytest.raises(BadRoleMap, match="https"):
         TokenVerifier("http://issuer.example.org", AUDIENCE, RoleMap())
+
+
+def test_a_token_signed_with_the_public_key_as_a_shared_secret_is_refused(client: Any, issuer: Issuer) -> None:
+    """The algorithm-confusion attack: HS256 keyed with the issuer's public key (which anyone can fetch)."""
+    public = issuer.key.public_key().public_bytes(serialization.Encoding.PEM,
+                                                  serialization.PublicFormat.SubjectPublicKeyInfo)
+    now = int(time.time())
+    claims = {"iss": issuer.url, "sub": "x", "preferred_username": "root", "aud": AUDIENCE, "exp": now + 600,
+              "wlcg.groups": ["/vo/admins"]}
+
+    def b64(data: bytes) -> str:
+        return base64.urlsafe_b64encode(data).rstrip(b"=").decode()
+
+    head = b64(json.dumps({"alg": "HS256", "typ": "JWT", "kid": issuer.kid}).encode())
+    body = b64(json.dumps(claims).encode())
+    sig = b64(hmac.new(public, f"{head}.{body}".encode(), hashlib.sha256).digest())
+    resp = put(client, f"{head}.{body}.{sig}", {"scope": {}, "level": "off"})
+    assert resp.status_code == 401 and "token refused" in resp.get_json()["error"]
