@@ -109,9 +109,17 @@ def test_commands_ride_the_snapshot_answers_until_their_result_arrives(served: A
     assert "Gwtrace-Commands" not in live(client).headers
     got = client.get(f"/api/control/commands/{cid}", headers=alice).get_json()["command"]
     assert (got["state"], got["result"]["text"]) == ("done", "last lines")
+    # a second command: a secret in a job's file is redacted here too, whatever the node did
+    again = client.post("/api/control/commands", json={"key": "u-1", "op": "tail", "job": "7.0", "path": "env.log"},
+                        headers=alice).get_json()["command"]["id"]
+    leaked = {"id": again, "ok": True, "text": "step 1\nAuthorization: Bearer eyJabc.def.ghi\nstep 2"}
+    client.post("/v1/gwtrace/control/results", json={"key": "u-1", "results": [leaked]}, headers=PILOT)
+    text = client.get(f"/api/control/commands/{again}", headers=alice).get_json()["command"]["result"]["text"]
+    assert text == "step 1\n[REDACTED]\nstep 2"
     assert client.get(f"/api/control/commands/{cid}", headers=bearer(issuer, "dave")).status_code == 404
     audit = client.get("/api/control/audit", headers=bearer(issuer, "root", ["/vo/admins"])).get_json()["audit"]
-    assert [(a["action"], a["target"]) for a in audit] == [("command.queue", cid), ("command.result", cid)]
+    assert [(a["action"], a["target"]) for a in audit] == [("command.queue", cid), ("command.result", cid),
+                                                           ("command.queue", again), ("command.result", again)]
     assert "text" not in audit[1]["after"]               # a job's file is not copied into the audit log
 
 

@@ -176,7 +176,7 @@ class Controller:
         now = self.clock()
         accepted = 0
         with self.store.transaction() as conn:
-            table.expire_commands(conn, now - COMMAND_TTL_S)
+            expired = table.expire_commands(conn, now - COMMAND_TTL_S)
             for result in results:
                 found = table.command(conn, result["id"])
                 if found is None or found["key"] != key or found["state"] != "pending":
@@ -185,8 +185,10 @@ class Controller:
                 summary = {k: v for k, v in result.items() if k != "text"}
                 table.audit(conn, now, "node:" + key[:80], "pilot", "command.result", found["id"], None, summary)
                 accepted += 1
-            table.bump(conn)
-        self._changed()
+            if accepted or expired:
+                table.bump(conn)
+        if accepted or expired:
+            self._changed()
         return accepted
 
 

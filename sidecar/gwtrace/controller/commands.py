@@ -12,6 +12,7 @@ from __future__ import annotations
 import json
 from typing import Any, Dict, List, Mapping, Optional, Tuple
 
+from ..wire.redact import redact_message
 from .rules import LEVELS, MAX_TEXT, BadRule
 
 #: Largest tail a command may ask for, and the default.
@@ -79,6 +80,12 @@ def header_value(pending: List[Dict[str, Any]]) -> Optional[str]:
     return json.dumps(chosen, separators=(",", ":"), ensure_ascii=True) if chosen else None
 
 
+def redact_lines(text: str) -> str:
+    """A file's tail with every line that holds a secret redacted (protocol.md, "Secrets"), again here: the node
+    redacts before sending, but a node is untrusted and what is kept here is shown to people."""
+    return "\n".join(redact_message(line) for line in text.split("\n"))
+
+
 def results_from_request(body: Any) -> Tuple[str, List[Dict[str, Any]]]:
     """(live key, results) from ``POST /v1/gwtrace/control/results``; each result kept to its known fields."""
     if not isinstance(body, Mapping) or not isinstance(body.get("results"), list):
@@ -91,7 +98,7 @@ def results_from_request(body: Any) -> Tuple[str, List[Dict[str, Any]]]:
             raise BadRule('each result is {"id": "c..", "ok": true|false, ...}')
         result: Dict[str, Any] = {"id": item["id"][:40], "ok": item["ok"]}
         if isinstance(item.get("text"), str):
-            result["text"] = item["text"][:MAX_RESULT_TEXT]
+            result["text"] = redact_lines(item["text"][:MAX_RESULT_TEXT])
         if isinstance(item.get("truncated"), bool):
             result["truncated"] = item["truncated"]
         if isinstance(item.get("bytes"), int) and not isinstance(item.get("bytes"), bool):

@@ -75,6 +75,9 @@ def _who(pilot_ok: bool) -> Principal:
         who = LOCAL_ADMIN
     elif not static and pilot_ok:
         who = PILOT                       # tokenless ingest: the node endpoints are as open as /v1/traces
+    elif verifier is None:
+        raise _Answer(401, "this server takes no people's tokens (no --control-issuer): change rules with "
+                           "`gwtrace control --store` on its machine")
     else:
         raise _Answer(401, "missing or wrong bearer token (Authorization: Bearer <token of the issuer>)")
     if who is PILOT and not pilot_ok:
