@@ -123,8 +123,15 @@ def test_against_serve_and_a_jobs_file_tail_through_the_back_channel(server: str
             tail.kill()
     assert tail.returncode == 0, err
     assert out.startswith("oom at step 3\n") and "\x1b" not in out             # a job's bytes are escaped
+    level = subprocess.run(cli + ["level", "u-1", "commands", "--job", "7.0"], env=env, capture_output=True,
+                           text=True, timeout=60)
+    assert level.returncode == 0 and level.stdout.startswith("queued c2: u-1 level commands for job 7.0")
+    answer = requests.post(server + "/v1/gwtrace/snapshot", data=snap.SerializeToString(), headers=proto, timeout=10)
+    assert json.loads(answer.headers["Gwtrace-Commands"]) == [{"id": "c2", "op": "level", "level": "commands",
+                                                                "job": "7.0"}]
     audit = subprocess.run(cli + ["audit"], env=env, capture_output=True, text=True, timeout=60).stdout
-    assert [line.split()[-2] for line in audit.splitlines()] == ["rule.set", "command.queue", "command.result"]
+    assert [line.split()[-2] for line in audit.splitlines()] == ["rule.set", "command.queue", "command.result",
+                                                                 "command.queue"]
 
 
 def test_a_refusal_from_the_server_is_one_line(server: str) -> None:

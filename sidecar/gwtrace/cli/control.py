@@ -1,5 +1,5 @@
 """``gwtrace control``: who traces what — list, set and remove rules, explain a decision, read the audit log,
-and ask a running job for the tail of a file (docs/control.md).
+tell a running glidein its level, and ask a running job for the tail of a file (docs/control.md).
 
 Talks to ``gwtrace serve`` (``--server URL``, a bearer token from ``--token``,
 ``$GWTRACE_CONTROL_TOKEN``, ``$BEARER_TOKEN`` or ``$BEARER_TOKEN_FILE``), or to
@@ -51,6 +51,10 @@ def build_parser() -> argparse.ArgumentParser:
     au = sub.add_parser("audit", help="the audit log: every change, command and result")
     au.add_argument("--limit", type=int, default=50)
     au.add_argument("--after", type=int, default=0, help="entries after this sequence number")
+    lv = sub.add_parser("level", help="tell a running glidein (or one job on it) to use a level from now on")
+    lv.add_argument("key", help="the glidein's live key (gwtrace now --format json: key)")
+    lv.add_argument("level", help="|".join(LEVELS))
+    lv.add_argument("--job", help="only this job (default: the glidein's own scripts and all its later jobs)")
     tl = sub.add_parser("tail", help="ask a running job for the last bytes of a file in its directory")
     tl.add_argument("key", help="the glidein's live key (gwtrace now --format json: key)")
     tl.add_argument("job", help="the job id, e.g. 123.0")
@@ -139,6 +143,11 @@ def _run(args: argparse.Namespace, backend: Any) -> int:
         rows = backend.audit(args.after, args.limit)
         _print(args, rows, [f"{r['seq']:>5} {_when(r['at'])} {r['who']} ({r['role']}) {r['action']} {r['target']}"
                             for r in rows])
+    elif args.action == "level":
+        queued = backend.queue({"key": args.key, "op": "level", "level": args.level, "job": args.job})
+        _print(args, queued, [f"queued {queued['id']}: {args.key} level {args.level}"
+                              + (f" for job {args.job}" if args.job else "")
+                              + " (sent with the glidein's next snapshot answer)"])
     else:
         return _tail(args, backend)
     return 0
