@@ -1,5 +1,5 @@
 """The controller's precedence (docs/control.md, "Precedence"): most specific wins per field, newest breaks ties,
-expired rules are ignored, an admin's or site admin's place rule caps users' rules; explain says why."""
+expired rules are ignored, an admin's or site admin's rule for a site caps users' rules; explain says why."""
 
 from __future__ import annotations
 
@@ -75,7 +75,17 @@ def test_a_site_admins_off_binds_a_users_more_specific_rule(limit_role: str) -> 
     assert made(limit, mine, query=dict(ALICE_AT_S1, site="S2")).level.value == "commands"
 
 
-def test_a_shifters_rule_is_not_capped_and_a_shifters_place_rule_is_no_limit() -> None:
+def test_an_admins_default_for_everything_is_no_ceiling() -> None:
+    default = rule("r1", {}, "scripts", ratio=0.1, role="admin")
+    mine = rule("r2", {"owner": "alice"}, "commands", ratio=1.0, role="user")
+    d = made(default, mine)
+    assert (d.level.value, d.sample_ratio.value, d.level.capped_by) == ("commands", 1.0, None)
+    assert made(rule("r1", {"frontend": "VO"}, "off", role="admin"), mine).level.value == "commands"
+    # ... but an admin's rule for a site (an entry there too) is one
+    assert made(rule("r1", {"site": "S1", "entry": "E1"}, "scripts", role="admin"), mine).level.value == "scripts"
+
+
+def test_a_shifters_rule_is_not_capped_and_a_shifters_site_rule_is_no_limit() -> None:
     limit = rule("r1", {"site": "S1"}, "off", role="siteadmin")
     assert made(limit, rule("r2", {"job_id": "7.0"}, "commands", role="shifter")).level.value == "commands"
     assert made(rule("r1", {"site": "S1"}, "off", role="shifter"),

@@ -6,11 +6,12 @@
    rules that set it, the most specific scope wins (``rules.specificity``:
    trace > job > glidein > owner > entry > site > factory > frontend); equally
    specific rules: the newest wins.
-3. Limits: a rule set by an admin or a site admin about a place (its scope
-   names no owner, job, glidein or trace) is a ceiling for users' rules: when
-   the winner was set by a user and asks for more (a higher level, a higher
-   ratio) than the lowest such ceiling, the ceiling's value is taken. So a site
-   admin's ``off`` at their site binds every user's rule there, however specific.
+3. Limits: a rule set by an admin or a site admin for a site (its scope names
+   a site and no owner, job, glidein or trace) is a ceiling for users' rules:
+   when the winner was set by a user and asks for more (a higher level, a
+   higher ratio) than the lowest such ceiling, the ceiling's value is taken. So
+   a site admin's ``off`` at their site binds every user's rule there, however
+   specific. An admin's default for everything is a default, not a ceiling.
 
 Pure functions over a list of rules: no store, no clock but the one passed in.
 ``RuleIndex`` keeps the rules bucketed by their most specific field so that a
@@ -111,7 +112,7 @@ def _choose(name: str, live: List[Rule]) -> FieldChoice:
         return FieldChoice()
     asked = _value(winner, name)
     if winner.role == "user":
-        limits = [r for r in setting if r.role in _LIMIT_ROLES and r.is_place_rule()]
+        limits = [r for r in setting if r.role in _LIMIT_ROLES and r.is_site_rule()]
         rank = (lambda r: level_rank(r.level)) if name == "level" else (lambda r: r.sample_ratio)
         lowest = min(limits, key=lambda r: (rank(r), -r.created), default=None)
         if lowest is not None and _more(name, asked, _value(lowest, name)):

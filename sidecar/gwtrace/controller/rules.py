@@ -59,9 +59,11 @@ class Rule:
     def expired(self, now: float) -> bool:
         return self.expires is not None and self.expires <= now
 
-    def is_place_rule(self) -> bool:
-        """A rule about a place (frontend, factory, entry, site, or everything), not a person, job or trace."""
-        return not any(k in self.scope for k in ("owner", "job_id", "glidein_id", "trace_id"))
+    def is_site_rule(self) -> bool:
+        """A rule about a site (its scope names a site, perhaps an entry, factory or frontend there, and no
+        person, job, glidein or trace): the kind an admin's or site admin's rule binds users with."""
+        return "site" in self.scope and not any(k in self.scope for k in ("owner", "job_id", "glidein_id",
+                                                                          "trace_id"))
 
     def to_dict(self) -> Dict[str, Any]:
         out = asdict(self)
