@@ -165,6 +165,16 @@ def test_every_change_is_audited_and_a_user_sees_only_their_own(client: Any, tok
     assert {r["who"] for r in mine} == {"alice"}
 
 
+def test_a_user_lists_the_general_rules_and_their_own_not_other_users(client: Any, tokens: Dict[str, str]) -> None:
+    put(client, tokens["admin"], {"scope": {"site": "S1"}, "level": "off"})
+    put(client, tokens["user"], {"scope": {"owner": "alice"}, "level": "commands"})
+    put(client, tokens["user2"], {"scope": {"owner": "dave"}, "level": "commands"})
+    put(client, tokens["shifter"], {"scope": {"owner": "dave", "job_id": "1.0"}, "level": "commands"})
+    seen = {who: [r["id"] for r in client.get("/api/control/rules", headers=auth(tokens[who])).get_json()["rules"]]
+            for who in ("user", "user2", "siteadmin")}
+    assert seen == {"user": ["r1", "r2"], "user2": ["r1", "r3", "r4"], "siteadmin": ["r1", "r2", "r3", "r4"]}
+
+
 def test_the_issuers_keys_are_fetched_once(client: Any, tokens: Dict[str, str], issuer: Issuer) -> None:
     before = issuer.requests
     for _ in range(5):

@@ -82,9 +82,12 @@ class Controller:
     def explain(self, query: Mapping[str, Any]) -> Dict[str, Any]:
         return explain(self.index(), query, self.clock())
 
-    def rules(self, include_expired: bool = False) -> List[Rule]:
+    def rules(self, include_expired: bool = False, who: Optional[Principal] = None) -> List[Rule]:
+        """The rules; a user (``who``) sees those about no one in particular and their own, not other users'."""
         now = self.clock()
-        return [r for r in self.index().rules if include_expired or not r.expired(now)]
+        user = who.name if who is not None and who.role == "user" else None
+        return [r for r in self.index().rules if (include_expired or not r.expired(now))
+                and (user is None or r.scope.get("owner", user) == user)]
 
     def set_rule(self, who: Principal, body: Mapping[str, Any]) -> Rule:
         """Check, keep and audit a new rule; returns it with its id."""

@@ -219,9 +219,9 @@ def results() -> Response:
 
 @bp.route("/api/control/rules", methods=["GET"])
 def list_rules() -> Response:
-    _who(pilot_ok=False)
+    who = _who(pilot_ok=False)
     expired = request.args.get("expired", "") in ("1", "true", "yes")
-    return json_response({"rules": [r.to_dict() for r in _controller().rules(include_expired=expired)]})
+    return json_response({"rules": [r.to_dict() for r in _controller().rules(include_expired=expired, who=who)]})
 
 
 @bp.route("/api/control/rules", methods=["POST"])
