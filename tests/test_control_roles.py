@@ -173,6 +173,9 @@ def test_a_user_lists_the_general_rules_and_their_own_not_other_users(client: An
     seen = {who: [r["id"] for r in client.get("/api/control/rules", headers=auth(tokens[who])).get_json()["rules"]]
             for who in ("user", "user2", "siteadmin")}
     assert seen == {"user": ["r1", "r2"], "user2": ["r1", "r3", "r4"], "siteadmin": ["r1", "r2", "r3", "r4"]}
+    assert client.get("/api/control/explain?owner=dave", headers=auth(tokens["user"])).status_code == 403
+    mine = client.get("/api/control/explain?owner=alice&site=S1", headers=auth(tokens["user"])).get_json()
+    assert [m["rule"]["id"] for m in mine["matched"]] == ["r2", "r1"]
 
 
 def test_the_issuers_keys_are_fetched_once(client: Any, tokens: Dict[str, str], issuer: Issuer) -> None:

@@ -242,8 +242,11 @@ def remove_rule(rule_id: Optional[str] = None) -> Response:
 
 @bp.route("/api/control/explain")
 def explain() -> Response:
-    _who(pilot_ok=False)
-    return json_response(_controller().explain(question(request.args)))
+    who = _who(pilot_ok=False)
+    asked = question(request.args)
+    if who.role == "user" and asked.get("owner", who.name) != who.name:
+        raise _Answer(403, f"a user explains decisions for their own jobs (owner={who.name})")
+    return json_response(_controller().explain(asked))
 
 
 @bp.route("/api/control/audit")
