@@ -194,6 +194,22 @@ def test_a_bad_role_map_is_one_line(data: Dict[str, Any], words: str) -> None:
         RoleMap.from_dict(data)
 
 
+def test_an_issuer_that_is_down_is_one_line_and_not_asked_again_per_request(tmp_path: Any, issuer: Issuer) -> None:
+    down = Issuer()
+    url = down.url
+    down.close()                                          # nothing listens there any more
+    store = TraceStore(tmp_path / "t.db")
+    verifier = TokenVerifier(url, AUDIENCE, RoleMap.from_dict(ROLE_MAP))
+    client = create_app(store, PILOT_TOKEN, control_verifier=verifier).test_client()
+    token = issuer.token("root", groups=["/vo/admins"])
+    first = client.get("/api/control/rules", headers=auth(token))
+    assert first.status_code == 401 and first.get_json()["error"].startswith("cannot read the issuer's keys")
+    started = time.monotonic()
+    assert client.get("/api/control/rules", headers=auth(token)).get_json() == first.get_json()
+    assert time.monotonic() - started < 0.5
+    store.close()
+
+
 def test_an_issuer_must_be_https_or_loopback() -> None:
     with pytest.raises(BadRoleMap, match="https"):
         TokenVerifier("http://issuer.example.org", AUDIENCE, RoleMap())

@@ -19,16 +19,19 @@ from __future__ import annotations
 import ipaddress
 import json
 import threading
+import time
 import urllib.parse
 import urllib.request
 from dataclasses import dataclass, field
-from typing import Any, Dict, FrozenSet, List, Mapping, Optional
+from typing import Any, Dict, FrozenSet, List, Mapping, Optional, Tuple
 
 from .roles import PERSON_ROLES, Principal
 
 #: Signature algorithms taken (asymmetric only: a shared-secret HS256 token is never accepted).
 ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS384", "PS512", "EdDSA"]
 FETCH_TIMEOUT_S = 5.0
+#: After the issuer's discovery document could not be read, requests are refused at once for this long.
+RETRY_DISCOVERY_S = 30.0
 
 
 class BadToken(Exception):
@@ -135,6 +138,7 @@ class TokenVerifier:
         self.lifespan = keys_lifespan_s
         self._client: Any = None
         self._lock = threading.Lock()
+        self._failed: Optional[Tuple[float, str]] = None      # (until when, why): an issuer down is not asked per request
 
     def _keys(self) -> Any:
         """pyjwt's JWKS client for the issuer's ``jwks_uri`` (discovered once)."""
@@ -142,13 +146,17 @@ class TokenVerifier:
 
         with self._lock:
             if self._client is None:
+                if self._failed is not None and time.monotonic() < self._failed[0]:
+                    raise BadToken(self._failed[1])
                 url = self.issuer + "/.well-known/openid-configuration"
                 try:
                     with urllib.request.urlopen(url, timeout=self.timeout) as answer:  # noqa: S310 - checked scheme
                         jwks_uri = json.loads(answer.read(1 << 20))["jwks_uri"]
+                    check_issuer_url(jwks_uri)
                 except Exception as exc:  # noqa: BLE001 - one line
-                    raise BadToken(f"cannot read the issuer's keys from {url}: {exc}") from None
-                check_issuer_url(jwks_uri)
+                    why = f"cannot read the issuer's keys from {url}: {str(exc).splitlines()[0] if str(exc) else exc!r}"
+                    self._failed = (time.monotonic() + RETRY_DISCOVERY_S, why)
+                    raise BadToken(why) from None
                 self._client = jwt.PyJWKClient(jwks_uri, cache_keys=True, lifespan=self.lifespan,
                                                timeout=self.timeout)
             return self._client
