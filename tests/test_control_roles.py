@@ -10,6 +10,7 @@ import json
 import time
 from typing import Any, Dict, Iterator
 
+import jwt
 import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
@@ -192,6 +193,18 @@ def test_the_issuers_keys_are_fetched_once(client: Any, tokens: Dict[str, str], 
 def test_a_bad_role_map_is_one_line(data: Dict[str, Any], words: str) -> None:
     with pytest.raises(BadRoleMap, match=words):
         RoleMap.from_dict(data)
+
+
+def test_made_up_key_ids_do_not_make_the_server_hammer_the_issuer(client: Any, issuer: Issuer,
+                                                                   tokens: Dict[str, str]) -> None:
+    assert client.get("/api/control/rules", headers=auth(tokens["admin"])).status_code == 200
+    before = issuer.requests
+    for i in range(10):
+        forged = jwt.encode({"iss": issuer.url, "aud": AUDIENCE, "exp": int(time.time()) + 60, "sub": "x"},
+                            issuer.key, algorithm="RS256", headers={"kid": f"k-{i}"})
+        resp = client.get("/api/control/rules", headers=auth(forged))
+        assert resp.status_code == 401 and "key the issuer does not list" in resp.get_json()["error"]
+    assert issuer.requests - before <= 1
 
 
 def test_an_issuer_that_is_down_is_one_line_and_not_asked_again_per_request(tmp_path: Any, issuer: Issuer) -> None:

@@ -32,6 +32,8 @@ ALGORITHMS = ["RS256", "RS384", "RS512", "ES256", "ES384", "ES512", "PS256", "PS
 FETCH_TIMEOUT_S = 5.0
 #: After the issuer's discovery document could not be read, requests are refused at once for this long.
 RETRY_DISCOVERY_S = 30.0
+#: An unknown key id (a rotated key) refreshes the issuer's key set at most this often.
+REFRESH_UNKNOWN_S = 60.0
 
 
 class BadToken(Exception):
@@ -139,6 +141,7 @@ class TokenVerifier:
         self._client: Any = None
         self._lock = threading.Lock()
         self._failed: Optional[Tuple[float, str]] = None      # (until when, why): an issuer down is not asked per request
+        self._refreshed = float("-inf")
 
     def _keys(self) -> Any:
         """pyjwt's JWKS client for the issuer's ``jwks_uri`` (discovered once)."""
@@ -165,13 +168,29 @@ class TokenVerifier:
         import jwt
 
         try:
-            key = self._keys().get_signing_key_from_jwt(token)
+            key = self._key_for(jwt.get_unverified_header(token).get("kid"))
             return jwt.decode(token, key.key, algorithms=ALGORITHMS, audience=self.audience, issuer=self.issuer,
                               options={"require": ["exp", "iss", "aud"]}, leeway=30)
         except BadToken:
             raise
         except jwt.PyJWTError as exc:
             raise BadToken(f"token refused: {str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+
+    def _key_for(self, kid: Any) -> Any:
+        """The issuer's key with this id, from the cached set; an unknown id fetches the set again at most once
+        per ``REFRESH_UNKNOWN_S`` (so tokens with made-up key ids cannot make the server hammer the issuer)."""
+        client = self._keys()
+        found = [k for k in client.get_signing_keys() if k.key_id == kid]
+        if not found:
+            now = time.monotonic()
+            with self._lock:
+                if now - self._refreshed < REFRESH_UNKNOWN_S:
+                    raise BadToken("token refused: signed with a key the issuer does not list")
+                self._refreshed = now
+            found = [k for k in client.get_signing_keys(refresh=True) if k.key_id == kid]
+            if not found:
+                raise BadToken("token refused: signed with a key the issuer does not list")
+        return found[0]
 
     def principal(self, token: str) -> Principal:
         return self.role_map.principal(self.claims(token))
