@@ -23,7 +23,7 @@ def _run(*args: str) -> subprocess.CompletedProcess:
 
 def test_every_registered_command_is_a_module_of_the_cli_with_a_main() -> None:
     assert sorted(COMMANDS) == sorted(["sidecar", "lib", "show", "serve", "run", "span", "ingest", "glideins",
-                                       "account", "job", "now", "analyze"])
+                                       "account", "job", "now", "analyze", "control"])
     for name in COMMANDS:
         module = importlib.import_module(f"gwtrace.cli.{name}")
         assert callable(module.main), name

@@ -31,6 +31,7 @@ COMMANDS = {
     "job": "a user job's journey (submit, queue, glidein, run, exit) and --why it waits",
     "now": "glideins alive now per site/entry, their phase and jobs; --alerts: site red lights",
     "analyze": "where glidein time goes per entry, and ranked hints on what to change",
+    "control": "who traces what: rules, explain, audit, and a running job's file tail (gwtrace serve)",
 }
 
 

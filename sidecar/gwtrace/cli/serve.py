@@ -30,7 +30,25 @@ def build_parser() -> argparse.ArgumentParser:
         "--retention-days", type=float, default=None,
         help="delete traces that ended more than this many days ago (default: keep everything)",
     )
+    p.add_argument("--control-issuer", metavar="URL",
+                   help="the controller's token issuer (its /.well-known/openid-configuration gives the keys): "
+                   "people's bearer tokens are verified against it (docs/control.md)")
+    p.add_argument("--control-audience", metavar="AUD", help="the audience those tokens must name")
+    p.add_argument("--control-roles", metavar="FILE",
+                   help="JSON role map: WLCG groups or scopes -> admin|shifter|siteadmin|user (docs/control.md)")
     return p
+
+
+def _control_verifier(args: argparse.Namespace) -> Optional[object]:
+    """The controller's token verifier from the --control-* options, or None; ValueError in one line."""
+    given = [args.control_issuer, args.control_audience, args.control_roles]
+    if not any(given):
+        return None
+    if not all(given):
+        raise ValueError("--control-issuer, --control-audience and --control-roles go together")
+    from gwtrace.controller.tokens import RoleMap, TokenVerifier
+
+    return TokenVerifier(args.control_issuer, args.control_audience, RoleMap.from_file(args.control_roles))
 
 
 def _usage_error(args: argparse.Namespace, token: Optional[str]) -> Optional[str]:
@@ -54,4 +72,8 @@ def main(argv: List[str]) -> int:
     problem = _usage_error(args, token)
     if problem is not None:
         return fail(problem)
-    return serve(args.host, args.port, args.db, args.retention_days, token)
+    try:
+        verifier = _control_verifier(args)
+    except ValueError as exc:
+        return fail(str(exc))
+    return serve(args.host, args.port, args.db, args.retention_days, token, verifier)

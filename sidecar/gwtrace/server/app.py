@@ -9,7 +9,7 @@ from typing import Optional
 from flask import Flask, Response, request
 
 from ..store import TraceStore
-from . import accounting, analysis, api, jobs, now, otlp_http, snapshot_http, ui
+from . import accounting, analysis, api, control, jobs, now, otlp_http, snapshot_http, ui
 from .answers import RETRY_AFTER_SECONDS, envelope_answer, to_response
 from .auth import PUBLIC_ENDPOINTS, BearerAuth, LoopbackHostCheck, common_headers
 from .budget import DEFAULT_DECODE_BUDGET, DecodeBudget
@@ -23,6 +23,7 @@ def create_app(
     max_body_bytes: int = otlp_http.DEFAULT_MAX_BODY_BYTES,
     host: str = "",
     decode_budget: int = DEFAULT_DECODE_BUDGET,
+    control_verifier: Optional[object] = None,
 ) -> Flask:
     """Build the app over an open store.
 
@@ -33,10 +34,11 @@ def create_app(
     the rest. Without a token (the loopback default), only requests whose
     ``Host:`` names loopback (or ``host``, the name served on) are answered
     (auth.LoopbackHostCheck: DNS rebinding). ``decode_budget``: what the ingest requests in flight may take
-    together to decode (``budget.DecodeBudget``).
+    together to decode (``budget.DecodeBudget``). ``control_verifier``: the controller's issuer tokens
+    (``controller.tokens.TokenVerifier``); the control blueprint checks its own callers (server/control.py).
     """
     app = Flask(__name__, static_folder=None)
-    app.config.update(GWTRACE_STORE=store)
+    app.config.update(GWTRACE_STORE=store, GWTRACE_SERVER_TOKEN=token, GWTRACE_CONTROL_VERIFIER=control_verifier)
     auth = BearerAuth(token)
     app.register_blueprint(api.bp)
     app.register_blueprint(ui.bp)
@@ -44,9 +46,11 @@ def create_app(
     app.register_blueprint(analysis.bp)
     app.register_blueprint(now.bp)
     app.register_blueprint(jobs.bp)
+    app.register_blueprint(control.bp)
     budget = DecodeBudget(decode_budget)
     app.wsgi_app = otlp_http.IngestMiddleware(app.wsgi_app, store, auth, max_body_bytes, budget)  # type: ignore[method-assign]
     app.wsgi_app = snapshot_http.SnapshotMiddleware(app.wsgi_app, store, auth, max_body_bytes, budget)  # type: ignore[method-assign]
+    app.wsgi_app = control.DecideMiddleware(app.wsgi_app, store, token)  # type: ignore[method-assign]
     if token is None:
         app.wsgi_app = LoopbackHostCheck(app.wsgi_app, [host])  # type: ignore[method-assign]
     _register_hooks(app, auth)
@@ -58,6 +62,8 @@ def _register_hooks(app: Flask, auth: BearerAuth) -> None:
 
     @app.before_request
     def require_token() -> Optional[Response]:
+        if request.blueprint == "control":     # the controller checks its own callers (server/control.py)
+            return None
         if request.endpoint in PUBLIC_ENDPOINTS or auth.allows(request.headers.get("Authorization", "")):
             return None
         return to_response(auth.refusal(request.path, (request.mimetype or "").lower()))

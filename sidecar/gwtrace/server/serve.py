@@ -58,7 +58,8 @@ def fail(message: str) -> int:
     return 2
 
 
-def serve(host: str, port: int, db: Optional[str], retention_days: Optional[float], token: Optional[str]) -> int:
+def serve(host: str, port: int, db: Optional[str], retention_days: Optional[float], token: Optional[str],
+          control_verifier: Optional[object] = None) -> int:
     """Serve until SIGTERM/SIGINT (``gwtrace serve``, whose options ``gwtrace.cli.serve`` checks); the exit status."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="gwtrace serve: %(message)s")
@@ -78,7 +79,9 @@ def serve(host: str, port: int, db: Optional[str], retention_days: Optional[floa
     from .otlp_http import DEFAULT_MAX_BODY_BYTES
 
     try:
-        server = _waitress(create_app(store, token, max_body_bytes=DEFAULT_MAX_BODY_BYTES, host=host), host, port)
+        app = create_app(store, token, max_body_bytes=DEFAULT_MAX_BODY_BYTES, host=host,
+                         control_verifier=control_verifier)
+        server = _waitress(app, host, port)
     except OSError as exc:
         store.close()
         return fail(f"cannot listen on {host}:{port}: {exc}")

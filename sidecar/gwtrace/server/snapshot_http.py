@@ -19,12 +19,13 @@ from __future__ import annotations
 
 import logging
 import sqlite3
-from typing import Any, Dict
+from typing import Any, Dict, List, Tuple
 
 from google.rpc import code_pb2
 
 from ..store import TraceStore, limits
 from ..store.live import BadSnapshot
+from . import control
 from .answers import JSON, RETRY_AFTER_SECONDS, Answer, rpc_status_answer
 from .budget import DecodeBudget
 from .otlp_http import (
@@ -52,7 +53,19 @@ def receive(environ: Dict[str, Any], store: TraceStore, max_bytes: int, budget: 
             raise _Refused(409, code_pb2.NOT_FOUND, "no snapshot of this glidein: send a full one")
     except _Refused as refused:
         return rpc_status_answer(refused.status, refused.code, refused.message, as_json, refused.retry_after)
-    return 200, [("Content-Type", JSON)], b'{"stored":true}'
+    return 200, [("Content-Type", JSON)] + _commands(store, req), b'{"stored":true}'
+
+
+def _commands(store: TraceStore, req: Any) -> List[Tuple[str, str]]:
+    """The back channel: the controller's commands pending for this glidein, in ``Gwtrace-Commands``."""
+    key = next((kv.value.string_value for kv in req.resource_spans[0].scope_spans[0].scope.attributes
+                if kv.key == "gwtrace.snapshot.key"), "")
+    try:
+        value = control.commands_header(store, key) if key else None
+    except sqlite3.DatabaseError as exc:       # the snapshot is stored; the commands wait for the next one
+        log.warning("controller commands unavailable: %s", exc)
+        return []
+    return [("Gwtrace-Commands", value)] if value else []
 
 
 def _put(store: TraceStore, req: Any) -> bool:
