@@ -30,6 +30,10 @@ def build_parser() -> argparse.ArgumentParser:
         "--retention-days", type=float, default=None,
         help="delete traces that ended more than this many days ago (default: keep everything)",
     )
+    p.add_argument(
+        "--metrics-retention-days", type=float, default=None,
+        help="delete resource metrics sampled more than this many days ago (default: as --retention-days)",
+    )
     return p
 
 
@@ -42,6 +46,8 @@ def _usage_error(args: argparse.Namespace, token: Optional[str]) -> Optional[str
         )
     if args.retention_days is not None and not args.retention_days > 0:
         return "--retention-days must be a positive number"
+    if args.metrics_retention_days is not None and not args.metrics_retention_days > 0:
+        return "--metrics-retention-days must be a positive number"
     if not 0 <= args.port <= 65535:
         return "--port must be between 0 and 65535"
     return None
@@ -54,4 +60,4 @@ def main(argv: List[str]) -> int:
     problem = _usage_error(args, token)
     if problem is not None:
         return fail(problem)
-    return serve(args.host, args.port, args.db, args.retention_days, token)
+    return serve(args.host, args.port, args.db, args.retention_days, token, args.metrics_retention_days)

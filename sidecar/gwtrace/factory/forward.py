@@ -6,11 +6,12 @@ Kept apart from the command (``ingest.py``) so each stays small; ``ingest`` re-e
 from __future__ import annotations
 
 import gzip
+import os
 import time
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from gwtrace.export.otlp import RETRYABLE_STATUS, parse_retry_after
-from gwtrace.export.otlpenv import otlp_env
+from gwtrace.export.otlpenv import TRACES_PATH, otlp_env
 from gwtrace.store import TraceStore
 from gwtrace.wire.redact import strip_userinfo
 
@@ -18,6 +19,7 @@ if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 HTTP_ATTEMPTS = 5
+METRICS_PATH = "/v1/metrics"
 
 
 class IngestError(RuntimeError):
@@ -63,15 +65,29 @@ class Forwarder:
         if self.store is not None:
             self.store.ingest(request)
             return
+        self._post(self.endpoint, request.SerializeToString())
+
+    def send_metrics(self, request: Any) -> int:
+        """A block's ``ExportMetricsServiceRequest``: into the store (points kept), else to the collector's
+        ``/v1/metrics`` (``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``, else the traces endpoint's base)."""
+        if self.store is not None:
+            return self.store.put_metrics(request)
+        url = os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "").strip()
+        if not url:
+            base = self.endpoint.rstrip("/")
+            url = (base[: -len(TRACES_PATH)] if base.endswith(TRACES_PATH) else base) + METRICS_PATH
+        self._post(url, request.SerializeToString())
+        return -1
+
+    def _post(self, url: str, body: bytes) -> None:
         import requests
 
-        body = request.SerializeToString()
         if self.gzip:
             body = gzip.compress(body)
         delay = 1.0
         for attempt in range(HTTP_ATTEMPTS):
             try:
-                r = self.session.post(self.endpoint, data=body, headers=self.headers,
+                r = self.session.post(url, data=body, headers=self.headers,
                                       timeout=self.timeout, verify=self.verify, cert=self.cert)
             except requests.RequestException as exc:
                 reason = f"{type(exc).__name__}"

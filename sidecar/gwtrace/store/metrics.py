@@ -1,0 +1,440 @@
+"""What each glidein and job used (CPU time, memory, I/O, load), kept beside the traces.
+
+The sidecar samples its glidein and each job and sends OTLP metrics (the
+contract: ``ExportMetricsServiceRequest``, one ``ResourceMetrics`` per
+subject, ``gwtrace.subject=glidein|job``, the job's ``condor.job.id`` and its
+span's ``gwtrace.trace_id``/``gwtrace.span_id``; docs/resources.md). Here they
+are kept as rows, not as OTLP bytes as the spans are: a chart and a hint read
+a few series of a few hundred points, by subject and name, and SQLite answers
+that from an index; a point costs ~40 bytes.
+
+``metric_subjects``  one row per sampled subject (glidein uuid, job id, the job
+                     span's trace and span ids, owner, site, entry, host, the
+                     job's requests), keyed by what names it
+``metric_points``    (subject, metric name, point attributes, time) -> value;
+                     the key makes a retried request idempotent
+
+Worker nodes are untrusted, so what one request may cost is bounded
+(``MAX_*`` below): too many points is refused whole (413, ``TooLarge``);
+long names, too many series or points per subject, non-finite values and
+impossible times are dropped and counted, as spans over the limits are.
+Retention (``metrics_retention_days``, default the spans') deletes points by
+their sample time.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import sqlite3
+import time
+from dataclasses import dataclass, field
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from . import limits, parts
+from .values import any_value_to_python
+
+#: data points in one request (a sidecar sends ~12 a subject per sample; a ship-home block a node's backlog)
+MAX_POINTS_PER_REQUEST = 65536
+#: data points kept from one ResourceMetrics (one subject) of one request
+MAX_POINTS_PER_RESOURCE = 16384
+#: distinct series (metric name and point attributes) kept per subject
+MAX_SERIES_PER_SUBJECT = 64
+#: points kept per subject in all (a week at 10 s with 12 series is ~720 000: beyond is a hostile node)
+MAX_POINTS_PER_SUBJECT = 1_000_000
+#: metric names, in characters (the conventions' longest is ~40)
+MAX_NAME_CHARS = 128
+#: resource and point attribute values kept, in characters; point attributes kept per point
+MAX_ATTR_CHARS = 256
+MAX_POINT_ATTRIBUTES = 8
+#: sample times accepted: after 2000-01-01 and before 2^63 ns
+MIN_TIME_NS = 946_684_800 * 10**9
+
+SUBJECTS = ("glidein", "job")
+_HEX32 = re.compile(r"[0-9a-f]{32}")
+_HEX16 = re.compile(r"[0-9a-f]{16}")
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS metric_subjects (
+    id          INTEGER PRIMARY KEY,
+    key         TEXT NOT NULL UNIQUE,
+    kind        TEXT NOT NULL,
+    glidein     TEXT,
+    job_id      TEXT,
+    trace_id    BLOB,
+    span_id     BLOB,
+    owner       TEXT,
+    site        TEXT,
+    entry       TEXT,
+    host        TEXT,
+    source      TEXT,
+    request_cpus REAL,
+    request_memory_mb REAL,
+    first_ns    INTEGER NOT NULL,
+    last_ns     INTEGER NOT NULL
+);
+CREATE INDEX IF NOT EXISTS metric_subjects_trace ON metric_subjects (trace_id);
+CREATE INDEX IF NOT EXISTS metric_subjects_job ON metric_subjects (job_id);
+CREATE INDEX IF NOT EXISTS metric_subjects_glidein ON metric_subjects (glidein);
+CREATE INDEX IF NOT EXISTS metric_subjects_last ON metric_subjects (kind, last_ns);
+CREATE TABLE IF NOT EXISTS metric_points (
+    subject INTEGER NOT NULL,
+    name    TEXT NOT NULL,
+    attrs   TEXT NOT NULL,
+    time_ns INTEGER NOT NULL,
+    value   REAL NOT NULL,
+    PRIMARY KEY (subject, name, attrs, time_ns)
+) WITHOUT ROWID;
+CREATE INDEX IF NOT EXISTS metric_points_time ON metric_points (time_ns);
+"""
+
+#: the store part (``store.parts``): created on first use, like the parts other packages register
+PART = parts.StorePart("metrics", version=1, schema=SCHEMA)
+
+SUBJECT_COLUMNS = ("id", "kind", "glidein", "job_id", "trace_id", "span_id", "owner", "site", "entry", "host",
+                   "source", "request_cpus", "request_memory_mb", "first_ns", "last_ns")
+
+#: the names of the contract (docs/resources.md); others are kept too, within the same bounds
+CPU_TIME = "process.cpu.time"
+MEMORY_USAGE = "process.memory.usage"
+MEMORY_PEAK = "process.memory.peak"
+LOAD_1M = "system.cpu.load_average.1m"
+
+
+@dataclass
+class MetricsResult:
+    """What ``put_metrics`` did with a request: points kept, points dropped, and why (first reasons)."""
+
+    kept: int = 0
+    rejected: int = 0
+    problems: List[str] = field(default_factory=list)
+
+    def drop(self, count: int, why: str) -> None:
+        self.rejected += count
+        if why not in self.problems and len(self.problems) < 5:
+            self.problems.append(why)
+
+    @property
+    def message(self) -> str:
+        return "; ".join(self.problems)
+
+
+def _text(value: Any) -> Optional[str]:
+    if value is None or isinstance(value, (list, dict, bytes)):
+        return None
+    return str(value)[:MAX_ATTR_CHARS]
+
+
+def _number(value: Any, most: float) -> Optional[float]:
+    """A positive finite number up to ``most`` (a job's request), else None."""
+    if isinstance(value, bool):
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    return number if math.isfinite(number) and 0 < number <= most else None
+
+
+def _hex(value: Any, pattern: "re.Pattern[str]") -> Optional[bytes]:
+    text = str(value or "").lower()
+    return bytes.fromhex(text) if pattern.fullmatch(text) else None
+
+
+def subject_of(resource: Dict[str, Any]) -> Dict[str, Any]:
+    """The subject a ResourceMetrics' attributes name (the contract's keys), each value bounded."""
+    kind = resource.get("gwtrace.subject")
+    kind = kind if kind in SUBJECTS else ("job" if resource.get("condor.job.id") else "glidein")
+    glidein = _text(resource.get("glidein.uuid") or resource.get("service.instance.id"))
+    subject = {
+        "kind": kind, "glidein": glidein, "job_id": _text(resource.get("condor.job.id")) if kind == "job" else None,
+        "trace_id": _hex(resource.get("gwtrace.trace_id"), _HEX32), "span_id": _hex(resource.get("gwtrace.span_id"), _HEX16),
+        "owner": _text(resource.get("condor.job.owner")), "site": _text(resource.get("glidein.site")),
+        "entry": _text(resource.get("glidein.entry")), "host": _text(resource.get("host.name")),
+        "source": _text(resource.get("gwtrace.resources.source")),
+        "request_cpus": _number(resource.get("job.request_cpus"), 4096),
+        "request_memory_mb": _number(resource.get("job.request_memory_mb"), 1e8),
+    }
+    anonymous = (_text(resource.get("host.name")) or "") if not glidein and not subject["job_id"] else ""
+    subject["key"] = "\x1f".join([kind, glidein or "", subject["job_id"] or "", (subject["trace_id"] or b"").hex(),
+                                  anonymous])
+    return subject
+
+
+def _points(metric: Any) -> Tuple[Optional[Iterable[Any]], str]:
+    """The number data points of a metric (Gauge or Sum), or None and the kind that is not kept."""
+    kind = metric.WhichOneof("data")
+    if kind in ("gauge", "sum"):
+        return getattr(metric, kind).data_points, kind
+    return None, kind or "no data"
+
+
+def _point_attrs(point: Any) -> Optional[str]:
+    """The point's attributes as canonical JSON (part of the series' key), or None when over the bounds."""
+    if len(point.attributes) > MAX_POINT_ATTRIBUTES:
+        return None
+    attrs = {}
+    for kv in point.attributes:
+        value = any_value_to_python(kv.value)
+        if len(kv.key) > MAX_NAME_CHARS or not isinstance(value, (str, int, float, bool)):
+            return None
+        attrs[kv.key] = value if not isinstance(value, str) else value[:MAX_ATTR_CHARS]
+    return json.dumps(attrs, sort_keys=True, separators=(",", ":"))
+
+
+def count_points(request: Any) -> int:
+    """How many data points a request holds (every kind), to refuse a huge one before looking further."""
+    total = 0
+    for rm in request.resource_metrics:
+        for sm in rm.scope_metrics:
+            for metric in sm.metrics:
+                kind = metric.WhichOneof("data")
+                if kind is not None:
+                    total += len(getattr(metric, kind).data_points)
+    return total
+
+
+def _upsert_subject(conn: sqlite3.Connection, subject: Dict[str, Any], first: int, last: int) -> int:
+    conn.execute(
+        "INSERT INTO metric_subjects (key, kind, glidein, job_id, trace_id, span_id, owner, site, entry, host, "
+        "source, request_cpus, request_memory_mb, first_ns, last_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+        "ON CONFLICT(key) DO UPDATE SET span_id = coalesce(excluded.span_id, span_id), "
+        "owner = coalesce(excluded.owner, owner), site = coalesce(excluded.site, site), "
+        "entry = coalesce(excluded.entry, entry), host = coalesce(excluded.host, host), "
+        "source = coalesce(excluded.source, source), "
+        "request_cpus = coalesce(excluded.request_cpus, request_cpus), "
+        "request_memory_mb = coalesce(excluded.request_memory_mb, request_memory_mb), "
+        "first_ns = min(first_ns, excluded.first_ns), last_ns = max(last_ns, excluded.last_ns)",
+        (subject["key"], subject["kind"], subject["glidein"], subject["job_id"], subject["trace_id"],
+         subject["span_id"], subject["owner"], subject["site"], subject["entry"], subject["host"], subject["source"],
+         subject["request_cpus"], subject["request_memory_mb"], first, last))
+    return conn.execute("SELECT id FROM metric_subjects WHERE key = ?", (subject["key"],)).fetchone()[0]
+
+
+def _resource_rows(rm: Any, result: MetricsResult) -> List[Tuple[str, str, int, float]]:
+    """(name, attrs, time, value) of one ResourceMetrics, within the bounds; what is not is counted."""
+    rows: List[Tuple[str, str, int, float]] = []
+    for sm in rm.scope_metrics:
+        for metric in sm.metrics:
+            points, kind = _points(metric)
+            if points is None:
+                result.drop(count_points_of(metric), f"{kind} metrics are not kept (only gauges and sums)")
+                continue
+            if not metric.name or len(metric.name) > MAX_NAME_CHARS:
+                result.drop(len(points), f"metric name empty or over {MAX_NAME_CHARS} characters")
+                continue
+            for point in points:
+                which = point.WhichOneof("value")
+                value = point.as_double if which == "as_double" else float(point.as_int) if which == "as_int" else None
+                if value is None or not math.isfinite(value):
+                    result.drop(1, f"{metric.name}: a point without a finite value")
+                    continue
+                if not MIN_TIME_NS <= point.time_unix_nano < 2**63:
+                    result.drop(1, f"{metric.name}: a point with an impossible time")
+                    continue
+                attrs = _point_attrs(point)
+                if attrs is None:
+                    result.drop(1, f"{metric.name}: point attributes over the limits")
+                    continue
+                if len(rows) >= MAX_POINTS_PER_RESOURCE:
+                    result.drop(1, f"over {MAX_POINTS_PER_RESOURCE} points for one subject in one request")
+                    continue
+                rows.append((metric.name, attrs, point.time_unix_nano, value))
+    return rows
+
+
+def count_points_of(metric: Any) -> int:
+    kind = metric.WhichOneof("data")
+    return len(getattr(metric, kind).data_points) if kind is not None else 0
+
+
+def put(conn: sqlite3.Connection, request: Any) -> MetricsResult:
+    """Keep a request's points (the caller holds a write transaction); raises ``limits.TooLarge`` when it
+    holds more than MAX_POINTS_PER_REQUEST points, before anything is kept."""
+    total = count_points(request)
+    if total > MAX_POINTS_PER_REQUEST:
+        raise limits.TooLarge(f"{total} metric points in one request; at most {MAX_POINTS_PER_REQUEST}")
+    result = MetricsResult()
+    for rm in request.resource_metrics:
+        rows = _resource_rows(rm, result)
+        if not rows:
+            continue
+        resource = {kv.key: any_value_to_python(kv.value) for kv in rm.resource.attributes[:limits.MAX_ATTRIBUTES]}
+        subject = _upsert_subject(conn, subject_of(resource), min(r[2] for r in rows), max(r[2] for r in rows))
+        series = {(n, a) for n, a in conn.execute(
+            "SELECT DISTINCT name, attrs FROM metric_points WHERE subject = ?", (subject,))}
+        stored = conn.execute("SELECT count(*) FROM metric_points WHERE subject = ?", (subject,)).fetchone()[0]
+        kept = []
+        for row in rows:
+            if (row[0], row[1]) not in series:
+                if len(series) >= MAX_SERIES_PER_SUBJECT:
+                    result.drop(1, f"over {MAX_SERIES_PER_SUBJECT} series for one subject")
+                    continue
+                series.add((row[0], row[1]))
+            if stored + len(kept) >= MAX_POINTS_PER_SUBJECT:
+                result.drop(1, f"over {MAX_POINTS_PER_SUBJECT} points kept for one subject")
+                continue
+            kept.append((subject,) + row)
+        conn.executemany("INSERT OR REPLACE INTO metric_points VALUES (?,?,?,?,?)", kept)
+        result.kept += len(kept)
+    return result
+
+
+def purge(conn: sqlite3.Connection, cutoff_ns: int) -> int:
+    """Delete points sampled before ``cutoff_ns`` and the subjects left without any; return the points."""
+    gone = conn.execute("DELETE FROM metric_points WHERE time_ns < ?", (cutoff_ns,)).rowcount
+    conn.execute("DELETE FROM metric_subjects WHERE last_ns < ? AND NOT EXISTS "
+                 "(SELECT 1 FROM metric_points WHERE subject = metric_subjects.id)", (cutoff_ns,))
+    return gone
+
+
+def _subject_dict(row: Tuple[Any, ...]) -> Dict[str, Any]:
+    item = dict(zip(SUBJECT_COLUMNS, row))
+    for key in ("trace_id", "span_id"):
+        item[key] = bytes(item[key]).hex() if item[key] is not None else None
+    return item
+
+
+def subjects(conn: sqlite3.Connection, *, trace_id: Optional[str] = None, job_id: Optional[str] = None,
+             glidein: Optional[str] = None, limit: int = 100) -> List[Dict[str, Any]]:
+    """The subjects sampled for a trace (its job span's trace), a job id, or a glidein (uuid)."""
+    where, args = [], []
+    if trace_id is not None:
+        where.append("trace_id = ?")
+        args.append(_hex(trace_id, _HEX32) or b"")
+    if job_id is not None:
+        where.append("job_id = ?")
+        args.append(job_id)
+    if glidein is not None:
+        where.append("glidein = ?")
+        args.append(glidein)
+    sql = f"SELECT {', '.join(SUBJECT_COLUMNS)} FROM metric_subjects"
+    if where:
+        sql += " WHERE " + " AND ".join(where)
+    sql += " ORDER BY first_ns, id LIMIT ?"
+    return [_subject_dict(row) for row in conn.execute(sql, args + [limit])]
+
+
+def series(conn: sqlite3.Connection, subject: int, max_points: int = 20000) -> List[Dict[str, Any]]:
+    """A subject's series: ``{"name", "attributes", "points": [[time_ns, value], ...]}`` in time order."""
+    out: Dict[Tuple[str, str], Dict[str, Any]] = {}
+    for name, attrs, t, v in conn.execute(
+            "SELECT name, attrs, time_ns, value FROM metric_points WHERE subject = ? ORDER BY name, attrs, time_ns "
+            "LIMIT ?", (subject, max_points)):
+        item = out.get((name, attrs))
+        if item is None:
+            item = out[(name, attrs)] = {"name": name, "attributes": json.loads(attrs), "points": []}
+        item["points"].append([t, v])
+    return list(out.values())
+
+
+#: per job: its peak memory (the largest of process.memory.peak and RSS), last cumulative CPU time per mode summed
+PEAKS_SQL = f"""
+SELECT {', '.join('s.' + c for c in SUBJECT_COLUMNS)},
+       (SELECT max(value) FROM metric_points p WHERE p.subject = s.id AND p.name IN ('{MEMORY_PEAK}', '{MEMORY_USAGE}')),
+       (SELECT sum(v) FROM (SELECT max(value) AS v FROM metric_points p WHERE p.subject = s.id AND p.name = '{CPU_TIME}'
+                            GROUP BY attrs)),
+       (SELECT min(time_ns) FROM metric_points p WHERE p.subject = s.id),
+       (SELECT max(time_ns) FROM metric_points p WHERE p.subject = s.id),
+       (SELECT count(*) FROM metric_points p WHERE p.subject = s.id AND p.name = '{MEMORY_USAGE}')
+FROM metric_subjects s WHERE s.kind = ? AND s.last_ns >= ? AND s.first_ns < ? ORDER BY s.first_ns, s.id LIMIT ?
+"""
+
+
+def peaks(conn: sqlite3.Connection, kind: str = "job", start_ns: int = 0, end_ns: int = 2**63 - 1,
+          limit: int = 100_000, ids: Optional[List[int]] = None) -> List[Dict[str, Any]]:
+    """Per subject sampled in [start_ns, end_ns): its peak memory (bytes), CPU seconds, first and last sample,
+    and RSS samples, with what it asked for: what ``gwtrace job`` and the resource hints need."""
+    if ids is not None:
+        sql = PEAKS_SQL.replace("WHERE s.kind = ? AND s.last_ns >= ? AND s.first_ns < ?",
+                                f"WHERE s.id IN ({','.join('?' * len(ids))})")
+        rows = conn.execute(sql, list(ids) + [limit])
+    else:
+        rows = conn.execute(PEAKS_SQL, (kind, start_ns, end_ns, limit))
+    out = []
+    for row in rows:
+        item = _subject_dict(row[:len(SUBJECT_COLUMNS)])
+        peak, cpu, first, last, n_rss = row[len(SUBJECT_COLUMNS):]
+        item.update(peak_bytes=peak, cpu_s=cpu, sampled_from_ns=first, sampled_to_ns=last, rss_points=n_rss)
+        out.append(item)
+    return out
+
+
+#: least squares of RSS over time per subject, in SQL (seconds from the subject's first sample: no cancellation)
+FIT_SQL = f"""
+SELECT p.subject, count(*), sum(t), sum(v), sum(t * t), sum(t * v), sum(v * v), min(v), max(v), max(t) FROM
+  (SELECT p.subject, (p.time_ns - f.t0) / 1e9 AS t, p.value / 1048576.0 AS v
+     FROM metric_points p JOIN (SELECT subject, min(time_ns) AS t0 FROM metric_points
+                                WHERE name = '{MEMORY_USAGE}' AND subject IN ({{ids}}) GROUP BY subject) f
+       ON f.subject = p.subject
+    WHERE p.name = '{MEMORY_USAGE}') p
+GROUP BY p.subject HAVING count(*) >= ?
+"""
+
+
+def rss_fits(conn: sqlite3.Connection, min_points: int, ids: Iterable[int]) -> Dict[int, Dict[str, float]]:
+    """Per subject (of ``ids``) with at least ``min_points`` RSS samples: the least-squares line of RSS (MB) over
+    time (s) and its R²: ``{"n", "slope_mb_s", "r2", "min_mb", "max_mb", "span_s"}``."""
+    wanted = list(ids)
+    out = {}
+    for at in range(0, len(wanted), 500):
+        chunk = wanted[at:at + 500]
+        sql = FIT_SQL.replace("{ids}", ",".join("?" * len(chunk)))
+        for subject, n, st, sv, stt, stv, svv, lo, hi, span in conn.execute(sql, chunk + [max(2, min_points)]):
+            sxx, sxy, syy = stt - st * st / n, stv - st * sv / n, svv - sv * sv / n
+            if sxx <= 0:
+                continue
+            r2 = (sxy * sxy / (sxx * syy)) if syy > 0 else 0.0
+            out[subject] = {"n": n, "slope_mb_s": sxy / sxx, "r2": r2, "min_mb": lo, "max_mb": hi, "span_s": span}
+    return out
+
+
+class Metrics:
+    """The resource metrics of a ``TraceStore``: kept per subject, read by trace, job or glidein."""
+
+    retention_days: Optional[float]
+    metrics_retention_days: Optional[float] = None
+
+    def transaction(self) -> Any:  # provided by TraceStore
+        raise NotImplementedError
+
+    def reader(self) -> Any:  # provided by TraceStore
+        raise NotImplementedError
+
+    def put_metrics(self, request: Any) -> int:
+        """Keep the points of an OTLP ``ExportMetricsServiceRequest``; return how many were kept."""
+        return self.put_metrics_result(request).kept
+
+    def put_metrics_result(self, request: Any) -> MetricsResult:
+        """``put_metrics`` with what was dropped and why (the receiver's partial success)."""
+        with self.transaction() as conn:
+            return put(conn, request)
+
+    def purge_metrics(self, now_ns: Optional[int] = None, older_than_days: Optional[float] = None) -> int:
+        """Delete points older than the metrics' retention (else the spans'); return how many."""
+        days = older_than_days if older_than_days is not None else (
+            self.metrics_retention_days if self.metrics_retention_days is not None else self.retention_days)
+        if days is None:
+            return 0
+        cutoff = max(0, (now_ns if now_ns is not None else time.time_ns()) - int(min(days, 1e5) * 86400 * 1e9))
+        with self.transaction() as conn:
+            return purge(conn, cutoff)
+
+    def metric_subjects(self, *, trace_id: Optional[str] = None, job_id: Optional[str] = None,
+                        glidein: Optional[str] = None, limit: int = 100) -> List[Dict[str, Any]]:
+        """The sampled subjects of a trace id, a job id (``cluster.proc``) or a glidein uuid."""
+        return subjects(self.reader(), trace_id=trace_id, job_id=job_id, glidein=glidein, limit=limit)
+
+    def metric_series(self, subject_id: int, max_points: int = 20000) -> List[Dict[str, Any]]:
+        """One subject's series, points in time order."""
+        return series(self.reader(), subject_id, max_points)
+
+    def metric_peaks(self, kind: str = "job", start_ns: int = 0, end_ns: int = 2**63 - 1, limit: int = 100_000,
+                     ids: Optional[List[int]] = None) -> List[Dict[str, Any]]:
+        """Peaks per subject sampled in a window (``peaks``)."""
+        return peaks(self.reader(), kind, start_ns, end_ns, limit, ids)
+
+    def metric_rss_fits(self, min_points: int, ids: Iterable[int]) -> Dict[int, Dict[str, float]]:
+        """RSS-over-time fits per subject (``rss_fits``)."""
+        return rss_fits(self.reader(), min_points, ids)
