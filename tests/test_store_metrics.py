@@ -221,3 +221,15 @@ def test_gwtrace_ingest_hands_metrics_blocks_to_the_store(tmp_path: Path, monkey
     err = io.StringIO()
     assert ingest_outputs([str(err_file)], None, str(tmp_path / "ledger"), 0, err) == 0
     assert "1 already ingested" in err.getvalue()
+
+
+def test_peaks_give_memory_against_the_request_and_cpu_efficiency(tmp_path: Path) -> None:
+    with _store(tmp_path) as store:
+        store.put_metrics(request([flat_job(job_id="7.0", n=11, cores=3.0, request_cpus=1, mb=2500,
+                                            request_memory_mb=2000)]))
+        job, = store.metric_peaks()
+        assert job["job_id"] == "7.0" and job["peak_mb"] == pytest.approx(2503)
+        assert job["memory_ratio"] == pytest.approx(2503 / 2000)
+        assert job["cores_used"] == pytest.approx(3.0) and job["cpu_efficiency"] == pytest.approx(3.0)
+        assert job["cpu_s"] == pytest.approx(900) and job["rss_points"] == 11
+        assert store.metric_peaks(ids=[]) == []

@@ -329,12 +329,15 @@ def series(conn: sqlite3.Connection, subject: int, max_points: int = 20000) -> L
     return list(out.values())
 
 
-#: per job: its peak memory (the largest of process.memory.peak and RSS), last cumulative CPU time per mode summed
+#: per subject: its peak memory (the largest of process.memory.peak and RSS), CPU seconds (the last cumulative value
+#: per mode, summed) and what of it was used between the first and the last CPU sample (a scalar subquery gives
+#: one column: the four travel as a JSON array), first and last sample
 PEAKS_SQL = f"""
 SELECT {', '.join('s.' + c for c in SUBJECT_COLUMNS)},
        (SELECT max(value) FROM metric_points p WHERE p.subject = s.id AND p.name IN ('{MEMORY_PEAK}', '{MEMORY_USAGE}')),
-       (SELECT sum(v) FROM (SELECT max(value) AS v FROM metric_points p WHERE p.subject = s.id AND p.name = '{CPU_TIME}'
-                            GROUP BY attrs)),
+       (SELECT json_array(sum(hi), sum(hi - lo), min(t0), max(t1)) FROM
+          (SELECT max(value) AS hi, min(value) AS lo, min(time_ns) AS t0, max(time_ns) AS t1 FROM metric_points p
+            WHERE p.subject = s.id AND p.name = '{CPU_TIME}' GROUP BY attrs)),
        (SELECT min(time_ns) FROM metric_points p WHERE p.subject = s.id),
        (SELECT max(time_ns) FROM metric_points p WHERE p.subject = s.id),
        (SELECT count(*) FROM metric_points p WHERE p.subject = s.id AND p.name = '{MEMORY_USAGE}')
@@ -342,11 +345,28 @@ FROM metric_subjects s WHERE s.kind = ? AND s.last_ns >= ? AND s.first_ns < ? OR
 """
 
 
+def figures(item: Dict[str, Any], cpu: Tuple[Any, Any, Any, Any]) -> None:
+    """Add what people read off a subject: peak MB against its request, cores used against its request."""
+    cpu_s, cpu_used, t0, t1 = cpu
+    peak = item.get("peak_bytes")
+    item["peak_mb"] = peak / 1048576 if peak is not None else None
+    item["cpu_s"] = cpu_s
+    window = (t1 - t0) / 1e9 if t0 is not None and t1 is not None else 0.0
+    item["cores_used"] = cpu_used / window if window > 0 else None
+    cpus, memory = item.get("request_cpus"), item.get("request_memory_mb")
+    #: CPU efficiency: cpu time / (wall x request_cpus), over the sampled window
+    item["cpu_efficiency"] = item["cores_used"] / cpus if item["cores_used"] is not None and cpus else None
+    item["memory_ratio"] = item["peak_mb"] / memory if item["peak_mb"] is not None and memory else None
+
+
 def peaks(conn: sqlite3.Connection, kind: str = "job", start_ns: int = 0, end_ns: int = 2**63 - 1,
           limit: int = 100_000, ids: Optional[List[int]] = None) -> List[Dict[str, Any]]:
-    """Per subject sampled in [start_ns, end_ns): its peak memory (bytes), CPU seconds, first and last sample,
-    and RSS samples, with what it asked for: what ``gwtrace job`` and the resource hints need."""
+    """Per subject sampled in [start_ns, end_ns) (or of ``ids``): its peak memory, CPU time, cores used and
+    efficiency, first and last sample and RSS samples, with what it asked for (``figures``): what ``gwtrace job``,
+    the pages and the resource hints need."""
     if ids is not None:
+        if not ids:
+            return []
         sql = PEAKS_SQL.replace("WHERE s.kind = ? AND s.last_ns >= ? AND s.first_ns < ?",
                                 f"WHERE s.id IN ({','.join('?' * len(ids))})")
         rows = conn.execute(sql, list(ids) + [limit])
@@ -356,7 +376,8 @@ def peaks(conn: sqlite3.Connection, kind: str = "job", start_ns: int = 0, end_ns
     for row in rows:
         item = _subject_dict(row[:len(SUBJECT_COLUMNS)])
         peak, cpu, first, last, n_rss = row[len(SUBJECT_COLUMNS):]
-        item.update(peak_bytes=peak, cpu_s=cpu, sampled_from_ns=first, sampled_to_ns=last, rss_points=n_rss)
+        item.update(peak_bytes=peak, sampled_from_ns=first, sampled_to_ns=last, rss_points=n_rss)
+        figures(item, tuple(json.loads(cpu)) if cpu else (None, None, None, None))  # type: ignore[arg-type]
         out.append(item)
     return out
 
