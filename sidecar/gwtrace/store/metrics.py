@@ -71,6 +71,7 @@ CREATE TABLE IF NOT EXISTS metric_subjects (
     source      TEXT,
     request_cpus REAL,
     request_memory_mb REAL,
+    cores       REAL,
     first_ns    INTEGER NOT NULL,
     last_ns     INTEGER NOT NULL
 );
@@ -93,7 +94,7 @@ CREATE INDEX IF NOT EXISTS metric_points_time ON metric_points (time_ns);
 PART = parts.StorePart("metrics", version=1, schema=SCHEMA)
 
 SUBJECT_COLUMNS = ("id", "kind", "glidein", "job_id", "trace_id", "span_id", "owner", "site", "entry", "host",
-                   "source", "request_cpus", "request_memory_mb", "first_ns", "last_ns")
+                   "source", "request_cpus", "request_memory_mb", "cores", "first_ns", "last_ns")
 
 #: the names of the contract (docs/resources.md); others are kept too, within the same bounds
 CPU_TIME = "process.cpu.time"
@@ -155,6 +156,8 @@ def subject_of(resource: Dict[str, Any]) -> Dict[str, Any]:
         "source": _text(resource.get("gwtrace.resources.source")),
         "request_cpus": _number(resource.get("job.request_cpus"), 4096),
         "request_memory_mb": _number(resource.get("job.request_memory_mb"), 1e8),
+        # the machine's cores, which its load average is over (not in the contract yet: read when given)
+        "cores": _number(resource.get("host.cpu.count") or resource.get("system.cpu.logical.count"), 1e5),
     }
     anonymous = (_text(resource.get("host.name")) or "") if not glidein and not subject["job_id"] else ""
     subject["key"] = "\x1f".join([kind, glidein or "", subject["job_id"] or "", (subject["trace_id"] or b"").hex(),
@@ -198,17 +201,18 @@ def count_points(request: Any) -> int:
 def _upsert_subject(conn: sqlite3.Connection, subject: Dict[str, Any], first: int, last: int) -> int:
     conn.execute(
         "INSERT INTO metric_subjects (key, kind, glidein, job_id, trace_id, span_id, owner, site, entry, host, "
-        "source, request_cpus, request_memory_mb, first_ns, last_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
+        "source, request_cpus, request_memory_mb, cores, first_ns, last_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
         "ON CONFLICT(key) DO UPDATE SET span_id = coalesce(excluded.span_id, span_id), "
         "owner = coalesce(excluded.owner, owner), site = coalesce(excluded.site, site), "
         "entry = coalesce(excluded.entry, entry), host = coalesce(excluded.host, host), "
         "source = coalesce(excluded.source, source), "
         "request_cpus = coalesce(excluded.request_cpus, request_cpus), "
         "request_memory_mb = coalesce(excluded.request_memory_mb, request_memory_mb), "
+        "cores = coalesce(excluded.cores, cores), "
         "first_ns = min(first_ns, excluded.first_ns), last_ns = max(last_ns, excluded.last_ns)",
         (subject["key"], subject["kind"], subject["glidein"], subject["job_id"], subject["trace_id"],
          subject["span_id"], subject["owner"], subject["site"], subject["entry"], subject["host"], subject["source"],
-         subject["request_cpus"], subject["request_memory_mb"], first, last))
+         subject["request_cpus"], subject["request_memory_mb"], subject["cores"], first, last))
     return conn.execute("SELECT id FROM metric_subjects WHERE key = ?", (subject["key"],)).fetchone()[0]
 
 
@@ -411,6 +415,26 @@ def rss_fits(conn: sqlite3.Connection, min_points: int, ids: Iterable[int]) -> D
     return out
 
 
+LOAD_SQL = f"""
+SELECT {', '.join('s.' + c for c in SUBJECT_COLUMNS)}, count(p.value), avg(p.value), max(p.value)
+  FROM metric_subjects s JOIN metric_points p ON p.subject = s.id AND p.name = '{LOAD_1M}'
+ WHERE s.kind = 'glidein' AND s.last_ns >= ? AND s.first_ns < ?
+ GROUP BY s.id ORDER BY s.first_ns, s.id LIMIT ?
+"""
+
+
+def loads(conn: sqlite3.Connection, start_ns: int = 0, end_ns: int = 2**63 - 1,
+          limit: int = 100_000) -> List[Dict[str, Any]]:
+    """Per glidein sampled in the window: its node's 1-minute load average (samples, mean, max), with the
+    machine's cores when the node said them."""
+    out = []
+    for row in conn.execute(LOAD_SQL, (start_ns, end_ns, limit)):
+        item = _subject_dict(row[:len(SUBJECT_COLUMNS)])
+        item.update(zip(("load_points", "load_mean", "load_max"), row[len(SUBJECT_COLUMNS):]))
+        out.append(item)
+    return out
+
+
 class Metrics:
     """The resource metrics of a ``TraceStore``: kept per subject, read by trace, job or glidein."""
 
@@ -455,6 +479,10 @@ class Metrics:
                      ids: Optional[List[int]] = None) -> List[Dict[str, Any]]:
         """Peaks per subject sampled in a window (``peaks``)."""
         return peaks(self.reader(), kind, start_ns, end_ns, limit, ids)
+
+    def metric_loads(self, start_ns: int = 0, end_ns: int = 2**63 - 1, limit: int = 100_000) -> List[Dict[str, Any]]:
+        """Per glidein: its node's load average over the window (``loads``)."""
+        return loads(self.reader(), start_ns, end_ns, limit)
 
     def metric_rss_fits(self, min_points: int, ids: Iterable[int]) -> Dict[int, Dict[str, float]]:
         """RSS-over-time fits per subject (``rss_fits``)."""
