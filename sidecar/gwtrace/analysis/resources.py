@@ -291,3 +291,54 @@ def resource_hints(store: Any, t: Optional[Thresholds] = None, *, since: Optiona
     glideins = [g for g in store.metric_loads(start, end) if site is None or g.get("site") == site]
     return (memory_over_request(jobs, t) + cores_over_request(jobs, t) + leaks(jobs, fits, t)
             + oversubscribed(glideins, t))
+
+
+# ------------------------------------------------------------------ one job
+
+
+FIGURES = ("job_id", "glidein", "site", "source", "peak_mb", "request_memory_mb", "memory_ratio", "cpu_s",
+           "cores_used", "request_cpus", "cpu_efficiency", "sampled_from_ns", "sampled_to_ns")
+
+
+def job_resources(store: Any, state: Dict[str, Any], now: float, with_charts: bool = True) -> Dict[str, Any]:
+    """What one job (a journey state) used: its charts (the job's, then its glideins' load) and its figures
+    (peak memory against request_memory, CPU efficiency), for ``gwtrace job`` and the job page.
+
+    Its samples are found by the journey's trace id (the job wrapper's span is in it), else by ``cluster.proc``
+    sampled while the job lived (the same id is reused by every schedd)."""
+    start = int(state["submitted"] * 1e9) if state.get("submitted") else None
+    end = int(((state.get("ended") or now) + 600) * 1e9)
+    job_id = f"{state['cluster']}.{state['proc']}"
+    jobs = [s for s in store.metric_subjects(trace_id=state["trace_id"])] or \
+        [s for s in store.metric_subjects(job_id=job_id)
+         if (start is None or s["last_ns"] >= start) and s["first_ns"] <= end]
+    figures = [{k: row.get(k) for k in FIGURES} for row in store.metric_peaks(ids=[s["id"] for s in jobs])]
+    if not with_charts:
+        return {"figures": figures}
+    found = [chart(s, store.metric_series(s["id"])) for s in jobs[:20]]
+    glideins = sorted({s["glidein"] for s in jobs if s.get("glidein")})
+    if glideins:
+        found += charts(store, glideins=glideins, start_ns=start, end_ns=end)
+    return {"charts": found, "figures": figures}
+
+
+def figure_lines(figures: List[Dict[str, Any]]) -> List[str]:
+    """``gwtrace job``'s lines: peak memory against request_memory, CPU efficiency (cpu / (wall x request_cpus))."""
+    lines = []
+    for f in figures:
+        where = f"job {f['job_id'] or '?'}" + (f" in glidein {f['glidein']}" if f.get("glidein") else "") + \
+            (f" ({f['source']})" if f.get("source") else "")
+        memory = f"peak memory {_mb(f['peak_mb'])}"
+        if f.get("request_memory_mb"):
+            memory += f" of {_mb(f['request_memory_mb'])} requested ({100 * f['memory_ratio']:.0f}%)"
+            if f["memory_ratio"] > 1:
+                memory += ": OVER the request"
+        cpu = "CPU: ?"
+        if f.get("cores_used") is not None:
+            cpu = f"CPU: {f['cores_used']:.2f} cores busy on average"
+            if f.get("request_cpus"):
+                cpu += f", efficiency {100 * f['cpu_efficiency']:.0f}% of request_cpus = {f['request_cpus']:g}"
+                if f["cpu_efficiency"] > 1.2:
+                    cpu += ": MORE cores than requested"
+        lines.append(f"{where}: {memory}; {cpu}")
+    return lines
