@@ -124,3 +124,20 @@ def test_gwtrace_analyze_prints_the_resource_hints_from_the_store(tmp_path: Path
     assert main(["--store", str(tmp_path / "t.db"), "--hints", "--format", "json", "--workers", "1"], out, err) == 0
     kinds = {h["kind"]: h for h in json.loads(out.getvalue())["hints"]}
     assert kinds["memory_leak"]["glideins"][0]["trace_id"] == TRACE and kinds["memory_leak"]["rank"] >= 1
+
+
+def test_the_hints_page_data_and_the_resources_api_carry_the_samples(tmp_path: Path) -> None:
+    from gwtrace.server import create_app
+
+    with TraceStore(tmp_path / "t.db") as store:
+        store.put_metrics(request([leaking_job(TRACE, job_id="11.0", owner="erin"),
+                                   subject(resource("glidein", glidein="g-9"), load=series_of([0, 30], [1.0, 2.0]))]))
+        http = create_app(store).test_client()
+        hints = http.get("/ui/api/hints").get_json()["hints"]
+        assert [(h["kind"], h["rank"], h["cost_unit"]) for h in hints] == [("memory_leak", 1, OVERUSE)]
+        subjects = http.get(f"/ui/api/resources/{TRACE}?glidein=g-9").get_json()["subjects"]
+        assert [(s["kind"], s["job_id"] or s["glidein"]) for s in subjects] == [("job", "11.0"), ("glidein", "g-9")]
+        assert len(subjects[0]["rss_mb"]) == 20 and subjects[1]["load"][1][1] == 2.0
+        assert subjects[0]["rss_mb"][0][0] == subjects[0]["cores"][0][0] - 30 * 10**6     # µs, as the waterfall's
+        assert http.get("/ui/api/resources/nothex").status_code == 400
+        assert http.get("/ui/api/resources/" + "1" * 32).get_json() == {"subjects": []}

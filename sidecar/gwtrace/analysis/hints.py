@@ -310,6 +310,18 @@ def rank(found: List[Hint]) -> List[Hint]:
     return out
 
 
+def rank_dicts(found: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """``rank`` for hints already in their JSON form (``Hint.to_dict``): the server adds the resource hints so."""
+    out: List[Dict[str, Any]] = []
+    for unit in UNITS:
+        mine = sorted((h for h in found if h["cost_unit"] == unit),
+                      key=lambda h: (-h["cost_per_day"], -h["glideins_lost_per_day"], -h["count"], h["kind"]))
+        for n, hint in enumerate(mine, 1):
+            hint["rank"] = n
+        out.extend(mine)
+    return out
+
+
 def hints(records: Iterable[Any], thresholds: Optional[Thresholds] = None) -> List[Hint]:
     """Every hint the records (or summaries) support, most costly first."""
     return ranked(HintInputs().feed(records), thresholds)

@@ -100,8 +100,8 @@ def render_hints(found: List[Hint], out: TextIO) -> None:
         out.write(f"{hint.rank}. [{hint.cost_per_day:.1f} {SHORT_UNITS[unit]}{lost}] {hint.summary}\n"
                   f"   do: {hint.action}\n"
                   f"   evidence: {json.dumps(hint.evidence)}; {hint.count} {noun} over {hint.period_days:.1f} "
-                  f"days, e.g. {', '.join(g['glidein'] for g in hint.glideins[:3])} "
-                  f"(trace {hint.glideins[0]['trace_id']})\n")
+                  f"days, e.g. {', '.join(g['glidein'] for g in hint.glideins[:3])}"
+                  + (f" (trace {hint.glideins[0]['trace_id']})" if hint.glideins[0].get("trace_id") else "") + "\n")
 
 
 def render_outliers(found: List[Dict[str, Any]], out: TextIO, top: int = 30, min_extra: float = MIN_EXTRA) -> None:
