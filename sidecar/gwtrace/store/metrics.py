@@ -6,13 +6,14 @@ subject, ``gwtrace.subject=glidein|job``, the job's ``condor.job.id`` and its
 span's ``gwtrace.trace_id``/``gwtrace.span_id``; docs/resources.md). Here they
 are kept as rows, not as OTLP bytes as the spans are: a chart and a hint read
 a few series of a few hundred points, by subject and name, and SQLite answers
-that from an index; a point costs ~40 bytes.
+that from an index; a point costs ~22 bytes on disk (measured: docs/resources.md).
 
 ``metric_subjects``  one row per sampled subject (glidein uuid, job id, the job
                      span's trace and span ids, owner, site, entry, host, the
                      job's requests), keyed by what names it
-``metric_points``    (subject, metric name, point attributes, time) -> value;
-                     the key makes a retried request idempotent
+``metric_series``    (subject, metric name, point attributes) -> series id
+``metric_points``    (series, time) -> value: the key makes a retried request
+                     idempotent (``metric_rows``: the two joined, for reads)
 
 Worker nodes are untrusted, so what one request may cost is bounded
 (``MAX_*`` below): too many points is refused whole (413, ``TooLarge``);
@@ -79,15 +80,22 @@ CREATE INDEX IF NOT EXISTS metric_subjects_trace ON metric_subjects (trace_id);
 CREATE INDEX IF NOT EXISTS metric_subjects_job ON metric_subjects (job_id);
 CREATE INDEX IF NOT EXISTS metric_subjects_glidein ON metric_subjects (glidein);
 CREATE INDEX IF NOT EXISTS metric_subjects_last ON metric_subjects (kind, last_ns);
-CREATE TABLE IF NOT EXISTS metric_points (
+CREATE TABLE IF NOT EXISTS metric_series (
+    id      INTEGER PRIMARY KEY,
     subject INTEGER NOT NULL,
     name    TEXT NOT NULL,
     attrs   TEXT NOT NULL,
+    UNIQUE (subject, name, attrs)
+);
+CREATE TABLE IF NOT EXISTS metric_points (
+    series  INTEGER NOT NULL,
     time_ns INTEGER NOT NULL,
     value   REAL NOT NULL,
-    PRIMARY KEY (subject, name, attrs, time_ns)
+    PRIMARY KEY (series, time_ns)
 ) WITHOUT ROWID;
-CREATE INDEX IF NOT EXISTS metric_points_time ON metric_points (time_ns);
+CREATE VIEW IF NOT EXISTS metric_rows AS
+    SELECT ms.subject AS subject, ms.name AS name, ms.attrs AS attrs, p.time_ns AS time_ns, p.value AS value
+      FROM metric_series ms JOIN metric_points p ON p.series = ms.id;
 """
 
 #: the store part (``store.parts``): created on first use, like the parts other packages register
@@ -173,17 +181,27 @@ def _points(metric: Any) -> Tuple[Optional[Iterable[Any]], str]:
     return None, kind or "no data"
 
 
-def _point_attrs(point: Any) -> Optional[str]:
-    """The point's attributes as canonical JSON (part of the series' key), or None when over the bounds."""
+def _point_attrs(point: Any, seen: Dict[bytes, Optional[str]]) -> Optional[str]:
+    """The point's attributes as canonical JSON (part of the series' key), or None when over the bounds.
+
+    A metric's points nearly always share their attributes (``cpu.mode=user``): ``seen`` keeps the answer per
+    encoded attribute list, so each distinct list is read once per request."""
+    if not point.attributes:
+        return "{}"
     if len(point.attributes) > MAX_POINT_ATTRIBUTES:
         return None
-    attrs = {}
+    raw = b"".join(kv.SerializeToString() for kv in point.attributes)
+    if raw in seen:
+        return seen[raw]
+    attrs: Dict[str, Any] = {}
     for kv in point.attributes:
         value = any_value_to_python(kv.value)
         if len(kv.key) > MAX_NAME_CHARS or not isinstance(value, (str, int, float, bool)):
+            seen[raw] = None
             return None
         attrs[kv.key] = value if not isinstance(value, str) else value[:MAX_ATTR_CHARS]
-    return json.dumps(attrs, sort_keys=True, separators=(",", ":"))
+    seen[raw] = json.dumps(attrs, sort_keys=True, separators=(",", ":"))
+    return seen[raw]
 
 
 def count_points(request: Any) -> int:
@@ -219,6 +237,7 @@ def _upsert_subject(conn: sqlite3.Connection, subject: Dict[str, Any], first: in
 def _resource_rows(rm: Any, result: MetricsResult) -> List[Tuple[str, str, int, float]]:
     """(name, attrs, time, value) of one ResourceMetrics, within the bounds; what is not is counted."""
     rows: List[Tuple[str, str, int, float]] = []
+    seen: Dict[bytes, Optional[str]] = {}
     for sm in rm.scope_metrics:
         for metric in sm.metrics:
             points, kind = _points(metric)
@@ -237,7 +256,7 @@ def _resource_rows(rm: Any, result: MetricsResult) -> List[Tuple[str, str, int, 
                 if not MIN_TIME_NS <= point.time_unix_nano < 2**63:
                     result.drop(1, f"{metric.name}: a point with an impossible time")
                     continue
-                attrs = _point_attrs(point)
+                attrs = _point_attrs(point, seen)
                 if attrs is None:
                     result.drop(1, f"{metric.name}: point attributes over the limits")
                     continue
@@ -266,30 +285,42 @@ def put(conn: sqlite3.Connection, request: Any) -> MetricsResult:
             continue
         resource = {kv.key: any_value_to_python(kv.value) for kv in rm.resource.attributes[:limits.MAX_ATTRIBUTES]}
         subject = _upsert_subject(conn, subject_of(resource), min(r[2] for r in rows), max(r[2] for r in rows))
-        series = {(n, a) for n, a in conn.execute(
-            "SELECT DISTINCT name, attrs FROM metric_points WHERE subject = ?", (subject,))}
-        stored = conn.execute("SELECT count(*) FROM metric_points WHERE subject = ?", (subject,)).fetchone()[0]
+        series = {(n, a): i for i, n, a in conn.execute(
+            "SELECT id, name, attrs FROM metric_series WHERE subject = ?", (subject,))}
+        stored = conn.execute("SELECT count(*) FROM metric_rows WHERE subject = ?", (subject,)).fetchone()[0]
         kept = []
-        for row in rows:
-            if (row[0], row[1]) not in series:
+        for name, attrs, t, value in rows:
+            key = (name, attrs)
+            if key not in series:
                 if len(series) >= MAX_SERIES_PER_SUBJECT:
                     result.drop(1, f"over {MAX_SERIES_PER_SUBJECT} series for one subject")
                     continue
-                series.add((row[0], row[1]))
+                series[key] = conn.execute("INSERT INTO metric_series (subject, name, attrs) VALUES (?, ?, ?)",
+                                           (subject, name, attrs)).lastrowid
             if stored + len(kept) >= MAX_POINTS_PER_SUBJECT:
                 result.drop(1, f"over {MAX_POINTS_PER_SUBJECT} points kept for one subject")
                 continue
-            kept.append((subject,) + row)
-        conn.executemany("INSERT OR REPLACE INTO metric_points VALUES (?,?,?,?,?)", kept)
+            kept.append((series[key], t, value))
+        conn.executemany("INSERT OR REPLACE INTO metric_points VALUES (?,?,?)", kept)
         result.kept += len(kept)
     return result
 
 
 def purge(conn: sqlite3.Connection, cutoff_ns: int) -> int:
-    """Delete points sampled before ``cutoff_ns`` and the subjects left without any; return the points."""
-    gone = conn.execute("DELETE FROM metric_points WHERE time_ns < ?", (cutoff_ns,)).rowcount
-    conn.execute("DELETE FROM metric_subjects WHERE last_ns < ? AND NOT EXISTS "
-                 "(SELECT 1 FROM metric_points WHERE subject = metric_subjects.id)", (cutoff_ns,))
+    """Delete points sampled before ``cutoff_ns``, then the series and subjects left without any; return the
+    points. Only the series of subjects sampled before the cutoff are looked at, each by its key's range."""
+    old = [i for (i,) in conn.execute(
+        "SELECT ms.id FROM metric_series ms JOIN metric_subjects s ON s.id = ms.subject WHERE s.first_ns < ?",
+        (cutoff_ns,))]
+    gone = 0
+    for series in old:
+        gone += conn.execute("DELETE FROM metric_points WHERE series = ? AND time_ns < ?", (series, cutoff_ns)).rowcount
+    conn.execute("DELETE FROM metric_series WHERE id IN (SELECT ms.id FROM metric_series ms JOIN metric_subjects s "
+                 "ON s.id = ms.subject WHERE s.first_ns < ?) AND NOT EXISTS "
+                 "(SELECT 1 FROM metric_points WHERE series = metric_series.id)", (cutoff_ns,))
+    conn.execute("DELETE FROM metric_subjects WHERE first_ns < ? AND NOT EXISTS "
+                 "(SELECT 1 FROM metric_series WHERE subject = metric_subjects.id)", (cutoff_ns,))
+    conn.execute("UPDATE metric_subjects SET first_ns = ? WHERE first_ns < ?", (cutoff_ns, cutoff_ns))
     return gone
 
 
@@ -324,7 +355,7 @@ def series(conn: sqlite3.Connection, subject: int, max_points: int = 20000) -> L
     """A subject's series: ``{"name", "attributes", "points": [[time_ns, value], ...]}`` in time order."""
     out: Dict[Tuple[str, str], Dict[str, Any]] = {}
     for name, attrs, t, v in conn.execute(
-            "SELECT name, attrs, time_ns, value FROM metric_points WHERE subject = ? ORDER BY name, attrs, time_ns "
+            "SELECT name, attrs, time_ns, value FROM metric_rows WHERE subject = ? ORDER BY name, attrs, time_ns "
             "LIMIT ?", (subject, max_points)):
         item = out.get((name, attrs))
         if item is None:
@@ -338,13 +369,13 @@ def series(conn: sqlite3.Connection, subject: int, max_points: int = 20000) -> L
 #: one column: the four travel as a JSON array), first and last sample
 PEAKS_SQL = f"""
 SELECT {', '.join('s.' + c for c in SUBJECT_COLUMNS)},
-       (SELECT max(value) FROM metric_points p WHERE p.subject = s.id AND p.name IN ('{MEMORY_PEAK}', '{MEMORY_USAGE}')),
+       (SELECT max(value) FROM metric_rows p WHERE p.subject = s.id AND p.name IN ('{MEMORY_PEAK}', '{MEMORY_USAGE}')),
        (SELECT json_array(sum(hi), sum(hi - lo), min(t0), max(t1)) FROM
-          (SELECT max(value) AS hi, min(value) AS lo, min(time_ns) AS t0, max(time_ns) AS t1 FROM metric_points p
+          (SELECT max(value) AS hi, min(value) AS lo, min(time_ns) AS t0, max(time_ns) AS t1 FROM metric_rows p
             WHERE p.subject = s.id AND p.name = '{CPU_TIME}' GROUP BY attrs)),
-       (SELECT min(time_ns) FROM metric_points p WHERE p.subject = s.id),
-       (SELECT max(time_ns) FROM metric_points p WHERE p.subject = s.id),
-       (SELECT count(*) FROM metric_points p WHERE p.subject = s.id AND p.name = '{MEMORY_USAGE}')
+       (SELECT min(time_ns) FROM metric_rows p WHERE p.subject = s.id),
+       (SELECT max(time_ns) FROM metric_rows p WHERE p.subject = s.id),
+       (SELECT count(*) FROM metric_rows p WHERE p.subject = s.id AND p.name = '{MEMORY_USAGE}')
 FROM metric_subjects s WHERE s.kind = ? AND s.last_ns >= ? AND s.first_ns < ? ORDER BY s.first_ns, s.id LIMIT ?
 """
 
@@ -390,7 +421,7 @@ def peaks(conn: sqlite3.Connection, kind: str = "job", start_ns: int = 0, end_ns
 FIT_SQL = f"""
 SELECT p.subject, count(*), sum(t), sum(v), sum(t * t), sum(t * v), sum(v * v), min(v), max(v), max(t) FROM
   (SELECT p.subject, (p.time_ns - f.t0) / 1e9 AS t, p.value / 1048576.0 AS v
-     FROM metric_points p JOIN (SELECT subject, min(time_ns) AS t0 FROM metric_points
+     FROM metric_rows p JOIN (SELECT subject, min(time_ns) AS t0 FROM metric_rows
                                 WHERE name = '{MEMORY_USAGE}' AND subject IN ({{ids}}) GROUP BY subject) f
        ON f.subject = p.subject
     WHERE p.name = '{MEMORY_USAGE}') p
@@ -417,7 +448,7 @@ def rss_fits(conn: sqlite3.Connection, min_points: int, ids: Iterable[int]) -> D
 
 LOAD_SQL = f"""
 SELECT {', '.join('s.' + c for c in SUBJECT_COLUMNS)}, count(p.value), avg(p.value), max(p.value)
-  FROM metric_subjects s JOIN metric_points p ON p.subject = s.id AND p.name = '{LOAD_1M}'
+  FROM metric_subjects s JOIN metric_rows p ON p.subject = s.id AND p.name = '{LOAD_1M}'
  WHERE s.kind = 'glidein' AND s.last_ns >= ? AND s.first_ns < ?
  GROUP BY s.id ORDER BY s.first_ns, s.id LIMIT ?
 """
