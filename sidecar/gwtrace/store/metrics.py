@@ -27,13 +27,16 @@ from __future__ import annotations
 
 import json
 import math
-import re
 import sqlite3
 import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import limits, parts
+from .metric_reads import (  # noqa: F401  (re-exported: the reads are the store's too)
+    CPU_TIME, HEX16, HEX32, LOAD_1M, MEMORY_PEAK, MEMORY_USAGE, SUBJECT_COLUMNS, hex_id, loads, peaks, rss_fits,
+    series, subjects,
+)
 from .values import any_value_to_python
 
 #: data points in one request (a sidecar sends ~12 a subject per sample; a ship-home block a node's backlog)
@@ -53,8 +56,6 @@ MAX_POINT_ATTRIBUTES = 8
 MIN_TIME_NS = 946_684_800 * 10**9
 
 SUBJECTS = ("glidein", "job")
-_HEX32 = re.compile(r"[0-9a-f]{32}")
-_HEX16 = re.compile(r"[0-9a-f]{16}")
 
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS metric_subjects (
@@ -101,16 +102,6 @@ CREATE VIEW IF NOT EXISTS metric_rows AS
 #: the store part (``store.parts``): created on first use, like the parts other packages register
 PART = parts.StorePart("metrics", version=1, schema=SCHEMA)
 
-SUBJECT_COLUMNS = ("id", "kind", "glidein", "job_id", "trace_id", "span_id", "owner", "site", "entry", "host",
-                   "source", "request_cpus", "request_memory_mb", "cores", "first_ns", "last_ns")
-
-#: the names of the contract (docs/resources.md); others are kept too, within the same bounds
-CPU_TIME = "process.cpu.time"
-MEMORY_USAGE = "process.memory.usage"
-MEMORY_PEAK = "process.memory.peak"
-LOAD_1M = "system.cpu.load_average.1m"
-
-
 @dataclass
 class MetricsResult:
     """What ``put_metrics`` did with a request: points kept, points dropped, and why (first reasons)."""
@@ -146,11 +137,6 @@ def _number(value: Any, most: float) -> Optional[float]:
     return number if math.isfinite(number) and 0 < number <= most else None
 
 
-def _hex(value: Any, pattern: "re.Pattern[str]") -> Optional[bytes]:
-    text = str(value or "").lower()
-    return bytes.fromhex(text) if pattern.fullmatch(text) else None
-
-
 def subject_of(resource: Dict[str, Any]) -> Dict[str, Any]:
     """The subject a ResourceMetrics' attributes name (the contract's keys), each value bounded."""
     kind = resource.get("gwtrace.subject")
@@ -158,7 +144,7 @@ def subject_of(resource: Dict[str, Any]) -> Dict[str, Any]:
     glidein = _text(resource.get("glidein.uuid") or resource.get("service.instance.id"))
     subject = {
         "kind": kind, "glidein": glidein, "job_id": _text(resource.get("condor.job.id")) if kind == "job" else None,
-        "trace_id": _hex(resource.get("gwtrace.trace_id"), _HEX32), "span_id": _hex(resource.get("gwtrace.span_id"), _HEX16),
+        "trace_id": hex_id(resource.get("gwtrace.trace_id"), HEX32), "span_id": hex_id(resource.get("gwtrace.span_id"), HEX16),
         "owner": _text(resource.get("condor.job.owner")), "site": _text(resource.get("glidein.site")),
         "entry": _text(resource.get("glidein.entry")), "host": _text(resource.get("host.name")),
         "source": _text(resource.get("gwtrace.resources.source")),
@@ -322,148 +308,6 @@ def purge(conn: sqlite3.Connection, cutoff_ns: int) -> int:
                  "(SELECT 1 FROM metric_series WHERE subject = metric_subjects.id)", (cutoff_ns,))
     conn.execute("UPDATE metric_subjects SET first_ns = ? WHERE first_ns < ?", (cutoff_ns, cutoff_ns))
     return gone
-
-
-def _subject_dict(row: Tuple[Any, ...]) -> Dict[str, Any]:
-    item = dict(zip(SUBJECT_COLUMNS, row))
-    for key in ("trace_id", "span_id"):
-        item[key] = bytes(item[key]).hex() if item[key] is not None else None
-    return item
-
-
-def subjects(conn: sqlite3.Connection, *, trace_id: Optional[str] = None, job_id: Optional[str] = None,
-             glidein: Optional[str] = None, limit: int = 100) -> List[Dict[str, Any]]:
-    """The subjects sampled for a trace (its job span's trace), a job id, or a glidein (uuid)."""
-    where, args = [], []
-    if trace_id is not None:
-        where.append("trace_id = ?")
-        args.append(_hex(trace_id, _HEX32) or b"")
-    if job_id is not None:
-        where.append("job_id = ?")
-        args.append(job_id)
-    if glidein is not None:
-        where.append("glidein = ?")
-        args.append(glidein)
-    sql = f"SELECT {', '.join(SUBJECT_COLUMNS)} FROM metric_subjects"
-    if where:
-        sql += " WHERE " + " AND ".join(where)
-    sql += " ORDER BY first_ns, id LIMIT ?"
-    return [_subject_dict(row) for row in conn.execute(sql, args + [limit])]
-
-
-def series(conn: sqlite3.Connection, subject: int, max_points: int = 20000) -> List[Dict[str, Any]]:
-    """A subject's series: ``{"name", "attributes", "points": [[time_ns, value], ...]}`` in time order."""
-    out: Dict[Tuple[str, str], Dict[str, Any]] = {}
-    for name, attrs, t, v in conn.execute(
-            "SELECT name, attrs, time_ns, value FROM metric_rows WHERE subject = ? ORDER BY name, attrs, time_ns "
-            "LIMIT ?", (subject, max_points)):
-        item = out.get((name, attrs))
-        if item is None:
-            item = out[(name, attrs)] = {"name": name, "attributes": json.loads(attrs), "points": []}
-        item["points"].append([t, v])
-    return list(out.values())
-
-
-#: per subject: its peak memory (the largest of process.memory.peak and RSS), CPU seconds (the last cumulative value
-#: per mode, summed) and what of it was used between the first and the last CPU sample (a scalar subquery gives
-#: one column: the four travel as a JSON array), first and last sample
-PEAKS_SQL = f"""
-SELECT {', '.join('s.' + c for c in SUBJECT_COLUMNS)},
-       (SELECT max(value) FROM metric_rows p WHERE p.subject = s.id AND p.name IN ('{MEMORY_PEAK}', '{MEMORY_USAGE}')),
-       (SELECT json_array(sum(hi), sum(hi - lo), min(t0), max(t1)) FROM
-          (SELECT max(value) AS hi, min(value) AS lo, min(time_ns) AS t0, max(time_ns) AS t1 FROM metric_rows p
-            WHERE p.subject = s.id AND p.name = '{CPU_TIME}' GROUP BY attrs)),
-       (SELECT min(time_ns) FROM metric_rows p WHERE p.subject = s.id),
-       (SELECT max(time_ns) FROM metric_rows p WHERE p.subject = s.id),
-       (SELECT count(*) FROM metric_rows p WHERE p.subject = s.id AND p.name = '{MEMORY_USAGE}')
-FROM metric_subjects s WHERE s.kind = ? AND s.last_ns >= ? AND s.first_ns < ? ORDER BY s.first_ns, s.id LIMIT ?
-"""
-
-
-def figures(item: Dict[str, Any], cpu: Tuple[Any, Any, Any, Any]) -> None:
-    """Add what people read off a subject: peak MB against its request, cores used against its request."""
-    cpu_s, cpu_used, t0, t1 = cpu
-    peak = item.get("peak_bytes")
-    item["peak_mb"] = peak / 1048576 if peak is not None else None
-    item["cpu_s"] = cpu_s
-    window = (t1 - t0) / 1e9 if t0 is not None and t1 is not None else 0.0
-    item["cores_used"] = cpu_used / window if window > 0 else None
-    cpus, memory = item.get("request_cpus"), item.get("request_memory_mb")
-    #: CPU efficiency: cpu time / (wall x request_cpus), over the sampled window
-    item["cpu_efficiency"] = item["cores_used"] / cpus if item["cores_used"] is not None and cpus else None
-    item["memory_ratio"] = item["peak_mb"] / memory if item["peak_mb"] is not None and memory else None
-
-
-def peaks(conn: sqlite3.Connection, kind: str = "job", start_ns: int = 0, end_ns: int = 2**63 - 1,
-          limit: int = 100_000, ids: Optional[List[int]] = None) -> List[Dict[str, Any]]:
-    """Per subject sampled in [start_ns, end_ns) (or of ``ids``): its peak memory, CPU time, cores used and
-    efficiency, first and last sample and RSS samples, with what it asked for (``figures``): what ``gwtrace job``,
-    the pages and the resource hints need."""
-    if ids is not None:
-        if not ids:
-            return []
-        sql = PEAKS_SQL.replace("WHERE s.kind = ? AND s.last_ns >= ? AND s.first_ns < ?",
-                                f"WHERE s.id IN ({','.join('?' * len(ids))})")
-        rows = conn.execute(sql, list(ids) + [limit])
-    else:
-        rows = conn.execute(PEAKS_SQL, (kind, start_ns, end_ns, limit))
-    out = []
-    for row in rows:
-        item = _subject_dict(row[:len(SUBJECT_COLUMNS)])
-        peak, cpu, first, last, n_rss = row[len(SUBJECT_COLUMNS):]
-        item.update(peak_bytes=peak, sampled_from_ns=first, sampled_to_ns=last, rss_points=n_rss)
-        figures(item, tuple(json.loads(cpu)) if cpu else (None, None, None, None))  # type: ignore[arg-type]
-        out.append(item)
-    return out
-
-
-#: least squares of RSS over time per subject, in SQL (seconds from the subject's first sample: no cancellation)
-FIT_SQL = f"""
-SELECT p.subject, count(*), sum(t), sum(v), sum(t * t), sum(t * v), sum(v * v), min(v), max(v), max(t) FROM
-  (SELECT p.subject, (p.time_ns - f.t0) / 1e9 AS t, p.value / 1048576.0 AS v
-     FROM metric_rows p JOIN (SELECT subject, min(time_ns) AS t0 FROM metric_rows
-                                WHERE name = '{MEMORY_USAGE}' AND subject IN ({{ids}}) GROUP BY subject) f
-       ON f.subject = p.subject
-    WHERE p.name = '{MEMORY_USAGE}') p
-GROUP BY p.subject HAVING count(*) >= ?
-"""
-
-
-def rss_fits(conn: sqlite3.Connection, min_points: int, ids: Iterable[int]) -> Dict[int, Dict[str, float]]:
-    """Per subject (of ``ids``) with at least ``min_points`` RSS samples: the least-squares line of RSS (MB) over
-    time (s) and its R²: ``{"n", "slope_mb_s", "r2", "min_mb", "max_mb", "span_s"}``."""
-    wanted = list(ids)
-    out = {}
-    for at in range(0, len(wanted), 500):
-        chunk = wanted[at:at + 500]
-        sql = FIT_SQL.replace("{ids}", ",".join("?" * len(chunk)))
-        for subject, n, st, sv, stt, stv, svv, lo, hi, span in conn.execute(sql, chunk + [max(2, min_points)]):
-            sxx, sxy, syy = stt - st * st / n, stv - st * sv / n, svv - sv * sv / n
-            if sxx <= 0:
-                continue
-            r2 = (sxy * sxy / (sxx * syy)) if syy > 0 else 0.0
-            out[subject] = {"n": n, "slope_mb_s": sxy / sxx, "r2": r2, "min_mb": lo, "max_mb": hi, "span_s": span}
-    return out
-
-
-LOAD_SQL = f"""
-SELECT {', '.join('s.' + c for c in SUBJECT_COLUMNS)}, count(p.value), avg(p.value), max(p.value)
-  FROM metric_subjects s JOIN metric_rows p ON p.subject = s.id AND p.name = '{LOAD_1M}'
- WHERE s.kind = 'glidein' AND s.last_ns >= ? AND s.first_ns < ?
- GROUP BY s.id ORDER BY s.first_ns, s.id LIMIT ?
-"""
-
-
-def loads(conn: sqlite3.Connection, start_ns: int = 0, end_ns: int = 2**63 - 1,
-          limit: int = 100_000) -> List[Dict[str, Any]]:
-    """Per glidein sampled in the window: its node's 1-minute load average (samples, mean, max), with the
-    machine's cores when the node said them."""
-    out = []
-    for row in conn.execute(LOAD_SQL, (start_ns, end_ns, limit)):
-        item = _subject_dict(row[:len(SUBJECT_COLUMNS)])
-        item.update(zip(("load_points", "load_mean", "load_max"), row[len(SUBJECT_COLUMNS):]))
-        out.append(item)
-    return out
 
 
 class Metrics:
