@@ -57,9 +57,12 @@ def test_non_finite_values_long_names_and_impossible_times_are_dropped_and_count
     add_metric(rm.scope_metrics[0], "x" * 10_000, series_of([0], [1.0]))
     add_metric(rm.scope_metrics[0], "process.count", [(5, 3.0)])               # 1970: not a sample time
     rm.scope_metrics[0].metrics.add(name="process.histogram").histogram.data_points.add(time_unix_nano=T0)
+    add_metric(rm.scope_metrics[0], "process.count", series_of([0], [1.0]),
+               attributes={f"k{i}": "v" for i in range(store_metrics.MAX_POINT_ATTRIBUTES + 1)})
     with _store(tmp_path) as store:
         result = store.put_metrics_result(request([rm]))
-        assert (result.kept, result.rejected) == (1, 5)
+        assert (result.kept, result.rejected) == (1, 6)
+        assert "point attributes over the limits" in result.message
         assert "finite" in result.message and "name" in result.message and "time" in result.message
         job, = store.metric_subjects(trace_id=TRACE)
         assert [s["name"] for s in store.metric_series(job["id"])] == ["process.memory.usage"]
