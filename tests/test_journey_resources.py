@@ -17,8 +17,8 @@ def test_gwtrace_job_prints_peak_memory_against_the_request_and_cpu_efficiency(t
     with TraceStore(traced) as store:
         times = [i * 30 for i in range(11)]
         store.put_metrics(request([subject(
-            resource(job_id="77.0", trace_id=TRACE, glidein="g-7", request_cpus=1, request_memory_mb=2000,
-                     source="cgroup-v2"),
+            resource(job_id="77.0", trace_id=TRACE, glidein="g-7", request_cpus=16, request_memory_mb=99999,
+                     source="cgroup-v2"),                  # a node's word: the job ad's requests (1, 2000) win
             rss=series_of(times, [int(1500 * MB)] * 11, t0=(T0 + 600) * 10**9),
             peak=series_of(times, [int(2600 * MB)] * 11, t0=(T0 + 600) * 10**9),
             cpu_user=series_of(times, [3.0 * t for t in times], t0=(T0 + 600) * 10**9))]))
@@ -30,6 +30,7 @@ def test_gwtrace_job_prints_peak_memory_against_the_request_and_cpu_efficiency(t
                     "MORE cores than requested"]
     figures = job(traced, "77.0")["resources"]["figures"]
     assert figures[0]["peak_mb"] == 2600 and figures[0]["cpu_efficiency"] == 3.0
+    assert figures[0]["requests_from"] == "job ad"
 
 
 def test_a_job_without_samples_prints_no_resource_line(traced):  # noqa: F811

@@ -312,14 +312,34 @@ def job_resources(store: Any, state: Dict[str, Any], now: float, with_charts: bo
     jobs = [s for s in store.metric_subjects(trace_id=state["trace_id"])] or \
         [s for s in store.metric_subjects(job_id=job_id)
          if (start is None or s["last_ns"] >= start) and s["first_ns"] <= end]
-    figures = [{k: row.get(k) for k in FIGURES} for row in store.metric_peaks(ids=[s["id"] for s in jobs])]
+    figures = [_trusted({k: row.get(k) for k in FIGURES}, state.get("ad") or {})
+               for row in store.metric_peaks(ids=[s["id"] for s in jobs])]
     if not with_charts:
         return {"figures": figures}
     found = [chart(s, store.metric_series(s["id"])) for s in jobs[:20]]
+    for item in found:                      # the dashed request lines: the job ad's, where it has them
+        trusted = _trusted({"peak_mb": None, "cores_used": None, "request_memory_mb": item["request_memory_mb"],
+                            "request_cpus": item["request_cpus"]}, state.get("ad") or {})
+        item["request_memory_mb"], item["request_cpus"] = trusted["request_memory_mb"], trusted["request_cpus"]
     glideins = sorted({s["glidein"] for s in jobs if s.get("glidein")})
     if glideins:
         found += charts(store, glideins=glideins, start_ns=start, end_ns=end)
     return {"charts": found, "figures": figures}
+
+
+def _trusted(figures: Dict[str, Any], ad: Dict[str, Any]) -> Dict[str, Any]:
+    """The job's requests from its ad (the schedd's word) over what the node said, and the ratios again: a
+    worker node is not trusted to say what a job asked for. ``requests_from`` says whose they are."""
+    figures["requests_from"] = "node"
+    for key, attr in (("request_memory_mb", "RequestMemory"), ("request_cpus", "RequestCpus")):
+        value = ad.get(attr)
+        if isinstance(value, (int, float)) and not isinstance(value, bool) and value > 0:
+            figures[key] = float(value)
+            figures["requests_from"] = "job ad"
+    memory, cpus = figures.get("request_memory_mb"), figures.get("request_cpus")
+    figures["memory_ratio"] = figures["peak_mb"] / memory if figures.get("peak_mb") is not None and memory else None
+    figures["cpu_efficiency"] = figures["cores_used"] / cpus if figures.get("cores_used") is not None and cpus else None
+    return figures
 
 
 def figure_lines(figures: List[Dict[str, Any]]) -> List[str]:
@@ -330,7 +350,8 @@ def figure_lines(figures: List[Dict[str, Any]]) -> List[str]:
             (f" ({f['source']})" if f.get("source") else "")
         memory = f"peak memory {_mb(f['peak_mb'])}"
         if f.get("request_memory_mb"):
-            memory += f" of {_mb(f['request_memory_mb'])} requested ({100 * f['memory_ratio']:.0f}%)"
+            memory += f" of {_mb(f['request_memory_mb'])} requested ({100 * f['memory_ratio']:.0f}%"
+            memory += ", as the node said)" if f.get("requests_from") == "node" else ")"
             if f["memory_ratio"] > 1:
                 memory += ": OVER the request"
         cpu = "CPU: ?"
