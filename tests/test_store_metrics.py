@@ -43,13 +43,15 @@ def test_points_are_kept_per_subject_and_read_by_trace_job_and_glidein(tmp_path:
         assert peak["peak_bytes"] == 740 * MB and peak["cpu_s"] == pytest.approx(0.95 * 120)
 
 
-def test_a_retried_request_adds_nothing(tmp_path: Path) -> None:
+def test_a_retried_request_adds_nothing_and_a_kept_sample_is_never_replaced(tmp_path: Path) -> None:
     with _store(tmp_path) as store:
         req = request([flat_job(TRACE, n=4)])
         store.put_metrics(req)
         store.put_metrics(req)
+        store.put_metrics(request([flat_job(TRACE, n=4, mb=99_999)]))        # the same times, other values
         job, = store.metric_subjects(trace_id=TRACE)
         assert sum(len(s["points"]) for s in store.metric_series(job["id"])) == 8
+        assert store.metric_peaks(ids=[job["id"]])[0]["peak_mb"] == pytest.approx(803)
 
 
 def test_non_finite_values_long_names_and_impossible_times_are_dropped_and_counted(tmp_path: Path) -> None:

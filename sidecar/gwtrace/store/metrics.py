@@ -287,7 +287,7 @@ def put(conn: sqlite3.Connection, request: Any) -> MetricsResult:
                 result.drop(1, f"over {MAX_POINTS_PER_SUBJECT} points kept for one subject")
                 continue
             kept.append((series[key], t, value))
-        conn.executemany("INSERT OR REPLACE INTO metric_points VALUES (?,?,?)", kept)
+        conn.executemany("INSERT OR IGNORE INTO metric_points VALUES (?,?,?)", kept)   # a kept sample stays
         result.kept += len(kept)
     return result
 
