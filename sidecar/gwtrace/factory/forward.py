@@ -6,12 +6,11 @@ Kept apart from the command (``ingest.py``) so each stays small; ``ingest`` re-e
 from __future__ import annotations
 
 import gzip
-import os
 import time
 from typing import TYPE_CHECKING, Any, Optional
 
 from gwtrace.export.otlp import RETRYABLE_STATUS, parse_retry_after
-from gwtrace.export.otlpenv import TRACES_PATH, otlp_env
+from gwtrace.export.otlpenv import METRICS_PATH, TRACES_PATH, metrics_endpoint, otlp_env
 from gwtrace.store import TraceStore
 from gwtrace.wire.redact import strip_userinfo
 
@@ -19,7 +18,6 @@ if TYPE_CHECKING:
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
 HTTP_ATTEMPTS = 5
-METRICS_PATH = "/v1/metrics"
 
 
 class IngestError(RuntimeError):
@@ -72,8 +70,8 @@ class Forwarder:
         ``/v1/metrics`` (``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``, else the traces endpoint's base)."""
         if self.store is not None:
             return self.store.put_metrics(request)
-        url = os.environ.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT", "").strip()
-        if not url:
+        url = metrics_endpoint()
+        if not url:             # only the traces endpoint is set: its base, as the OTel SDKs do not guess
             base = self.endpoint.rstrip("/")
             url = (base[: -len(TRACES_PATH)] if base.endswith(TRACES_PATH) else base) + METRICS_PATH
         self._post(url, request.SerializeToString())
