@@ -132,7 +132,7 @@ def _job(row: Dict[str, Any], **figures: Any) -> Dict[str, Any]:
     name = f"job {row.get('job_id') or '?'}" + (f" ({row['owner']})" if row.get("owner") else "") + \
         (f" at {row['site']}" if row.get("site") else "")
     return {"glidein": name, "trace_id": row.get("trace_id") or "", "job_id": row.get("job_id"),
-            "glidein_uuid": row.get("glidein"), "site": row.get("site"), **figures}
+            "glidein_uuid": row.get("glidein"), "site": row.get("site"), "entry": row.get("entry"), **figures}
 
 
 def _sites(rows: List[Dict[str, Any]]) -> Dict[str, int]:
