@@ -18,6 +18,8 @@ echo "== A demo factory: its client log directories, backfilled into the same st
 rm -rf "$factory"
 python3 "$here/demo_factory.py" --out "$factory" --glideins "${DEMO_GLIDEINS:-1000}" --seed 7
 gwtrace ingest --factory-logs "$factory"
+# what a few glideins' sidecars sampled rode home in their .err (kind=metrics blocks): the resource hints
+gwtrace ingest --ledger "$data/demo-ledger" "$factory/client"
 echo
 echo "== Where pilot time went (gwtrace account --bucket 1d)"
 gwtrace account --bucket 1d --plot "$data/demo-accounting.svg"

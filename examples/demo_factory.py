@@ -420,19 +420,112 @@ def activity_events(g: Glidein, end: Optional[int] = None) -> List[Tuple[int, st
     return [pair for pair in events if end is None or pair[0] <= end]
 
 
-def write_factory(root: Path, glideins: Sequence[Glidein], end: Optional[int] = None) -> int:
+#: what the sidecars sampled (``kind=metrics`` blocks in ``.err``, docs/resources.md): a few jobs, each with a
+#: story, and the node load of a few glideins on machines shared by more slots than cores
+RESOURCE_STORIES = ("leak", "cores", "steady", "leak", "cores", "steady")
+OVERSUBSCRIBED = 3
+
+
+def _metric_points(scope: object, name: str, points: List[Tuple[int, float]], attrs: Optional[Dict[str, str]] = None,
+                   total: bool = False) -> None:
+    metric = scope.metrics.add(name=name)  # type: ignore[attr-defined]
+    data = metric.sum if total else metric.gauge
+    if total:
+        data.aggregation_temporality = 2          # cumulative
+        data.is_monotonic = True
+    for t, v in points:
+        point = data.data_points.add(time_unix_nano=t * 10**9, as_double=float(v))
+        for key, value in (attrs or {}).items():
+            kv = point.attributes.add(key=key)
+            kv.value.string_value = value
+
+
+def _subject(request: object, attrs: Dict[str, object]) -> object:
+    rm = request.resource_metrics.add()  # type: ignore[attr-defined]
+    for key, value in attrs.items():
+        kv = rm.resource.attributes.add(key=key)
+        if isinstance(value, (int, float)):
+            kv.value.double_value = float(value)
+        else:
+            kv.value.string_value = str(value)
+    scope = rm.scope_metrics.add()
+    scope.scope.name = "gwtrace.resources"
+    return scope
+
+
+def metrics_blocks(g: Glidein, story: Optional[str], oversubscribed: bool, rng: random.Random) -> str:
+    """The glidein's ``kind=metrics`` block as its sidecar would ship it home: its first job's samples told as
+    ``story`` (``leak``: RSS growing steadily past the request; ``cores``: 3 cores busy on 1 requested;
+    ``steady``), and the node's load (3x the cores when ``oversubscribed``)."""
+    from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+
+    from gwtrace.factory.to_trace import glidein_trace_id, span_id
+    from gwtrace.wire.blocks import frame
+
+    req = ExportMetricsServiceRequest()
+    trace_id = glidein_trace_id(FACTORY, SCHEDD, g.cluster, 0, g.uuid)
+    base = {"service.name": "glidein", "glidein.uuid": g.uuid, "glidein.site": g.entry.site,
+            "glidein.entry": g.entry.name, "host.name": f"wn{g.cluster % 97}.{g.entry.site.lower()}.example.edu",
+            "gwtrace.resources.source": "cgroup-v2"}
+    points = 0
+    if story and g.jobs:
+        job = g.jobs[0]
+        step = max(60, (job.end - job.start) // 60)
+        times = list(range(job.start, job.end, step))
+        owner = "alice" if story != "cores" else "bob"
+        scope = _subject(req, {**base, "gwtrace.subject": "job", "condor.job.id": "1000.0", "condor.job.owner": owner,
+                               "gwtrace.trace_id": trace_id, "gwtrace.span_id": span_id(trace_id, "job/0/1000.0"),
+                               "job.request_cpus": 1, "job.request_memory_mb": job.memory_mb})
+        busy = {"leak": 0.95, "cores": 2.9, "steady": 0.9}[story]
+        _metric_points(scope, "process.cpu.time", [(t, busy * (t - job.start)) for t in times], {"cpu.mode": "user"},
+                       total=True)
+        if story == "leak":       # from a quarter of the request to 1.3 times it, by the end
+            rss = [job.memory_mb * (0.25 + 1.05 * i / max(1, len(times) - 1)) for i in range(len(times))]
+        else:
+            rss = [job.memory_mb * (0.55 + 0.02 * rng.random()) for _ in times]
+        _metric_points(scope, "process.memory.usage", [(t, mb * 1048576) for t, mb in zip(times, rss)])
+        _metric_points(scope, "process.memory.peak", [(times[-1], max(rss) * 1048576)])
+        points += 2 * len(times) + 1           # CPU and RSS at every sample, the peak once
+    if oversubscribed or story:
+        start, end = g.condor_start or g.started, g.condor_end or g.ended
+        times = list(range(start, end, max(60, (end - start) // 60)))
+        cores = g.entry.cpus * (2 if oversubscribed else 1)
+        scope = _subject(req, {**base, "gwtrace.subject": "glidein", "host.cpu.count": cores, "gwtrace.trace_id": trace_id})
+        load = (3.0 if oversubscribed else 0.8) * cores
+        _metric_points(scope, "system.cpu.load_average.1m", [(t, load * (0.9 + 0.2 * rng.random())) for t in times])
+        points += len(times)
+    if not points:
+        return ""
+    return frame("metrics", req.SerializeToString(), host=base["host.name"]).replace(
+        "kind=metrics ", f"kind=metrics points={points} ", 1)
+
+
+def write_factory(root: Path, glideins: Sequence[Glidein], end: Optional[int] = None, metrics: bool = False) -> int:
     """Write every glidein's files and each entry's Condor-G log as they are at ``end`` (default: when every
     glidein is over); returns the number of files written. A glidein still running at ``end``, or removed
-    before it ran, has Condor-G events and no ``.out``/``.err`` (the factory gets them when the job ends)."""
+    before it ran, has Condor-G events and no ``.out``/``.err`` (the factory gets them when the job ends).
+    ``metrics``: a few glideins' ``.err`` also carries what their sidecar sampled (``metrics_blocks``)."""
     files = 0
     logs: Dict[Path, List[Tuple[int, str]]] = {}
+    stories: Dict[int, Tuple[Optional[str], bool]] = {}
+    if metrics:
+        rng = random.Random(len(glideins))
+        ran = [g for g in glideins if g.jobs and not g.failed_script and g.fate == "ended" and g.removed is None
+               and (end is None or g.ended <= end)]
+        for g, story in zip(ran, RESOURCE_STORIES):
+            stories[g.cluster] = (story, False)
+        site = ran[-1].entry.site if ran else None
+        for g in [g for g in ran[len(RESOURCE_STORIES):] if g.entry.site == site][:OVERSUBSCRIBED]:
+            stories[g.cluster] = (None, True)
     for g in glideins:
         fe_user = g.frontend.split(".")[0].lower()
         directory = root / "client" / f"user_{fe_user}" / f"glidein_{INSTANCE}" / f"entry_{g.entry.name}"
         directory.mkdir(parents=True, exist_ok=True)
         if g.removed is None and (end is None or g.ended <= end):
             (directory / f"job.{g.cluster}.0.out").write_text(out_text(g))
-            (directory / f"job.{g.cluster}.0.err").write_text(err_text(g))
+            story = stories.get(g.cluster)
+            (directory / f"job.{g.cluster}.0.err").write_text(
+                err_text(g) + (metrics_blocks(g, story[0], story[1], rng) if story else ""))
             files += 2
         day = time.strftime("%Y%m%d", time.gmtime(g.submitted))
         logs.setdefault(directory / f"condor_activity_{day}_{g.frontend}.log", []).extend(activity_events(g, end))
@@ -492,7 +585,7 @@ def main(argv: Optional[List[str]] = None) -> int:
         glideins, where = generate(args.glideins, args.seed, plants, args.days, end)
     except ValueError as exc:
         parser.error(str(exc))
-    files = write_factory(args.out, glideins, end)
+    files = write_factory(args.out, glideins, end, metrics=bool(plants))
     fates = {fate: sum(1 for g in glideins if _fate(g, end) == fate)
              for fate in ("ended", "failed", "held", "removed", "killed", "running")}
     print(f"demo factory: {len(glideins)} glideins, {files} files in {args.out}")

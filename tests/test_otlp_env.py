@@ -156,3 +156,12 @@ def test_module_is_standard_library_only() -> None:
     """The snapshot sender imports it on nodes: nothing but the standard library."""
     imports = re.findall(r"^(?:from|import) (\S+)", Path(otlpenv.__file__).read_text(), re.M)
     assert set(imports) <= {"__future__", "logging", "os", "urllib.parse", "typing"}
+
+
+def test_the_metrics_endpoint_follows_the_traces_rule() -> None:
+    from gwtrace.export.otlpenv import metrics_endpoint
+
+    assert metrics_endpoint({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318/"}) == "http://c:4318/v1/metrics"
+    assert metrics_endpoint({"OTEL_EXPORTER_OTLP_ENDPOINT": "http://c:4318",
+                             "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT": "http://m/x"}) == "http://m/x"
+    assert metrics_endpoint({}) == ""

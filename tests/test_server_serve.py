@@ -118,6 +118,7 @@ def test_non_loopback_with_token_requires_bearer(tmp_path):
 @pytest.mark.parametrize("argv, needle", [
     (["--retention-days", "0"], "--retention-days must be a positive number"),
     (["--port", "70000"], "--port must be between"),
+    (["--metrics-retention-days", "-1"], "--metrics-retention-days must be a positive number"),
 ])
 def test_bad_arguments_are_one_line(capsys, tmp_path, argv, needle):
     assert serve_main(argv + ["--db", str(tmp_path / "y.db")]) == 2
@@ -191,3 +192,17 @@ def test_synthetic_data_is_not_in_the_package():
     import importlib.util
 
     assert importlib.util.find_spec("gwtrace.server.synthetic") is None
+
+
+def test_metrics_retention_days_purges_samples_at_start(tmp_path):
+    from metrics_gen import flat_job, request  # samples from 2025
+
+    from gwtrace.store import TraceStore
+
+    db = tmp_path / "old.db"
+    with TraceStore(db) as store:
+        store.put_metrics(request([flat_job("d" * 32, n=3)]))
+    s = Server("--db", str(db), "--metrics-retention-days", "7")
+    s.stop()
+    with TraceStore(db, create=False) as store:
+        assert store.metric_subjects() == []

@@ -13,6 +13,7 @@ from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
 
 import journey_gen as gen
+import metrics_gen as mgen
 from gwtrace.export.otlp import to_readable_spans
 from gwtrace.journey.ingest import ingest_condor
 from gwtrace.journey.spans import run_span_id
@@ -61,6 +62,12 @@ def served(tmp_path_factory):
         store.ingest(encode_spans(to_readable_spans([wrapper], Resource({"service.name": "glidein",
                                                                           "glidein.uuid": "g-job",
                                                                           "glidein.site": "SiteA"}))))
+        # what the job wrapper's job used, sampled from its start to its end (store.metrics)
+        times = list(range(0, 81, 10))
+        store.put_metrics(mgen.request([mgen.subject(
+            mgen.resource(job_id="77.0", trace_id=TRACE, glidein="g-job", request_memory_mb=2000),
+            rss=mgen.series_of(times, [int((500 + 20 * t) * mgen.MB) for t in times], t0=(T0 + 610) * 10**9),
+            cpu_user=mgen.series_of(times, [0.9 * t for t in times], t0=(T0 + 610) * 10**9))]))
     proc, url = start_server(db)
     yield url
     stop_server(proc)
@@ -146,3 +153,21 @@ def test_unknown_job_is_one_clear_message(served, driver):  # noqa: F811
     open_page(d, served + "/job/99.0")
     message = css(d, "#message")[0]
     assert message.is_displayed() and message.text.startswith("no job 99.0 in the store")
+
+
+def test_job_page_shows_what_the_job_used_under_its_journey_on_the_same_time_line(served, driver):  # noqa: F811
+    d = driver
+    d.get_log("browser")                  # drained: what earlier pages logged is theirs
+    open_page(d, served + "/job/77.0@submit.example.org")
+    rows = css(d, "#journey-resources tr.res-row")
+    assert [r.get_attribute("data-chart") for r in rows] == ["cores", "memory"]
+    assert "peak 2,100 MB of 2,000 MB requested" in rows[1].text
+    bar = css(d, "#journey tr.jr-span[data-name=user_job] .jr-bar")[0]
+    left, width = d.execute_script("const r = arguments[0].getBoundingClientRect(); return [r.left, r.width];", bar)
+    first, last = d.execute_script("""
+        const line = arguments[0], svg = line.ownerSVGElement, r = svg.getBoundingClientRect();
+        const pts = line.points, w = svg.viewBox.baseVal.width;
+        return [r.left + pts.getItem(0).x / w * r.width, r.left + pts.getItem(pts.numberOfItems - 1).x / w * r.width];
+    """, rows[1].find_elements("css selector", "polyline[data-series=rss]")[0])
+    assert first == pytest.approx(left, abs=1) and last == pytest.approx(left + width, abs=1.5)
+    assert severe_console_messages(d) == []

@@ -36,9 +36,11 @@ FIRST_JOB, IDLE_TAIL, CE = range(3)  # the waits of a summary, in its order
 #: the two units a hint's cost is in, each ranked on its own (PILOT first)
 PILOT = "pilot_hours"
 REQUESTED = "requested_hours"
+OVERUSE = "overuse_hours"
 UNITS = {PILOT: "canonical core-hours of pilot time lost per day",
-         REQUESTED: "canonical core-hours requested but not running per day (not pilot time)"}
-SHORT_UNITS = {PILOT: "pilot h/day", REQUESTED: "requested h/day, not running"}
+         REQUESTED: "canonical core-hours requested but not running per day (not pilot time)",
+         OVERUSE: "canonical core-hours used beyond what jobs requested per day (taken from other slots)"}
+SHORT_UNITS = {PILOT: "pilot h/day", REQUESTED: "requested h/day, not running", OVERUSE: "over-request h/day"}
 
 
 @dataclass
@@ -56,6 +58,15 @@ class Thresholds:
     ce_wait: float = 3600.0             # median wait at the CE (s) ...
     ce_wait_ratio: float = 3.0          # ... and this many times the median of all entries
     no_job_share: float = 0.5           # share of an entry's running glideins that never got a job
+    # resource hints (analysis/resources.py), from the sidecars' samples
+    resource_min_jobs: int = 1          # jobs of an owner over a request before a hint speaks
+    memory_over_ratio: float = 1.0      # peak memory / request_memory above this
+    cores_over: float = 0.5             # cores kept busy at least this many above request_cpus
+    leak_min_points: int = 6            # RSS samples a leak needs (a line through 2 points always fits)
+    leak_r2: float = 0.9                # how well RSS must fit a rising line
+    leak_mb_per_hour: float = 50.0      # ... and how fast it must rise
+    load_per_core: float = 1.5          # a node's mean 1-minute load / its cores at or above this
+    load_min_points: int = 3            # load samples a glidein needs
 
     @classmethod
     def parse(cls, pairs: Sequence[str]) -> "Thresholds":
@@ -284,13 +295,29 @@ def ranked(inputs: HintInputs, thresholds: Optional[Thresholds] = None) -> List[
     """Every hint the gathered glideins support: the pilot-time ones most costly first (glideins lost breaking
     ties), then the requested-but-not-running ones, ranked on their own; ``rank`` counts within each unit."""
     t = thresholds or Thresholds()
-    found = [h for rule in RULES for h in rule(inputs, t)]
+    return rank([h for rule in RULES for h in rule(inputs, t)])
+
+
+def rank(found: List[Hint]) -> List[Hint]:
+    """Hints in the order of ``UNITS``, each unit most costly first, ``rank`` counted within it."""
     out: List[Hint] = []
     for unit in UNITS:
         mine = sorted((h for h in found if h.cost_unit == unit),
                       key=lambda h: (-h.cost_per_day, -h.glideins_lost_per_day, -h.count, h.kind))
-        for rank, hint in enumerate(mine, 1):
-            hint.rank = rank
+        for n, hint in enumerate(mine, 1):
+            hint.rank = n
+        out.extend(mine)
+    return out
+
+
+def rank_dicts(found: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
+    """``rank`` for hints already in their JSON form (``Hint.to_dict``): the server adds the resource hints so."""
+    out: List[Dict[str, Any]] = []
+    for unit in UNITS:
+        mine = sorted((h for h in found if h["cost_unit"] == unit),
+                      key=lambda h: (-h["cost_per_day"], -h["glideins_lost_per_day"], -h["count"], h["kind"]))
+        for n, hint in enumerate(mine, 1):
+            hint["rank"] = n
         out.extend(mine)
     return out
 

@@ -14,12 +14,12 @@ import sys
 from typing import Any, Dict, List, Optional, TextIO
 
 from gwtrace.analysis.fold import default_workers, fold
-from gwtrace.analysis.hints import SHORT_UNITS, UNITS, Hint, Thresholds
+from gwtrace.analysis.hints import SHORT_UNITS, UNITS, Hint, Thresholds, rank
 from gwtrace.analysis.outliers import MIN_EXTRA, MIN_N, THRESHOLD, OutlierGroups, compare_spec
 from gwtrace.analysis.report import folded
 from gwtrace.cli.records import add_record_options, write_table
 from gwtrace.cli.terminal import terminal_text
-from gwtrace.analysis.selection import load_summaries, summary_parts
+from gwtrace.analysis.selection import load_summaries, open_store, summary_parts
 from gwtrace.gcpause import gc_paused
 
 
@@ -69,6 +69,22 @@ def render_report(report: Dict[str, Any], by: str, out: TextIO) -> None:
               + "\n\n")
 
 
+#: the hints whose evidence is jobs, not glideins (analysis/resources.py)
+JOB_HINTS = ("memory_over_request", "cores_over_request", "memory_leak")
+
+
+def with_resource_hints(args: argparse.Namespace, found: List[Hint], thresholds: Thresholds) -> List[Hint]:
+    """The glidein hints and, from a store, the resource hints of the sidecars' samples, ranked together per unit
+    (records read from factory files or a Jaeger source have no samples)."""
+    if args.factory_logs or getattr(args, "source", None):
+        return found
+    from gwtrace.analysis.resources import resource_hints
+
+    with open_store(args) as store:
+        extra = resource_hints(store, thresholds, since=args.since, until=args.until, site=args.site)
+    return rank(found + extra) if extra else found
+
+
 def render_hints(found: List[Hint], out: TextIO) -> None:
     """The ranked hints, each with its cost, action and evidence: pilot time lost first, then, ranked on
     their own, capacity requested but not running (a CE wait is not pilot time)."""
@@ -80,11 +96,12 @@ def render_hints(found: List[Hint], out: TextIO) -> None:
             unit = hint.cost_unit
             out.write(f"{'' if hint is found[0] else chr(10)}ranked by {UNITS[unit]}:\n")
         lost = f", {hint.glideins_lost_per_day:.1f} glideins lost/day" if hint.glideins_lost_per_day else ""
+        noun = "jobs" if hint.kind in JOB_HINTS else "glideins"
         out.write(f"{hint.rank}. [{hint.cost_per_day:.1f} {SHORT_UNITS[unit]}{lost}] {hint.summary}\n"
                   f"   do: {hint.action}\n"
-                  f"   evidence: {json.dumps(hint.evidence)}; {hint.count} glideins over {hint.period_days:.1f} "
-                  f"days, e.g. {', '.join(g['glidein'] for g in hint.glideins[:3])} "
-                  f"(trace {hint.glideins[0]['trace_id']})\n")
+                  f"   evidence: {json.dumps(hint.evidence)}; {hint.count} {noun} over {hint.period_days:.1f} "
+                  f"days, e.g. {', '.join(g['glidein'] for g in hint.glideins[:3])}"
+                  + (f" (trace {hint.glideins[0]['trace_id']})" if hint.glideins[0].get("trace_id") else "") + "\n")
 
 
 def render_outliers(found: List[Dict[str, Any]], out: TextIO, top: int = 30, min_extra: float = MIN_EXTRA) -> None:
@@ -150,6 +167,7 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None, stde
         return _emit(args.format, {"outliers": found, "min_extra_s": args.min_extra}, stdout,
                      lambda: render_outliers(found, stdout, args.top, args.min_extra), errors, stderr)
     report, ranked, lengths = folded(parts, args.by, thresholds, full=not args.hints or bool(args.plot))
+    ranked = with_resource_hints(args, ranked, thresholds)
     if args.plot:
         from gwtrace.analysis.plots import plot_all
 

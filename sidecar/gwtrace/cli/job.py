@@ -19,6 +19,7 @@ from gwtrace.cli.terminal import printable, terminal_text
 from gwtrace.durations import wait_duration
 from gwtrace.journey.view import find_jobs, journey
 from gwtrace.journey.why import why
+from gwtrace.analysis.resources import figure_lines, job_resources
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -133,6 +134,7 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None) -> i
             data["others"] = [f"{s['cluster']}.{s['proc']}@{s['schedd']}" for s in states[1:]]
         if args.why:
             data["why"] = why(store, state, now)
+        data["resources"] = job_resources(store, state, now, with_charts=False)
     if args.format == "json":
         json.dump(data, out, indent=1, default=str)
         out.write("\n")
@@ -141,6 +143,8 @@ def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None) -> i
         out.write(f"({len(states)} jobs match {args.job_id}; the newest is shown, others: "
                   f"{', '.join(data['others'])})\n")
     render_journey(data, out)
+    for line in figure_lines(data["resources"]["figures"]):
+        out.write(f"resources: {line}\n")
     if args.why:
         render_why(data["why"], out)
     return 0

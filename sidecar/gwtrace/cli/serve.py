@@ -36,6 +36,10 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--control-audience", metavar="AUD", help="the audience those tokens must name")
     p.add_argument("--control-roles", metavar="FILE",
                    help="JSON role map: WLCG groups or scopes -> admin|shifter|siteadmin|user (docs/control.md)")
+    p.add_argument(
+        "--metrics-retention-days", type=float, default=None,
+        help="delete resource metrics sampled more than this many days ago (default: as --retention-days)",
+    )
     return p
 
 
@@ -60,6 +64,8 @@ def _usage_error(args: argparse.Namespace, token: Optional[str]) -> Optional[str
         )
     if args.retention_days is not None and not args.retention_days > 0:
         return "--retention-days must be a positive number"
+    if args.metrics_retention_days is not None and not args.metrics_retention_days > 0:
+        return "--metrics-retention-days must be a positive number"
     if not 0 <= args.port <= 65535:
         return "--port must be between 0 and 65535"
     return None
@@ -76,4 +82,5 @@ def main(argv: List[str]) -> int:
         verifier = _control_verifier(args)
     except ValueError as exc:
         return fail(str(exc))
-    return serve(args.host, args.port, args.db, args.retention_days, token, verifier)
+    return serve(args.host, args.port, args.db, args.retention_days, token, verifier,
+                 metrics_retention_days=args.metrics_retention_days)

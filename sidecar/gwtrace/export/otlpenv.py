@@ -207,3 +207,16 @@ def endpoint_problem(env: Optional[Dict[str, str]] = None) -> Optional[str]:
     if url.scheme not in ("http", "https") or not url.hostname:
         return f"{name}={value!r} is not an http(s)://host URL: spans will wait in the outbox"
     return None
+
+
+METRICS_PATH = "/v1/metrics"
+
+
+def metrics_endpoint(env: Optional[Mapping[str, str]] = None) -> str:
+    """The metrics URL, by the same rule as the traces one: ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` as it is,
+    else ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/metrics`` (``gwtrace ingest`` forwarding ``kind=metrics``
+    blocks); "" when neither is set."""
+    env = os.environ if env is None else env
+    metrics = (env.get(f"{PREFIX}METRICS_ENDPOINT") or "").strip()
+    base = (env.get(f"{PREFIX}ENDPOINT") or "").strip()
+    return metrics or (base.rstrip("/") + METRICS_PATH if base else "")

@@ -7,10 +7,10 @@ from __future__ import annotations
 
 import gzip
 import time
-from typing import TYPE_CHECKING, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 from gwtrace.export.otlp import RETRYABLE_STATUS, parse_retry_after
-from gwtrace.export.otlpenv import otlp_env
+from gwtrace.export.otlpenv import METRICS_PATH, TRACES_PATH, metrics_endpoint, otlp_env
 from gwtrace.store import TraceStore
 from gwtrace.wire.redact import strip_userinfo
 
@@ -63,15 +63,29 @@ class Forwarder:
         if self.store is not None:
             self.store.ingest(request)
             return
+        self._post(self.endpoint, request.SerializeToString())
+
+    def send_metrics(self, request: Any) -> int:
+        """A block's ``ExportMetricsServiceRequest``: into the store (points kept), else to the collector's
+        ``/v1/metrics`` (``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT``, else the traces endpoint's base)."""
+        if self.store is not None:
+            return self.store.put_metrics(request)
+        url = metrics_endpoint()
+        if not url:             # only the traces endpoint is set: its base, as the OTel SDKs do not guess
+            base = self.endpoint.rstrip("/")
+            url = (base[: -len(TRACES_PATH)] if base.endswith(TRACES_PATH) else base) + METRICS_PATH
+        self._post(url, request.SerializeToString())
+        return -1
+
+    def _post(self, url: str, body: bytes) -> None:
         import requests
 
-        body = request.SerializeToString()
         if self.gzip:
             body = gzip.compress(body)
         delay = 1.0
         for attempt in range(HTTP_ATTEMPTS):
             try:
-                r = self.session.post(self.endpoint, data=body, headers=self.headers,
+                r = self.session.post(url, data=body, headers=self.headers,
                                       timeout=self.timeout, verify=self.verify, cert=self.cert)
             except requests.RequestException as exc:
                 reason = f"{type(exc).__name__}"

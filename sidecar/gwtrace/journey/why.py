@@ -12,6 +12,7 @@ reason has a weight (its rank) and lines of evidence; what could not be
 checked is listed as missing, never guessed.
 """
 
+import math
 import statistics
 from datetime import datetime, timezone
 from typing import Any, Dict, List, Optional, Tuple
@@ -43,9 +44,24 @@ def when(epoch: Any, now: Optional[float] = None) -> str:
     return text
 
 
-def measured_peak(state: Dict[str, Any]) -> Optional[Tuple[int, str]]:
+def sampled_peak(store: Any, state: Dict[str, Any]) -> Optional[Tuple[int, str]]:
+    """(MB, where) of the largest memory the sidecar sampled for the job (``store.metrics``: the cgroup's
+    ``memory.peak`` where it had one, else the highest RSS), found by the job's trace; None without samples."""
+    if store is None or not hasattr(store, "metric_subjects"):
+        return None
+    jobs = [s["id"] for s in store.metric_subjects(trace_id=state["trace_id"]) if s["kind"] == "job"]
+    best: Optional[Tuple[int, str]] = None
+    for row in store.metric_peaks(ids=jobs):
+        if row.get("peak_mb") is not None and (best is None or row["peak_mb"] > best[0]):
+            source = f", {row['source']}" if row.get("source") else ""
+            best = (int(math.ceil(row["peak_mb"])), f"the sidecar's samples{source}")
+    return best
+
+
+def measured_peak(state: Dict[str, Any], store: Any = None) -> Optional[Tuple[int, str]]:
     """(MB, where it was measured) of the job's largest measured memory use: HTCondor's hold reason text
-    ("Last measured usage: 2100 megabytes") or the runs' image-size events (006 MemoryUsage)."""
+    ("Last measured usage: 2100 megabytes"), the runs' image-size events (006 MemoryUsage), or the sidecar's
+    samples (``sampled_peak``) when ``store`` has them."""
     best: Optional[Tuple[int, str]] = None
     for _, _, _, _, text in state["holds"]:
         mb = measured_mb(text)
@@ -54,20 +70,36 @@ def measured_peak(state: Dict[str, Any]) -> Optional[Tuple[int, str]]:
     for run in state["runs"]:
         if run.get("memory_mb") and (best is None or run["memory_mb"] > best[0]):
             best = (int(run["memory_mb"]), f"run {run['n']}'s MemoryUsage")
+    sampled = sampled_peak(store, state)
+    if sampled is not None and (best is None or sampled[0] > best[0]):
+        best = sampled
     return best
 
 
-def _hold_reason(state: Dict[str, Any], now: float) -> Dict[str, Any]:
+def _held_for_memory(code: Any, sub: Any, text: str) -> bool:
+    """Hold code 34 subcode 102, or a periodic hold on ``MemoryUsage > RequestMemory`` (its expression in the text)."""
+    return (code == 34 and sub in (None, 102)) or ("MemoryUsage" in (text or "") and "RequestMemory" in (text or ""))
+
+
+def _hold_reason(state: Dict[str, Any], now: float, store: Any = None) -> Dict[str, Any]:
     start, _, code, sub, text = state["holds"][-1]
     what = explain(code, sub, text)
     advice = what["suggestion"]
-    peak = measured_peak(state)
-    if peak is not None and "request_memory" in advice and str(peak[0]) not in advice:
+    peak = measured_peak(state, store)
+    sampled = sampled_peak(store, state) if _held_for_memory(code, sub, text) else None
+    if sampled is not None and peak == sampled:
+        advice = (f"raise request_memory above the {sampled[0]} MB peak the sidecar sampled (e.g. request_memory = "
+                  f"{int(math.ceil(sampled[0] * 1.2 / 100) * 100)}), or make the job use less; then resubmit")
+    elif peak is not None and "request_memory" in advice and str(peak[0]) not in advice:
         advice += f" (its measured peak: {peak[0]} MB, from {peak[1]}: ask for more than that)"
     evidence = [f"held for {wait_duration(now - start)}" + (f", hold code {code}" if code is not None else "")
                 + (f" subcode {sub}" if sub is not None else "") + f" ({what['label']}), since {when(start)}"]
     if text:
         evidence.append(f"HTCondor's reason: {text}")
+    if sampled is not None:
+        asked = state["ad"].get("RequestMemory")
+        evidence.append(f"peak memory sampled by the sidecar: {sampled[0]} MB ({sampled[1]})"
+                        + (f" against request_memory = {asked} MB" if isinstance(asked, (int, float)) else ""))
     if what.get("subcode_meaning"):
         evidence.append(f"subcode: {what['subcode_meaning']}")
     if code is None:
@@ -264,7 +296,8 @@ def _blocking_reason(item: Dict[str, Any], where: str, peak: Optional[Tuple[int,
                    "(`condor_q -better-analyze` shows the same against the pool's slots)")
 
 
-def _request_reasons(conn: Any, state: Dict[str, Any], now: float, missing: List[str]) -> List[Dict[str, Any]]:
+def _request_reasons(conn: Any, state: Dict[str, Any], now: float, missing: List[str],
+                     store: Any = None) -> List[Dict[str, Any]]:
     """The job's requests and Requirements, evaluated with HTCondor's ClassAd bindings against what the glideins
     seen at its sites in the last day offered (``match``): each one no glidein could satisfy."""
     ad = state["ad"]
@@ -282,7 +315,7 @@ def _request_reasons(conn: Any, state: Dict[str, Any], now: float, missing: List
     except RuntimeError as err:
         missing.append(str(err))
         return []
-    peak = measured_peak(state)
+    peak = measured_peak(state, store)
     out = [_blocking_reason(item, where, peak) for item in result["blocking"]]
     for clause in result["unchecked"]:
         missing.append(f"its requirement `{clause}` uses attributes the glidein records do not have (undefined on all "
@@ -299,12 +332,12 @@ def why(store: Any, state: Dict[str, Any], now: float) -> Dict[str, Any]:
     missing: List[str] = []
     reasons: List[Dict[str, Any]] = []
     if state["status"] == "held" and state["holds"]:
-        reasons.append(_hold_reason(state, now))
+        reasons.append(_hold_reason(state, now, store))
     elif state["status"] == "idle":
         store.refresh_glidein_records()   # records of traced glideins whose spans arrived since
         conn = store.reader()
         reasons += _wait_reasons(conn, state, now_state["for_s"] or 0, missing)
-        requests = _request_reasons(conn, state, now, missing)
+        requests = _request_reasons(conn, state, now, missing, store)
         reasons += requests
         reasons += _glidein_reasons(conn, state, now, missing, sized=bool(requests))
         reasons += _history_reasons(state, now)

@@ -25,7 +25,8 @@ from urllib.parse import urlencode
 from flask import Blueprint, Response, current_app, render_template, request
 
 from ..analysis.report import analysis_body
-from ..analysis.hints import Thresholds
+from ..analysis.hints import Thresholds, rank_dicts
+from ..analysis.resources import resource_hints
 from ..analysis.outliers import MIN_EXTRA, outliers
 from ..analysis.percentiles import span_percentiles
 from ..analysis.phases import phases
@@ -106,7 +107,12 @@ def hints() -> Response:
         q = analysis_query()
     except BadQuery as exc:
         return _bad(exc)
-    return json_response(analysis_body(_records(q), q["by"], q["thresholds"], hints_only=True))
+    body = analysis_body(_records(q), q["by"], q["thresholds"], hints_only=True)
+    # what the sidecars sampled: jobs over their requests, leaks, oversubscribed nodes (analysis/resources.py)
+    extra = resource_hints(_store(), q["thresholds"], since=q["since"], until=q["until"], site=q["site"])
+    if extra:
+        body["hints"] = rank_dicts(body["hints"] + [h.to_dict() for h in extra])
+    return json_response(body)
 
 
 @bp.route("/ui/api/outliers")

@@ -9,7 +9,7 @@ from typing import Optional
 from flask import Flask, Response, request
 
 from ..store import TraceStore
-from . import accounting, analysis, api, control, jobs, now, otlp_http, snapshot_http, ui
+from . import accounting, analysis, api, control, jobs, now, otlp_http, otlp_metrics, snapshot_http, ui
 from .answers import RETRY_AFTER_SECONDS, envelope_answer, to_response
 from .auth import PUBLIC_ENDPOINTS, BearerAuth, LoopbackHostCheck, common_headers
 from .budget import DEFAULT_DECODE_BUDGET, DecodeBudget
@@ -30,7 +30,8 @@ def create_app(
     ``token``: when set, every request for data (ingest included) must carry
     ``Authorization: Bearer <token>``.  ``POST /v1/traces`` is answered by
     ``otlp_http.IngestMiddleware`` in front of Flask (and ``POST
-    /v1/gwtrace/snapshot``, live snapshots, by ``snapshot_http``); the blueprints serve
+    /v1/gwtrace/snapshot``, live snapshots, by ``snapshot_http``; ``POST /v1/metrics``, resource samples, by
+    ``otlp_metrics``); the blueprints serve
     the rest. Without a token (the loopback default), only requests whose
     ``Host:`` names loopback (or ``host``, the name served on) are answered
     (auth.LoopbackHostCheck: DNS rebinding). ``decode_budget``: what the ingest requests in flight may take
@@ -51,6 +52,7 @@ def create_app(
     app.wsgi_app = otlp_http.IngestMiddleware(app.wsgi_app, store, auth, max_body_bytes, budget)  # type: ignore[method-assign]
     app.wsgi_app = snapshot_http.SnapshotMiddleware(app.wsgi_app, store, auth, max_body_bytes, budget)  # type: ignore[method-assign]
     app.wsgi_app = control.DecideMiddleware(app.wsgi_app, store, token)  # type: ignore[method-assign]
+    app.wsgi_app = otlp_metrics.MetricsMiddleware(app.wsgi_app, store, auth, max_body_bytes, budget)  # type: ignore[method-assign]
     if token is None:
         app.wsgi_app = LoopbackHostCheck(app.wsgi_app, [host])  # type: ignore[method-assign]
     _register_hooks(app, auth)

@@ -14,6 +14,7 @@ from flask import Blueprint, Response, current_app, render_template, request
 
 from ..journey.view import find_jobs, journey
 from ..journey.why import why
+from ..analysis.resources import job_resources
 from .jsonutil import json_response
 
 bp = Blueprint("jobs", __name__, template_folder="templates")
@@ -37,4 +38,5 @@ def job_data(job_id: str) -> Response:
     data = journey(store, states[0], now)
     data["why"] = why(store, states[0], now)
     data["others"] = [f"{s['cluster']}.{s['proc']}@{s['schedd']}" for s in states[1:]]
+    data["resources"] = job_resources(store, states[0], now)
     return json_response(data)

@@ -59,7 +59,7 @@ def fail(message: str) -> int:
 
 
 def serve(host: str, port: int, db: Optional[str], retention_days: Optional[float], token: Optional[str],
-          control_verifier: Optional[object] = None) -> int:
+          control_verifier: Optional[object] = None, metrics_retention_days: Optional[float] = None) -> int:
     """Serve until SIGTERM/SIGINT (``gwtrace serve``, whose options ``gwtrace.cli.serve`` checks); the exit status."""
     if not logging.getLogger().handlers:
         logging.basicConfig(level=logging.INFO, format="gwtrace serve: %(message)s")
@@ -70,7 +70,7 @@ def serve(host: str, port: int, db: Optional[str], retention_days: Optional[floa
     gc.set_threshold(50_000, 20, 20)
     bound_malloc()
     try:
-        store = TraceStore(db, retention_days=retention_days)
+        store = TraceStore(db, retention_days=retention_days, metrics_retention_days=metrics_retention_days)
     except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback
         return fail(f"cannot open the store {db or default_store_path()}: {exc}")
 
@@ -94,7 +94,7 @@ def serve(host: str, port: int, db: Optional[str], retention_days: Optional[floa
 
     previous = {sig: signal.signal(sig, on_signal) for sig in (signal.SIGTERM, signal.SIGINT)}
     purger: Optional[threading.Thread] = None
-    if retention_days is not None:
+    if retention_days is not None or metrics_retention_days is not None:
         purger = threading.Thread(target=_purge_loop, args=(store, stop), name="gwtrace-retention", daemon=True)
         purger.start()
     host = server.effective_host
@@ -205,5 +205,8 @@ def _purge_loop(store: TraceStore, stop: threading.Event) -> None:
             removed = store.purge()
             if removed:
                 log.info("retention: removed %d trace(s)", removed)
+            points = store.purge_metrics()
+            if points:
+                log.info("retention: removed %d metric point(s)", points)
         except Exception as exc:  # noqa: BLE001 - retry at the next interval
             log.warning("retention purge failed: %s", exc)

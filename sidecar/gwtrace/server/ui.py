@@ -203,6 +203,18 @@ def critical(trace_id: str) -> Response:
     })
 
 
+@bp.route("/ui/api/resources/<trace_id>")
+def resources(trace_id: str) -> Response:
+    """What the trace's jobs (their spans' trace) and glideins (``?glidein=UUID``, up to 5) used, for the chart
+    under the waterfall (``analysis.resources.charts``; times in µs since the epoch, as the Jaeger API's)."""
+    from ..analysis.resources import charts
+
+    if not re.fullmatch(r"[0-9a-fA-F]{32}", trace_id):
+        return _bad(f"not a trace id: {trace_id[:64]!r}")
+    glideins = [g[:256] for g in request.args.getlist("glidein")[:5] if g]
+    return json_response({"subjects": charts(_store(), trace_id=trace_id.lower(), glideins=glideins)})
+
+
 @bp.route("/ui/api/glideins")
 def glideins() -> Response:
     try:

@@ -31,8 +31,9 @@ which copy stays is ``writer``'s rule (a live span over a backfilled one).
 
 ``TraceStore`` (here) is what one file keeps, by kind: ``traces.Traces``
 (ingest, retention, search, and ``Reader``'s reads), ``live.LiveSnapshots``
-(each running glidein's open spans) and ``glidein_records.GlideinRecords``
-(records, hourly cells, summaries); ``parts`` is how other packages hand the
+(each running glidein's open spans), ``glidein_records.GlideinRecords``
+(records, hourly cells, summaries) and ``metrics.Metrics`` (what each glidein
+and job used: resource metrics per subject); ``parts`` is how other packages hand the
 store their tables and rules (the store imports none of them). Their
 collaborators have one job each: ``schema`` (tables, migrations), ``connections`` (per-thread
 readers, the one writer connection and its transaction helper, background
@@ -61,10 +62,11 @@ import sqlite3
 from typing import Any, Optional
 
 from gwtrace.home import check_store_files, gwtrace_home, open_own_file
-from . import glidein_summaries, parts
+from . import glidein_summaries, metrics, parts
 from .connections import BUSY_TIMEOUT_MS, CHECKPOINT_BYTES, Connections
 from .glidein_records import GlideinRecords
 from .live import LiveSnapshots
+from .metrics import Metrics
 from .reader import ReadBudget, ReadList, ResourceCache
 from .schema import SCHEMA_VERSION, migrate
 from .tags import SPAN_KIND_NAMES
@@ -100,7 +102,7 @@ class StoreUnreadable(OSError):
     """The file is missing, not a gwtrace store, or damaged; the message says which, in one line."""
 
 
-class TraceStore(Traces, LiveSnapshots, GlideinRecords):
+class TraceStore(Traces, LiveSnapshots, GlideinRecords, Metrics):
     """OTLP spans in one SQLite file, with the live snapshots and glidein records kept next to them.
 
     ``create=False`` opens an existing store only (for readers such as
@@ -114,11 +116,15 @@ class TraceStore(Traces, LiveSnapshots, GlideinRecords):
         retention_days: Optional[float] = None,
         *,
         create: bool = True,
+        metrics_retention_days: Optional[float] = None,
     ):
         self.path = pathlib.Path(path) if path is not None else default_store_path()
         if retention_days is not None and (math.isnan(retention_days) or retention_days <= 0):
             raise ValueError("retention_days must be a positive number of days")
+        if metrics_retention_days is not None and (math.isnan(metrics_retention_days) or metrics_retention_days <= 0):
+            raise ValueError("metrics_retention_days must be a positive number of days")
         self.retention_days = retention_days
+        self.metrics_retention_days = metrics_retention_days
         if create:
             create_store_file(self.path)
         elif not self.path.exists():
@@ -146,6 +152,8 @@ class TraceStore(Traces, LiveSnapshots, GlideinRecords):
             raise
         if retention_days is not None:
             self.purge()
+        if retention_days is not None or metrics_retention_days is not None:
+            self.purge_metrics()
 
     def _init_schema(self, create: bool) -> None:
         with self._connections.transaction() as conn:
@@ -159,7 +167,7 @@ class TraceStore(Traces, LiveSnapshots, GlideinRecords):
         them and after each registration since: opening a store reads nothing but its header."""
         if self._parts_seen != parts.generation():
             with self._connections.transaction() as conn:
-                self._parts_seen = parts.apply(conn, glidein_summaries.summary_parts())
+                self._parts_seen = parts.apply(conn, glidein_summaries.summary_parts() + [metrics.PART])
 
     def close(self) -> None:
         """Close every connection this store opened (in any thread)."""

@@ -15,7 +15,8 @@ Block format (docs/protocol.md, "Blocks")::
     === gwtrace block v1 end sha256=<64 hex> ===
 
 ``kind=otlp``: the payload is an OTLP ``ExportTraceServiceRequest`` (protobuf).
-``kind=events``: the payload is raw event-log lines (``shim/gwtrace-ship-spool``
+``kind=metrics``: the payload is an OTLP ``ExportMetricsServiceRequest`` (the
+sidecar's resource samples; ``points=N`` in the header). ``kind=events``: the payload is raw event-log lines (``shim/gwtrace-ship-spool``
 writes these on nodes where no sidecar could run). ``bytes`` and ``sha256``
 describe the payload before compression, so a block is verified end to end
 and its digest identifies it (ingest is idempotent on it).
@@ -119,7 +120,7 @@ def find_blocks(data: bytes) -> Iterator[Union[Block, BadBlock]]:
 
 def _verify(offset: int, meta: Dict[str, str], lines: List[bytes], end_sha: Optional[str]) -> Union[Block, BadBlock]:
     kind, sha = meta.get("kind", ""), meta.get("sha256", "")
-    if kind not in ("otlp", "events"):
+    if kind not in ("otlp", "events", "metrics"):
         return BadBlock(offset, f"unknown block kind {kind!r}")
     if not re.fullmatch(r"[0-9a-f]{64}", sha):
         return BadBlock(offset, "no sha256 in the block header")

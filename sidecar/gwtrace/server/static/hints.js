@@ -17,7 +17,10 @@
     return table;
   }
 
-  const SHORT = { pilot_hours: "pilot h/day", requested_hours: "requested h/day, not running" };
+  const SHORT = { pilot_hours: "pilot h/day", requested_hours: "requested h/day, not running",
+    overuse_hours: "over-request h/day" };
+  // the hints whose evidence is jobs (the sidecars' samples: analysis/resources.py), not glideins
+  const JOB_HINTS = new Set(["memory_over_request", "cores_over_request", "memory_leak"]);
 
   function renderHint(hint) {
     const rank = hint.rank;
@@ -35,7 +38,7 @@
         " · " + hint.kind + " · " + scope + " · over " + hint.period_days.toFixed(1) + " days" }),
       el("p", { className: "hint-action" }, el("strong", { text: "Do: " }), el("span", { text: hint.action })),
       evidence(hint.evidence),
-      el("p", { className: "muted", text: hint.count + " glideins; " + (hint.glideins.length < hint.count ?
+      el("p", { className: "muted", text: hint.count + (JOB_HINTS.has(hint.kind) ? " jobs; " : " glideins; ") + (hint.glideins.length < hint.count ?
         "the first " + hint.glideins.length + ":" : "all of them:") }),
       links);
   }

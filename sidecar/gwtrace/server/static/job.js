@@ -143,6 +143,15 @@
       for (const c of children.get(n.span_id) || []) walk(c, depth + 1);
     };
     for (const r of roots) walk(r, 0);
+    resourceRows(data.resources, origin, total);
+  }
+
+  /** What the job (and its glidein's node) used, under the journey in its time line column (resources.js). */
+  function resourceRows(resources, origin, total) {
+    if (!resources || !resources.charts.length) return;
+    const body = clear(document.getElementById("journey-resources"));
+    gwResources.journeyRows(body, resources.charts, origin * 1e6, total * 1e6);
+    body.hidden = !body.children.length;
   }
 
   async function main() {

@@ -189,6 +189,18 @@
       select(initial);
       rowNodes[initial].scrollIntoView({ block: "center" });
     }
+    const glideins = [...new Set(Object.values(trace.processes).map((p) => gw.tagValue(p.tags, "glidein.uuid")).filter(Boolean))];
+    return { start, total, glideins };
+  }
+
+  /** What the trace's jobs and glideins used, under the waterfall on its time axis (resources.js). */
+  async function resources(axis) {
+    const query = axis.glideins.slice(0, 5).map((g) => "glidein=" + encodeURIComponent(g)).join("&");
+    const data = await api("/ui/api/resources/" + encodeURIComponent(traceId) + (query ? "?" + query : ""));
+    if (!data.subjects.length) return;
+    const box = clear(document.getElementById("resources"));
+    gwResources.waterfallRows(box, data.subjects, axis.start, axis.total);
+    box.hidden = !box.children.length;
   }
 
   // Each span against the same phase at the same entry (/ui/api/percentiles), once loaded.
@@ -254,7 +266,7 @@
   async function main() {
     try {
       const body = await api("/api/traces/" + encodeURIComponent(traceId));
-      render(body.data[0]);
+      const axis = render(body.data[0]);
       if (body.data[0].warnings && body.data[0].warnings.length) showMessage(body.data[0].warnings.join("; "), "info");
       try {
         await critical();
@@ -265,6 +277,11 @@
         await percentilesOf();
       } catch (e) {
         showMessage("No percentiles: " + e.message, "info");
+      }
+      try {
+        await resources(axis);
+      } catch (e) {
+        showMessage("No resources: " + e.message, "info");
       }
     } catch (e) {
       showMessage(e.status === 404 ? "No trace " + traceId + " in this store." : "Cannot load the trace: " + e.message);
