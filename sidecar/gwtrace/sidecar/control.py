@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING, Dict, List, Optional, TextIO
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
 from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir
 from gwtrace.sidecar.failure import make_stderr_dir
+from gwtrace.sidecar.commands import make_control_dirs
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
 from gwtrace.sidecar.status import STATUS_COUNTERS, format_counters
 from gwtrace.export.otlpenv import otlp_env
@@ -256,6 +257,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     create_event_log(spool.dir)
     make_jobs_dir(spool.dir)            # the jobs' own logs (channels.py): writable from "ready" on
     make_stderr_dir(spool.dir)          # where producers register their stderr (failure.py)
+    make_control_dirs(spool.dir)        # the controller's decisions and the back channel (commands.py)
     _preflight()
     early: List[int] = []          # a stop asked for while the exporter loads
     signal.signal(signal.SIGTERM, lambda signum, frame: early.append(signum))
