@@ -30,6 +30,7 @@ from gwtrace.home import gwtrace_home, private_dir
 from gwtrace.wire.redact import strip_userinfo_in_logs
 
 if TYPE_CHECKING:
+    from gwtrace.sidecar.ask import JobAsker
     from gwtrace.sidecar.decide import Decision
 
 log = logging.getLogger("gwtrace.sidecar.control")
@@ -289,8 +290,27 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     if early:
         sidecar.request_stop()
     log.info("sidecar on %s exporting to %s", spool.dir, sidecar.destination)
-    sidecar.run()
+    asker = _start_asker(spool.dir, config)
+    try:
+        sidecar.run()
+    finally:
+        if asker is not None:
+            asker.stop()
     return 0
+
+
+def _start_asker(directory: str, glidein_config: Optional[str]) -> "Optional[JobAsker]":
+    """With a controller configured, the thread that asks it for the jobs (ask.py); trouble is logged, not fatal."""
+    from gwtrace.sidecar.ask import JobAsker
+    from gwtrace.sidecar.decide import AskError, controller_base
+
+    try:
+        if not controller_base():
+            return None
+        return JobAsker(directory, glidein_config).start()
+    except (AskError, OSError) as exc:
+        log.warning("jobs will not ask the controller: %s", exc)
+        return None
 
 
 def _preflight() -> None:
