@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 import os
 import subprocess
+import sysconfig
 import time
+import zipapp
 from pathlib import Path
 from typing import Any, Dict, Iterator, List
 
@@ -15,6 +17,7 @@ from conftest import clean_env
 from fake_controller import FakeController
 from test_shim_setup import gconfig, glidein, result, run_setup, setup_env  # noqa: F401 - glidein: a fixture
 
+import gwtrace
 from gwtrace.sidecar.commands import CommandRunner, parse_header, registered_scratch, results_url
 from gwtrace.sidecar.snapshot import Snapshotter
 from gwtrace.sidecar.snapshot_send import HttpSender
@@ -164,3 +167,63 @@ def test_a_level_changed_mid_run_is_seen_by_the_next_script(glidein, receiver) -
         c.stop()
     names = {s.name for s in receiver.spans}
     assert {"main/before.sh", "main/after.sh", "glidein"} <= names and "main/while_off.sh" not in names
+
+
+def _launcher_with_bashlib(target: Path) -> None:
+    """test_shim_setup's stand-in archive, with the site directory's .pth files read, so that the
+    editable install's gwtrace.bashlib (the bash/ directory) is found by `lib --auto`."""
+    src = target.parent / "launcher-bashlib"
+    src.mkdir()
+    paths = [str(Path(gwtrace.__file__).resolve().parent.parent)]
+    (src / "__main__.py").write_text(f"import site, sys\nsys.path[:0] = {paths!r}\n"
+                                     f"site.addsitedir({sysconfig.get_paths()['purelib']!r})\n"
+                                     "from gwtrace.cli import main\nsys.exit(main())\n")
+    target.unlink()
+    zipapp.create_archive(src, target)
+
+
+def test_script_env_reads_the_level_file_when_each_script_starts(glidein, receiver) -> None:  # noqa: F811
+    """A glidein_startup.sh that reads GLIDEIN_SCRIPTS_BASH_ENV: the first script runs at the controller's
+    level, the back channel says "off", the next script runs untraced, then "commands" again."""
+    base = glidein["base"]
+    _launcher_with_bashlib(glidein["main"] / "gwtrace-sidecar.pyz")
+    startup = base / "glidein_startup.sh"
+    startup.write_text(
+        "#!/bin/bash\n# stand-in for a glidein_startup.sh that reads GLIDEIN_SCRIPTS_BASH_ENV\n"
+        "echo \"GLIDEIN_STARTUP_PID $$\" >>glidein_config\n"
+        "bash main/gwtrace_setup.sh \"$PWD/glidein_config\" main || exit 9\n"
+        "BASH_ENV=$(grep '^GLIDEIN_SCRIPTS_BASH_ENV ' glidein_config | tail -n 1 | cut -d ' ' -f 2-)\n"
+        "export BASH_ENV\n"
+        "for n in 1 2 3; do\n"
+        "  for _ in $(seq 200); do [[ -e go$n ]] && break; sleep 0.05; done\n"
+        "  bash ./s.sh $n\n"
+        "done\n")
+    (base / "s.sh").write_text('echo "$1 ${GWTRACE_AUTO_LEVEL:-none}" >>levels\n')
+    c = FakeController().start()
+    c.answer = dict(c.answer, level="functions")
+    try:
+        with glidein["config"].open("a") as f:
+            f.write(f"GWTRACE_OTLP_TRACES_ENDPOINT {receiver.endpoint}\nGWTRACE_CONTROLLER {c.url}\n")
+        env = setup_env(OTEL_EXPORTER_OTLP_TIMEOUT="2000", GWTRACE_SNAPSHOT_INTERVAL="0.2",
+                        GWTRACE_SNAPSHOT_ENDPOINT=c.url + "/v1/gwtrace/snapshot")
+        with open(base / "job.err", "a") as err:
+            proc = subprocess.Popen(["bash", str(startup)], cwd=base, env=env, stdout=subprocess.DEVNULL, stderr=err)
+            (base / "go1").touch()
+            deadline = time.monotonic() + 30
+            while not (base / "levels").exists() and time.monotonic() < deadline:
+                time.sleep(0.05)
+            c.commands = [{"id": "c1", "op": "level", "level": "off", "job": None}]
+            assert c.wait_results(1)
+            (base / "go2").touch()
+            while len((base / "levels").read_text().splitlines()) < 2 and time.monotonic() < deadline:
+                time.sleep(0.05)
+            c.commands = [{"id": "c2", "op": "level", "level": "commands", "job": None}]
+            assert c.wait_results(2)
+            (base / "go3").touch()
+            assert proc.wait(timeout=30) == 0, (base / "job.err").read_text()
+        assert result(glidein)["GWTraceScripts"] == "functions"
+        assert (base / "levels").read_text() == "1 functions\n2 none\n3 commands\n"
+    finally:
+        c.stop()
+        for hook in sorted((base / ".gwms.d" / "exec" / "cleanup").iterdir()):
+            subprocess.run([str(hook), str(glidein["config"])], env=clean_env(), timeout=120)
