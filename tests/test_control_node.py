@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import subprocess
+import sys
 import time
 from pathlib import Path
 from typing import Dict, Iterator
@@ -12,7 +13,7 @@ import pytest
 
 from conftest import clean_env
 from fake_controller import FakeController, closed_port_url
-from test_shim_setup import gconfig, glidein, result, run_setup, setup_env  # noqa: F401 - glidein: a fixture
+from test_shim_setup import gconfig, glidein, job_environment, result, run_setup, setup_env  # noqa: F401 - a fixture
 
 from gwtrace.sidecar import decide
 from gwtrace.wire.sampling import sampled
@@ -180,3 +181,45 @@ def test_decisions_json_is_private(controller, tmp_path: Path) -> None:
     _decide(controller.url, tmp_path)
     table = json.loads((tmp_path / "control" / "decisions.json").read_text())
     assert len(table) == 1 and (tmp_path / "control").stat().st_mode & 0o077 == 0
+
+
+def test_glidein_and_job_agree_on_sampling_through_the_real_sidecar(glidein, receiver, controller) -> None:  # noqa: F811
+    """The glidein's sidecar answers the job's question (ask.py); the job's TRACEPARENT and an OTel SDK
+    inside the job (ParentBased) agree with wire.sampling on the glidein's trace id."""
+    _configure(glidein, receiver.endpoint, controller.url)
+    _timed_setup(glidein)
+    ad = glidein["base"] / ".job.ad"
+    ad.write_text('ClusterId = 88\nProcId = 0\nOwner = "carol"\n')
+    wrapper = subprocess.run(["sh", str(glidein["main"] / "gwtrace-job-wrapper"), sys.executable, "-c",
+                              "import os\n"
+                              "from opentelemetry.propagate import extract\n"
+                              "from opentelemetry.sdk.trace import TracerProvider\n"
+                              "ctx = extract({'traceparent': os.environ['TRACEPARENT']})\n"
+                              "span = TracerProvider().get_tracer('job').start_span('work', context=ctx)\n"
+                              "print(os.environ['TRACEPARENT'], os.environ.get('GWTRACE_AUTO_LEVEL'),"
+                              " span.get_span_context().trace_flags.sampled)\n"],
+                             env=dict(job_environment(glidein), _CONDOR_JOB_AD=str(ad), PATH=setup_env()["PATH"]),
+                             capture_output=True, text=True, timeout=60)
+    assert wrapper.returncode == 0, wrapper.stderr
+    tp, level, sdk = wrapper.stdout.split()
+    _finish(glidein)
+    jobs = [b for b in controller.decide_bodies() if b["subject"] == "job"]
+    assert jobs and jobs[0]["owner"] == "carol" and jobs[0]["job_id"] == "88.0" and jobs[0]["trace_id"] == TRACE
+    assert jobs[0]["site"] == "Test_Site"
+    assert tp.startswith(f"00-{TRACE}-") and tp.endswith("-01") and level == "commands" and sdk == "True"
+    job = {s.name: s for s in receiver.spans}["user_job"]
+    assert job.attributes["gwtrace.control.source"] in ("controller", "cache")
+    assert job.attributes["gwtrace.control.level"] == "commands"
+
+
+def test_a_trace_id_of_the_glideins_own_carries_the_random_flag(glidein, receiver, controller) -> None:  # noqa: F811
+    config = glidein["config"]
+    config.write_text("".join(line for line in config.read_text().splitlines(keepends=True)
+                              if not line.startswith("GLIDEIN_TRACEPARENT ")))
+    _configure(glidein, receiver.endpoint, controller.url)
+    _timed_setup(glidein)
+    tp = gconfig(config, "TRACEPARENT")
+    trace = tp.split("-")[1]
+    assert tp.endswith("-03") and gconfig(config, "GWTRACE_GLIDEIN_TRACEPARENT").endswith("-03")
+    assert controller.decide_bodies()[0]["trace_id"] == trace
+    _finish(glidein)
