@@ -23,9 +23,10 @@ import os
 import re
 import threading
 import time
-from typing import Dict, Mapping, Optional
+from typing import Any, Dict, Mapping, Optional
 
-from gwtrace.sidecar.decide import CONTROL_DIR, Decision, decide, glidein_identity
+from gwtrace.sidecar.commands import make_control_dirs
+from gwtrace.sidecar.decide import CONTROL_DIR, AskError, Decision, controller_base, decide, glidein_identity
 
 log = logging.getLogger("gwtrace.sidecar.ask")
 
@@ -169,3 +170,24 @@ class JobAsker:
             os.unlink(path)
         except OSError:
             pass
+
+
+
+
+def run_with_job_asker(sidecar: Any, directory: str, glidein_config: Optional[str]) -> None:
+    """``sidecar.run()`` with, when a controller is configured (GWTRACE_CONTROLLER), a JobAsker
+    answering the jobs meanwhile. The control directories are made either way (the back channel's
+    level files, the scratch registrations). Trouble is logged, never fatal: jobs then go on with the
+    glidein's decision."""
+    asker = None
+    try:
+        make_control_dirs(directory)
+        if controller_base():
+            asker = JobAsker(directory, glidein_config).start()
+    except (AskError, OSError) as exc:
+        log.warning("jobs will not ask the controller: %s", exc)
+    try:
+        sidecar.run()
+    finally:
+        if asker is not None:
+            asker.stop()

@@ -17,21 +17,17 @@ import signal
 import sys
 import tempfile
 import time
-from typing import TYPE_CHECKING, Dict, List, Optional, TextIO
+from typing import Dict, List, Optional, TextIO
 
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
 from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir
 from gwtrace.sidecar.failure import make_stderr_dir
-from gwtrace.sidecar.commands import make_control_dirs
+from gwtrace.sidecar.ask import run_with_job_asker
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
 from gwtrace.sidecar.status import STATUS_COUNTERS, format_counters
 from gwtrace.export.otlpenv import otlp_env
 from gwtrace.home import gwtrace_home, private_dir
 from gwtrace.wire.redact import strip_userinfo_in_logs
-
-if TYPE_CHECKING:
-    from gwtrace.sidecar.ask import JobAsker
-    from gwtrace.sidecar.decide import Decision
 
 log = logging.getLogger("gwtrace.sidecar.control")
 
@@ -118,42 +114,15 @@ def unread_log_bytes(spool: Spool) -> int:
     return unread
 
 
-def decision_lines(decision: "Decision") -> List[str]:
-    """The glidein's decision as shell assignments for the set-up's ``eval`` (not exported)."""
-    values = {
-        "gwtrace_control_level": decision.level or "",
-        "gwtrace_control_ratio": "" if decision.ratio is None else repr(decision.ratio),
-        "gwtrace_control_sampled": {True: "1", False: "0", None: ""}[decision.sampled],
-        "gwtrace_control_rule": decision.rule or "",
-        "gwtrace_control_source": decision.source,
-        "gwtrace_control_why": decision.why,
-    }
-    return [f"{k}={shlex.quote(v)};" for k, v in values.items()]
-
-
-def ask_for_glidein(directory: str, glidein_config: Optional[str], trace_id: str,
-                    default_level: str, default_ratio: float) -> "Decision":
-    """The glidein's one question (decide.py), within its budget; the default fills what is left open."""
-    from gwtrace.sidecar.decide import decide, glidein_identity, with_default
-
-    question = {"subject": "glidein", **glidein_identity(glidein_config), "trace_id": trace_id}
-    return with_default(decide(question, directory), default_level, default_ratio, trace_id)
-
-
 def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO,
-          ship_to: Optional[str] = None, ask: Optional[Dict[str, str]] = None) -> int:
-    """Start a sidecar; with ``ask`` (trace_id, level, ratio) also ask the controller for the glidein,
-    while the daemon boots, and print the decision after the export lines."""
+          ship_to: Optional[str] = None) -> int:
     spool = _open_spool(choose_directory(directory))
     if glidein_config:
         glidein_config = os.path.abspath(glidein_config)   # the daemon runs in /
     if spool.is_owned():
         pid = spool.owner_pid() or 0
         print(f"gwtrace: a sidecar (pid {pid}) already runs on {spool.dir}", file=sys.stderr)
-        lines = environment_lines(spool.dir, pid)
-        if ask is not None:
-            lines += decision_lines(_ask(spool.dir, glidein_config, ask))
-        out.write("\n".join(lines) + "\n")
+        out.write("\n".join(environment_lines(spool.dir, pid)) + "\n")
         return 0
     read_fd, write_fd = os.pipe()
     pid = os.fork()
@@ -162,26 +131,12 @@ def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO,
         _daemonize(spool.dir, glidein_config, write_fd, ship_to)
     os.close(write_fd)
     os.waitpid(pid, 0)   # the intermediate child exits at once
-    decision = _ask(spool.dir, glidein_config, ask) if ask is not None else None   # while the daemon boots
     message = _read_ready(read_fd, READY_TIMEOUT_S)
     if not message.startswith("ready "):
         raise ControlError(message.strip() or f"sidecar did not start; see {spool.path(LOG_NAME)}")
     daemon_pid = int(message.split()[1])
-    lines = environment_lines(spool.dir, daemon_pid)
-    if decision is not None:
-        lines += decision_lines(decision)
-    out.write("\n".join(lines) + "\n")
+    out.write("\n".join(environment_lines(spool.dir, daemon_pid)) + "\n")
     return 0
-
-
-def _ask(directory: str, glidein_config: Optional[str], ask: Dict[str, str]) -> "Decision":
-    try:
-        ratio = float(ask.get("ratio") or 1.0)
-        if not 0.0 <= ratio <= 1.0:
-            raise ValueError(ratio)
-    except ValueError:
-        ratio = 1.0
-    return ask_for_glidein(directory, glidein_config, ask["trace_id"], ask.get("level") or "", ratio)
 
 
 def _read_ready(fd: int, timeout: float) -> str:
@@ -258,7 +213,6 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     create_event_log(spool.dir)
     make_jobs_dir(spool.dir)            # the jobs' own logs (channels.py): writable from "ready" on
     make_stderr_dir(spool.dir)          # where producers register their stderr (failure.py)
-    make_control_dirs(spool.dir)        # the controller's decisions and the back channel (commands.py)
     _preflight()
     early: List[int] = []          # a stop asked for while the exporter loads
     signal.signal(signal.SIGTERM, lambda signum, frame: early.append(signum))
@@ -290,27 +244,8 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     if early:
         sidecar.request_stop()
     log.info("sidecar on %s exporting to %s", spool.dir, sidecar.destination)
-    asker = _start_asker(spool.dir, config)
-    try:
-        sidecar.run()
-    finally:
-        if asker is not None:
-            asker.stop()
+    run_with_job_asker(sidecar, spool.dir, config)      # sidecar.run(), jobs asking the controller through it
     return 0
-
-
-def _start_asker(directory: str, glidein_config: Optional[str]) -> "Optional[JobAsker]":
-    """With a controller configured, the thread that asks it for the jobs (ask.py); trouble is logged, not fatal."""
-    from gwtrace.sidecar.ask import JobAsker
-    from gwtrace.sidecar.decide import AskError, controller_base
-
-    try:
-        if not controller_base():
-            return None
-        return JobAsker(directory, glidein_config).start()
-    except (AskError, OSError) as exc:
-        log.warning("jobs will not ask the controller: %s", exc)
-        return None
 
 
 def _preflight() -> None:

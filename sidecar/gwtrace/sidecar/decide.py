@@ -261,3 +261,32 @@ def with_default(decision: Decision, level: str, ratio: float, trace_id: Optiona
     if out.sampled is None and trace_id and out.ratio is not None:
         out = out._replace(sampled=sampled(trace_id, out.ratio))
     return out
+
+
+def glidein_decision(directory: Optional[str], glidein_config: Optional[str], ask: Mapping[str, str]) -> Decision:
+    """The glidein's one question (``sidecar start --ask-trace-id``): its identity from glidein_config,
+    its trace id, the factory's default level and ratio (``ask``) for what the controller leaves open."""
+    try:
+        ratio = float(ask.get("ratio") or 1.0)
+        if not 0.0 <= ratio <= 1.0:
+            raise ValueError(ratio)
+    except ValueError:
+        ratio = 1.0
+    trace_id = ask["trace_id"]
+    question = {"subject": "glidein", **glidein_identity(glidein_config), "trace_id": trace_id}
+    return with_default(decide(question, directory), ask.get("level") or "", ratio, trace_id)
+
+
+def shell_lines(decision: Decision) -> "list[str]":
+    """The decision as shell assignments (``gwtrace_control_*``, not exported) for the set-up's ``eval``."""
+    import shlex
+
+    values = {
+        "gwtrace_control_level": decision.level or "",
+        "gwtrace_control_ratio": "" if decision.ratio is None else repr(decision.ratio),
+        "gwtrace_control_sampled": {True: "1", False: "0", None: ""}[decision.sampled],
+        "gwtrace_control_rule": decision.rule or "",
+        "gwtrace_control_source": decision.source,
+        "gwtrace_control_why": decision.why,
+    }
+    return [f"{k}={shlex.quote(v)};" for k, v in values.items()]
