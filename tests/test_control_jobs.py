@@ -152,3 +152,23 @@ def test_requests_are_checked() -> None:
     assert parse_request(b"x\t$(rm -rf)\t" + TRACE.encode() + b"\n", TRACE) == {"subject": "job", "trace_id": TRACE}
     assert parse_request(b"88.0\tcarol\t" + b"0" * 32 + b"\n", TRACE) is None          # another trace
     assert answer_line(Decision(None, None, None, None, "default", "timed out")) == "-\t-\t-\tdefault\ttimed out\n"
+
+
+def test_what_a_job_plants_in_the_control_directory_never_blocks_nor_is_written_through(node, controller,
+                                                                                       tmp_path: Path) -> None:
+    ask = node["dir"] / "control" / "ask"
+    os.mkfifo(ask / f"{TRACE}-{'1' * 16}.req")                       # a FIFO for a request: never opened blocking
+    os.mkfifo(node["dir"] / "control" / "decisions.json")            # and for the cache
+    outside = tmp_path / "precious"
+    outside.write_text("keep\n")
+    (ask / f"{TRACE}-{'2' * 16}.ans").symlink_to(outside)            # an answer path that is a symlink
+    (ask / f"{TRACE}-{'2' * 16}.req").write_text(f"88.0\tcarol\t{TRACE}\n")
+    asker = JobAsker(str(node["dir"]), None, env={"GWTRACE_CONTROLLER": controller.url})
+    begun = time.monotonic()
+    assert asker.poll() == 1
+    deadline = time.monotonic() + 5
+    while (ask / f"{TRACE}-{'2' * 16}.ans").is_symlink() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert time.monotonic() - begun < 2
+    assert outside.read_text() == "keep\n"
+    assert (ask / f"{TRACE}-{'2' * 16}.ans").read_text().startswith("commands\t1\tr12\tcontroller\t")

@@ -26,7 +26,8 @@ import time
 from typing import Any, Dict, Mapping, Optional
 
 from gwtrace.sidecar.commands import make_control_dirs
-from gwtrace.sidecar.decide import CONTROL_DIR, AskError, Decision, controller_base, decide, glidein_identity
+from gwtrace.sidecar.decide import (CONTROL_DIR, AskError, Decision, controller_base, decide, glidein_identity,
+                                    read_small, write_replace)
 
 log = logging.getLogger("gwtrace.sidecar.ask")
 
@@ -127,9 +128,10 @@ class JobAsker:
                     self.seen.pop(name, None)
                 continue
             try:
-                with open(path, "rb") as fh:
-                    data = fh.read(MAX_REQUEST_BYTES + 1)
+                data = read_small(path, MAX_REQUEST_BYTES + 1)
             except OSError:
+                if self._old(path, now):
+                    self._remove(path)
                 continue
             question = parse_request(data, m.group(1))
             if question is None:
@@ -148,10 +150,7 @@ class JobAsker:
     def _answer(self, answer_path: str, question: Dict[str, str]) -> None:
         try:
             decision = decide({**self.identity, **question}, self.cache_dir, JOB_BUDGET_S, self.env)
-            tmp = answer_path + ".tmp"
-            with open(tmp, "w", encoding="utf-8") as fh:
-                fh.write(answer_line(decision))
-            os.replace(tmp, answer_path)
+            write_replace(answer_path, answer_line(decision))
         except OSError as exc:
             log.warning("job question not answered: %s", exc)
         finally:
@@ -160,7 +159,7 @@ class JobAsker:
     @staticmethod
     def _old(path: str, now: float) -> bool:
         try:
-            return now - os.stat(path).st_mtime > STALE_S
+            return now - os.lstat(path).st_mtime > STALE_S
         except OSError:
             return False
 

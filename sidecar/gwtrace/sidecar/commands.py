@@ -31,7 +31,7 @@ import re
 from collections import OrderedDict
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
-from gwtrace.sidecar.decide import CONTROL_DIR, LEVELS, RESULTS_PATH, AskError, post_json
+from gwtrace.sidecar.decide import CONTROL_DIR, LEVELS, RESULTS_PATH, AskError, post_json, read_small, write_replace
 from gwtrace.sidecar.tail import TailRefused, file_tail
 
 log = logging.getLogger("gwtrace.sidecar.commands")
@@ -54,13 +54,6 @@ def make_control_dirs(directory: str) -> None:
     """``control/`` and its job subdirectories (0700), where job wrappers register and read."""
     for sub in ("", JOB_LEVEL_DIR, SCRATCH_DIR, "ask"):
         os.makedirs(os.path.join(directory, CONTROL_DIR, sub), mode=0o700, exist_ok=True)
-
-
-def write_atomically(path: str, text: str) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as fh:
-        fh.write(text)
-    os.replace(tmp, path)
 
 
 def parse_header(value: Optional[str]) -> List[Dict[str, Any]]:
@@ -149,10 +142,10 @@ class CommandRunner:
         job = self._job(command)
         control = os.path.join(self.dir, CONTROL_DIR)
         if job is None:
-            write_atomically(os.path.join(self.dir, LEVEL_FILE), level + "\n")
-            write_atomically(os.path.join(control, JOBS_LEVEL), level + "\n")
+            write_replace(os.path.join(self.dir, LEVEL_FILE), level + "\n")
+            write_replace(os.path.join(control, JOBS_LEVEL), level + "\n")
         else:
-            write_atomically(os.path.join(control, JOB_LEVEL_DIR, job), level + "\n")
+            write_replace(os.path.join(control, JOB_LEVEL_DIR, job), level + "\n")
         log.info("level %s for %s (command %s)", level, f"job {job}" if job else "the glidein", command["id"])
 
     def _tail(self, command: Mapping[str, Any]) -> Dict[str, Any]:
@@ -168,8 +161,7 @@ class CommandRunner:
 def registered_scratch(directory: str, job: str) -> Optional[str]:
     """The scratch directory the job wrapper registered for ``job``: absolute, not "/", ours; else None."""
     try:
-        with open(os.path.join(directory, CONTROL_DIR, SCRATCH_DIR, job), encoding="utf-8") as fh:
-            path = fh.readline(4097).rstrip("\n")
+        path = read_small(os.path.join(directory, CONTROL_DIR, SCRATCH_DIR, job), 4097).decode().split("\n")[0]
     except (OSError, UnicodeDecodeError):
         return None
     if not path.startswith("/") or os.path.realpath(path) == "/":

@@ -25,6 +25,7 @@ import http.client
 import json
 import os
 import socket
+import stat
 import threading
 import time
 import urllib.parse
@@ -45,6 +46,7 @@ MAX_FIELD = 256
 MAX_TTL_S = 24 * 3600.0
 CONTROL_DIR = "control"
 CACHE_NAME = "decisions.json"
+MAX_CACHE_BYTES = 1024 * 1024
 #: glidein_config attribute -> the decide body's field (docs/protocol.md).
 IDENTITY_KEYS = {"GLIDECLIENT_Name": "frontend", "GLIDEIN_Factory": "factory", "GLIDEIN_Entry_Name": "entry",
                  "GLIDEIN_Site": "site", "GLIDEIN_UUID": "glidein_id"}
@@ -171,6 +173,32 @@ def parse_answer(answer: Any, trace_id: Optional[str]) -> Decision:
     return Decision(level if rule is not None else None, ratio, is_sampled, rule, "controller", why, min(ttl, MAX_TTL_S))
 
 
+def read_small(path: str, limit: int = MAX_ANSWER_BYTES) -> bytes:
+    """At most ``limit`` bytes of a regular file, never following a symlink nor blocking on a FIFO
+    (job wrappers share the control directory: what is there may be anything). OSError otherwise."""
+    fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise OSError(f"{path}: not a regular file")
+        return os.read(fd, limit)
+    finally:
+        os.close(fd)
+
+
+def write_replace(path: str, text: str) -> None:
+    """Replace ``path`` atomically with ``text``: a fresh private temporary file (O_EXCL, no symlink
+    followed), then rename (which replaces a symlink, never writes through it)."""
+    tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+    try:
+        os.unlink(tmp)
+    except OSError:
+        pass
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0), 0o600)
+    with os.fdopen(fd, "w", encoding="utf-8") as fh:
+        fh.write(text)
+    os.replace(tmp, path)
+
+
 def _cache_path(directory: str) -> str:
     return os.path.join(directory, CONTROL_DIR, CACHE_NAME)
 
@@ -185,8 +213,7 @@ def cached(directory: Optional[str], question: Mapping[str, Any], now: float) ->
     if not directory:
         return None
     try:
-        with open(_cache_path(directory), encoding="utf-8") as fh:
-            table = json.load(fh)
+        table = json.loads(read_small(_cache_path(directory), MAX_CACHE_BYTES))
         entry = table.get(_cache_key(question))
         if isinstance(entry, dict) and float(entry.get("expires", 0)) > now:
             answer = entry.get("answer")
@@ -205,18 +232,16 @@ def remember(directory: Optional[str], question: Mapping[str, Any], answer: Mapp
     try:
         os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
         try:
-            with open(path, encoding="utf-8") as fh:
-                table = json.load(fh)
+            table = json.loads(read_small(path, MAX_CACHE_BYTES))
             if not isinstance(table, dict):
                 table = {}
         except (OSError, ValueError):
             table = {}
         table = {k: v for k, v in table.items() if isinstance(v, dict) and float(v.get("expires", 0)) > now}
         table[_cache_key(question)] = {"expires": now + ttl, "answer": dict(answer)}
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as fh:
-            json.dump(table, fh)
-        os.replace(tmp, path)
+        while len(json.dumps(table)) > MAX_CACHE_BYTES // 2 and len(table) > 1:
+            del table[min(table, key=lambda k: float(table[k].get("expires", 0)))]
+        write_replace(path, json.dumps(table))
     except (OSError, ValueError, TypeError):
         pass
 
