@@ -182,25 +182,20 @@ start_sidecar() {
 # ($GWTRACE_DIR/level), where the next script and the step hook read it and
 # where the back channel changes it.
 control_decision() {
-  local given
+  local sampled=true random=2
   setting GWTRACE_SCRIPTS_LEVEL; gwtrace_level=${gwtrace_r:-steps}
   gwtrace_sampled=1 gwtrace_control_attrs=()
   if [[ -n ${gwtrace_control_source-} ]]; then
     [[ -z ${gwtrace_control_level-} ]] || gwtrace_level=$gwtrace_control_level
-    [[ ${gwtrace_control_sampled-} == 0 ]] && gwtrace_sampled=0
-    gwtrace_control_attrs=("gwtrace.control.level=$gwtrace_level"
-      "gwtrace.control.source=$gwtrace_control_source" "gwtrace.control.reason=${gwtrace_control_why-}"
-      "gwtrace.control.sampled=$([[ $gwtrace_sampled == 1 ]] && echo true || echo false)")
+    [[ ${gwtrace_control_sampled-} == 0 ]] && gwtrace_sampled=0 sampled=false
+    gwtrace_control_attrs=("gwtrace.control.level=$gwtrace_level" "gwtrace.control.source=$gwtrace_control_source"
+      "gwtrace.control.reason=${gwtrace_control_why-}" "gwtrace.control.sampled=$sampled")
     [[ -z ${gwtrace_control_rule-} ]] || gwtrace_control_attrs+=("gwtrace.control.rule=$gwtrace_control_rule")
     [[ -z ${gwtrace_control_ratio-} ]] || gwtrace_control_attrs+=("gwtrace.control.sample_ratio=$gwtrace_control_ratio")
   fi
-  given=01
-  [[ $gwtrace_parent == - ]] || given=${gwtrace_given##*-}
-  if [[ $gwtrace_parent == - ]]; then
-    gwtrace_flags=0$(( 2 + gwtrace_sampled ))
-  else
-    printf -v gwtrace_flags '%02x' $(( (16#${given:-01} & 0x02) | gwtrace_sampled ))
-  fi
+  # A trace id from elsewhere keeps its own random bit.
+  [[ $gwtrace_parent == - ]] || random=$(( 16#${gwtrace_given:-01} & 2 ))
+  gwtrace_flags=0$(( random | gwtrace_sampled ))
   [[ -z ${GWTRACE_DIR-} ]] || printf '%s\n' "$gwtrace_level" >"$GWTRACE_DIR/level" 2>/dev/null || :
 }
 
