@@ -6,7 +6,8 @@ sees it writes ``control/ask/<trace id>-<span id>.req``, one line
 ``job id<TAB>owner<TAB>trace id``, and looks for ``<same>.ans`` for at most
 ~0.9 s, else goes on with the glidein's decision (the flags of the
 traceparent it was handed). This thread lists ``control/ask/`` every
-POLL_S, asks the controller for each new request (decide.py, the glidein's
+time a wrapper rings (one byte into the FIFO ``control/ask.fifo``; at least
+every POLL_S without), asks the controller for each new request (decide.py, the glidein's
 identity added, its answer cached for ``ttl_s``) in a thread of its own, and
 writes the answer atomically: one line
 ``level<TAB>sampled<TAB>rule<TAB>source<TAB>why``, "-" for a field left
@@ -21,6 +22,7 @@ from __future__ import annotations
 import logging
 import os
 import re
+import select
 import threading
 import time
 from typing import Any, Dict, Mapping, Optional
@@ -33,7 +35,9 @@ log = logging.getLogger("gwtrace.sidecar.ask")
 
 ASK_DIR = "ask"
 MARK = "asking"
-POLL_S = 0.02
+#: How often the directory is listed when no wrapper rings (the FIFO wakes the thread at once).
+POLL_S = 1.0
+BELL = "ask.fifo"
 #: The sidecar's share of the wrapper's 1 s: the wrapper polls, and gives up at ~0.9 s.
 JOB_BUDGET_S = 0.75
 STALE_S = 10.0
@@ -87,10 +91,21 @@ class JobAsker:
         self.in_flight = threading.BoundedSemaphore(MAX_IN_FLIGHT)
         self.counters = {"job_questions": 0, "job_questions_dropped": 0}
         self._stop = threading.Event()
+        self._bell_r = self._bell_w = -1
         self._thread = threading.Thread(target=self._loop, name="gwtrace-ask", daemon=True)
 
     def start(self) -> "JobAsker":
+        """Make the bell (a FIFO, both ends held open here: a ring never blocks a wrapper, and the
+        read end never sees EOF), mark the directory as asking, start the thread."""
         os.makedirs(self.dir, mode=0o700, exist_ok=True)
+        bell = os.path.join(os.path.dirname(self.dir), BELL)
+        try:
+            os.unlink(bell)
+        except OSError:
+            pass
+        os.mkfifo(bell, 0o600)
+        self._bell_r = os.open(bell, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
+        self._bell_w = os.open(bell, os.O_WRONLY | os.O_NONBLOCK | getattr(os, "O_CLOEXEC", 0))
         with open(self.mark, "w", encoding="utf-8") as fh:
             fh.write(f"{os.getpid()}\n")
         self._thread.start()
@@ -102,10 +117,31 @@ class JobAsker:
         except OSError:
             pass
         self._stop.set()
+        self._ring()
         self._thread.join(timeout=1.0)
+        for fd in (self._bell_r, self._bell_w):
+            if fd >= 0:
+                os.close(fd)
+        self._bell_r = self._bell_w = -1
+
+    def _ring(self) -> None:
+        try:
+            os.write(self._bell_w, b"x")
+        except OSError:          # full (it will be read) or closed
+            pass
 
     def _loop(self) -> None:
-        while not self._stop.wait(POLL_S):
+        while not self._stop.is_set():
+            try:
+                select.select([self._bell_r], [], [], POLL_S)
+                while os.read(self._bell_r, 4096):
+                    pass
+            except BlockingIOError:              # drained
+                pass
+            except OSError:
+                time.sleep(POLL_S)
+            if self._stop.is_set():
+                return
             try:
                 self.poll()
             except Exception as exc:  # noqa: BLE001 - never fatal: a job goes on with its default
