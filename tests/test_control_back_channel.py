@@ -227,3 +227,18 @@ def test_script_env_reads_the_level_file_when_each_script_starts(glidein, receiv
         c.stop()
         for hook in sorted((base / ".gwms.d" / "exec" / "cleanup").iterdir()):
             subprocess.run([str(hook), str(glidein["config"])], env=clean_env(), timeout=120)
+
+
+def test_results_are_posted_in_bodies_the_server_takes(tmp_path: Path, scratch: Path) -> None:
+    """Three 1 MiB tails of a file whose every byte JSON escapes six-fold: each result is cut to fit,
+    the bodies stay under 2 MiB."""
+    (scratch / "ctl").write_bytes(b"\x01" * (1024 * 1024))
+    runner, posted = _runner(tmp_path, scratch)
+    header = json.dumps([{"id": f"t{i}", "op": "tail", "job": "123.0", "path": "ctl", "max_bytes": 1 << 20}
+                         for i in range(3)])
+    results = runner.handle(header)
+    assert [r["ok"] for r in results] == [True] * 3
+    bodies = [json.dumps(payload, separators=(",", ":")) for _, payload in posted]
+    assert len(bodies) >= 2 and all(len(b) <= 2 * 1024 * 1024 for b in bodies)
+    sent = [r for _, payload in posted for r in payload["results"]]
+    assert [r["id"] for r in sent] == ["t0", "t1", "t2"] and all(r["truncated"] for r in sent)

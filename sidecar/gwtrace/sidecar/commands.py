@@ -42,6 +42,9 @@ MAX_COMMANDS = 64
 #: Results remembered (to answer a resent command again without redoing it).
 MAX_DONE = 1024
 RESULTS_BUDGET_S = 5.0
+#: A results POST's body stays under the server's 2 MiB; one result under half of it.
+MAX_BODY_BYTES = 2 * 1024 * 1024 - 4096
+MAX_RESULT_BYTES = 1024 * 1024 + 65536
 JOB_ID = re.compile(r"\A[0-9]{1,12}\.[0-9]{1,9}\Z")
 COMMAND_ID = re.compile(r"\A[A-Za-z0-9_.:-]{1,64}\Z")
 LEVEL_FILE = "level"
@@ -104,9 +107,9 @@ class CommandRunner:
                 self.done.popitem(last=False)
             self.counters["commands_done" if result["ok"] else "commands_refused"] += 1
             results.append(result)
-        if results:
+        for batch in batches(results):
             try:
-                self.post(self.results_url, {"key": self.key, "results": results})
+                self.post(self.results_url, {"key": self.key, "results": batch})
             except AskError as exc:
                 self.counters["command_results_failed"] += 1
                 log.warning("command results not delivered: %s", exc)
@@ -156,6 +159,35 @@ class CommandRunner:
         if scratch is None:
             raise TailRefused(f"job {job} is not running here")
         return file_tail(scratch, command.get("path"), command.get("max_bytes", 65536))
+
+
+def _size(result: Mapping[str, Any]) -> int:
+    return len(json.dumps(result, separators=(",", ":")))
+
+
+def fit(result: Dict[str, Any], limit: int = MAX_RESULT_BYTES) -> Dict[str, Any]:
+    """A result whose JSON fits ``limit`` bytes: a tail's text shortened from its start (JSON escapes
+    may make a 1 MiB tail several times longer), ``truncated`` then true."""
+    text = result.get("text")
+    while isinstance(text, str) and text and _size(result) > limit:
+        text = text[len(text) - len(text) * 3 // 4:]
+        result = dict(result, text=text, truncated=True)
+    return result
+
+
+def batches(results: List[Dict[str, Any]], limit: int = MAX_BODY_BYTES) -> List[List[Dict[str, Any]]]:
+    """The results in POST bodies of at most ``limit`` bytes (the server takes 2 MiB), in order."""
+    out: List[List[Dict[str, Any]]] = []
+    size = limit
+    for result in results:
+        result = fit(result)
+        n = _size(result) + 1
+        if size + n > limit:
+            out.append([])
+            size = 200                         # the envelope: key, brackets
+        out[-1].append(result)
+        size += n
+    return out
 
 
 def registered_scratch(directory: str, job: str) -> Optional[str]:
