@@ -625,7 +625,8 @@ scripts_level() {
   fi
   startup=$(readlink "/proc/$PPID/fd/255" 2>/dev/null) || startup=''
   if [[ ! -r $startup ]] || ! grep -q GLIDEIN_SCRIPTS_BASH_ENV "$startup"; then
-    echo "$gwtrace_me: this glidein_startup.sh does not read GLIDEIN_SCRIPTS_BASH_ENV: one span per script" >&2
+    [[ $level == @(steps|off) ]] ||      # nothing lost at steps or off: no line in the .err
+      echo "$gwtrace_me: this glidein_startup.sh does not read GLIDEIN_SCRIPTS_BASH_ENV: one span per script" >&2
     return 0
   fi
   auto=$("$gwtrace_python" -I -S "$gwtrace_pyz" lib --auto --dir "$gwtrace_dir/auto" 2>/dev/null) && [[ -r $auto ]] || return 0

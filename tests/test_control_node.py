@@ -168,6 +168,7 @@ def test_a_controller_that_does_not_answer_delays_the_set_up_at_most_1_1_s(glide
         if c is not None:
             c.stop()
     print(f"set-up: {baseline:.3f} s without a controller, {took:.3f} s with one {mode}")
+    assert "GLIDEIN_SCRIPTS_BASH_ENV" not in (glidein["base"] / "job.err").read_text()   # steps: nothing to say
     assert took - baseline <= 1.1, (baseline, took)
     roots = [s for s in receiver.spans if s.name == "glidein"]
     assert roots[-1].attributes["gwtrace.control.source"] == "default"
