@@ -242,3 +242,21 @@ def test_results_are_posted_in_bodies_the_server_takes(tmp_path: Path, scratch: 
     assert len(bodies) >= 2 and all(len(b) <= 2 * 1024 * 1024 for b in bodies)
     sent = [r for _, payload in posted for r in payload["results"]]
     assert [r["id"] for r in sent] == ["t0", "t1", "t2"] and all(r["truncated"] for r in sent)
+
+
+def test_the_sidecars_snapshotter_carries_out_commands_and_counts_them(tmp_path: Path, scratch: Path) -> None:
+    from gwtrace.sidecar.snapshot import make_snapshotter
+
+    c = FakeController().start()
+    try:
+        c.commands = [{"id": "c3", "op": "level", "level": "scripts", "job": "5.0"}]
+        snap, _ = make_snapshotter(None, {"glidein.uuid": "g-1"}, str(tmp_path / "sc"),
+                                   env={"GWTRACE_SNAPSHOT_ENDPOINT": c.url + "/v1/gwtrace/snapshot"})
+        snap.take([], 0)
+        assert snap.wait_idle() and c.wait_results(1)
+        snap.close()
+    finally:
+        c.stop()
+    assert c.results == [{"key": "g-1", "results": [{"id": "c3", "ok": True}]}]
+    assert snap.counters["commands_done"] == 1 and snap.counters["commands_refused"] == 0
+    assert (tmp_path / "sc" / "control" / "job-level" / "5.0").read_text() == "scripts\n"

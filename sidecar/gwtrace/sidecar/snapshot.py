@@ -258,5 +258,8 @@ def make_snapshotter(delivery: Any, resource: Mapping[str, Any], directory: str,
     if kind == "url":
         from gwtrace.sidecar.commands import CommandRunner, results_url
 
-        snap.on_commands = CommandRunner(directory, results_url(value), snap.key, env).handle
+        runner = CommandRunner(directory, results_url(value), snap.key, env)
+        snap.counters.update(runner.counters)
+        runner.counters = snap.counters          # `gwtrace sidecar status` shows them with the snapshots'
+        snap.on_commands = runner.handle
     return snap, f"live snapshots every {interval:g}s to {sender.destination}"
