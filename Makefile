@@ -122,11 +122,11 @@ bench: install-test
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bench/overhead
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/throughput
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/serve
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/controller-node
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/faults
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/shim
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/glidein-deployed
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/snapshot
-	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/controller-node
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/backfill
 
 # lint-imports: the layers and no cycles (.importlinter, docs/design.md "Layers"); import-linter
