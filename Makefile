@@ -130,6 +130,7 @@ bench: install-test
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bench/overhead
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/throughput
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/serve
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/controller-node
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/faults
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/shim
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/glidein-deployed

@@ -130,6 +130,9 @@ exporter_env() {
   [[ -n $service ]] && export OTEL_SERVICE_NAME=$service
   [[ -n $job_service ]] && export GWTRACE_JOB_SERVICE_NAME=$job_service
   [[ -n $token_file ]] && export GWTRACE_OTLP_TOKEN_FILE=$token_file
+  # The controller the sidecar asks (docs/deploy.md); unset: no question, the factory's defaults.
+  setting GWTRACE_CONTROLLER
+  [[ -n $gwtrace_r ]] && export GWTRACE_CONTROLLER=$gwtrace_r
   # The clean-up's stop waits this long for a collector that does not answer,
   # then ships the rest home: a glidein's end is not delayed by tracing.
   export GWTRACE_STOP_TIMEOUT=${GWTRACE_STOP_TIMEOUT:-2}
@@ -153,13 +156,47 @@ running_sidecar() {
 # SIGTERMed; its own start-up errors go to start.err for the metric. The
 # archive was checked first (check_pyz); -I -S as it would re-execute itself.
 start_sidecar() {
-  local out
+  local out level ratio
+  local -a ask=()
+  if [[ -n ${GWTRACE_CONTROLLER-} ]]; then
+    setting GWTRACE_SCRIPTS_LEVEL; level=$gwtrace_r
+    setting GWTRACE_SAMPLE_RATIO; ratio=$gwtrace_r
+    ask=(--ask-trace-id "$gwtrace_trace" --default-level "$level" --default-ratio "${ratio:-1}")
+  fi
   if ! out=$("$gwtrace_python" -I -S "$gwtrace_pyz" sidecar start --dir "$gwtrace_dir/sidecar" \
-             --glidein-config "$glidein_config" --ship-to /dev/fd/3 3>&2 2>"$gwtrace_dir/start.err"); then
+             --glidein-config "$glidein_config" --ship-to /dev/fd/3 "${ask[@]}" 3>&2 2>"$gwtrace_dir/start.err"); then
     tracing_off "sidecar did not start: $(head -c 200 "$gwtrace_dir/start.err" | tr '\n<>&' '    ')"
   fi
   [[ $out == export\ GWTRACE_DIR=* ]] || tracing_off "unexpected output from sidecar start"
   eval "$out"
+}
+
+# control_decision: what the controller decided (start_sidecar's
+# gwtrace_control_* assignments), or the factory's defaults, into
+# gwtrace_level (the glidein scripts' level: steps, off, scripts, functions
+# or commands), gwtrace_sampled (1 or 0) and gwtrace_flags (the flags of the
+# traceparents handed down: W3C level 2, 0x02 "random" for the trace ids
+# derived here, whose low 64 bits are a sha256's; a factory's own flags kept
+# otherwise), and the root span's gwtrace.control.* attributes into
+# gwtrace_control_attrs. The level is also written to the level file
+# ($GWTRACE_DIR/level), where the next script and the step hook read it and
+# where the back channel changes it.
+control_decision() {
+  local sampled=true random=2
+  setting GWTRACE_SCRIPTS_LEVEL; gwtrace_level=${gwtrace_r:-steps}
+  gwtrace_sampled=1 gwtrace_control_attrs=()
+  if [[ -n ${gwtrace_control_source-} ]]; then
+    [[ -z ${gwtrace_control_level-} ]] || gwtrace_level=$gwtrace_control_level
+    [[ ${gwtrace_control_sampled-} == 0 ]] && gwtrace_sampled=0 sampled=false
+    gwtrace_control_attrs=("gwtrace.control.level=$gwtrace_level" "gwtrace.control.source=$gwtrace_control_source"
+      "gwtrace.control.reason=${gwtrace_control_why-}" "gwtrace.control.sampled=$sampled")
+    [[ -z ${gwtrace_control_rule-} ]] || gwtrace_control_attrs+=("gwtrace.control.rule=$gwtrace_control_rule")
+    [[ -z ${gwtrace_control_ratio-} ]] || gwtrace_control_attrs+=("gwtrace.control.sample_ratio=$gwtrace_control_ratio")
+  fi
+  # A trace id from elsewhere keeps its own random bit.
+  [[ $gwtrace_parent == - ]] || random=$(( 16#${gwtrace_given:-01} & 2 ))
+  gwtrace_flags=0$(( random | gwtrace_sampled ))
+  [[ -z ${GWTRACE_DIR-} ]] || printf '%s\n' "$gwtrace_level" >"$GWTRACE_DIR/level" 2>/dev/null || :
 }
 
 # check_pyz: in gwtrace_python, python >= 3.9 ("python < 3.9" otherwise),
@@ -233,8 +270,8 @@ glidein_context() {
   local factory schedd cluster proc uuid given
   setting GLIDEIN_TRACEPARENT; given=$gwtrace_r
   given=${given:-${TRACEPARENT-}}
-  if [[ $given =~ ^[[:space:]]*00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}[[:space:]]*$ ]]; then
-    gwtrace_trace=${BASH_REMATCH[1]} gwtrace_parent=${BASH_REMATCH[2]}
+  if [[ $given =~ ^[[:space:]]*00-([0-9a-f]{32})-([0-9a-f]{16})-([0-9a-f]{2})[[:space:]]*$ ]]; then
+    gwtrace_trace=${BASH_REMATCH[1]} gwtrace_parent=${BASH_REMATCH[2]} gwtrace_given=${BASH_REMATCH[3]}
     derive_id "$gwtrace_trace/glidein/$gwtrace_started/$$" && gwtrace_root=$gwtrace_r
     return
   fi
@@ -334,7 +371,7 @@ record_earlier_steps() {
 # The hook's settings, here empty; steps.sh sets them (write_hook_file).
 _gwtrace_gl_log='' _gwtrace_gl_boot='' _gwtrace_gl_dir='' _gwtrace_gl_libfile='' _gwtrace_gl_trace=''
 _gwtrace_gl_root='' _gwtrace_gl_condor='' _gwtrace_gl_python='' _gwtrace_gl_pyz='' _gwtrace_gl_sidecar=''
-_gwtrace_gl_out='' _gwtrace_gl_err='' _gwtrace_gl_r=''
+_gwtrace_gl_out='' _gwtrace_gl_err='' _gwtrace_gl_r='' _gwtrace_gl_sampled=1
 
 # _gwtrace_gl_hook ARGS...: error_augment.sh's own arguments.
 _gwtrace_gl_hook() {
@@ -385,7 +422,17 @@ _gwtrace_gl_text() {
 # (-process's arguments), as a span with the derived id of its place in
 # otr_outlist.list; condor_startup.sh also gets HTCondor's own span.
 _gwtrace_gl_step() {
-  local now=$1 ret=$2 id=$3 start='' list=otr_outlist.list index span status=0 detail='' xml=''
+  local now=$1 ret=$2 id=$3 start='' list=otr_outlist.list index span status=0 detail='' xml='' level=''
+  [[ $_gwtrace_gl_sampled == 1 ]] || return 0
+  # The level now (the controller's, changed by the back channel): off = no span of the step,
+  # HTCondor's span kept (the jobs' parent).
+  { read -r level <"$_gwtrace_gl_sidecar/level"; } 2>/dev/null
+  if [[ $level == off ]]; then
+    [[ $id != *condor_startup.sh ]] && return 0
+    read -r start <"$_gwtrace_gl_dir/step.$PPID" || start=${6:-0}.000000
+    _gwtrace_gl_condor "$start" "$now" "$_gwtrace_gl_root"
+    return 0
+  fi
   read -r start <"$_gwtrace_gl_dir/step.$PPID" || start=${6:-0}.000000
   [[ -f $list ]] || list=${0%/*}/../otr_outlist.list
   index=$(grep -c '<OSGTestResult ' "$list" 2>/dev/null) || index=0
@@ -441,10 +488,16 @@ _gwtrace_gl_cleanup() {
     return 0
   fi
   read -r start <"$_gwtrace_gl_dir/cleanup" || start=$now
+  [[ $_gwtrace_gl_sampled == 1 ]] || { _gwtrace_gl_stop; return 0; }
   _gwtrace_gl_id "$_gwtrace_gl_trace/cleanup" && span=$_gwtrace_gl_r
   _gwtrace_put_begin "$start" "$_gwtrace_gl_trace" "$span" "$_gwtrace_gl_root" cleanup
   _gwtrace_put_end "$now" "$_gwtrace_gl_trace" "$span" ok
   _gwtrace_gl_end_root "$now" "${2-}"
+  _gwtrace_gl_stop
+}
+
+# _gwtrace_gl_stop: stop the sidecar (it ships what is left into the .err).
+_gwtrace_gl_stop() {
   [[ -z $_gwtrace_gl_pyz ]] ||
     GWTRACE_EXPORT=ship-home "$_gwtrace_gl_python" -I -S "$_gwtrace_gl_pyz" sidecar stop --dir "$_gwtrace_gl_sidecar" \
       --ship-to stderr >/dev/null </dev/null || :
@@ -510,14 +563,15 @@ write_hook_file() {
   glidein_log GLIDEIN_STDOUT_LOGFILE; out=$gwtrace_r
   glidein_log GLIDEIN_STDERR_LOGFILE; err=$gwtrace_r
   derive_id "$gwtrace_trace/condor" && condor=$gwtrace_r
-  gwtrace_condor_tp=00-$gwtrace_trace-$condor-01
+  gwtrace_condor_tp=00-$gwtrace_trace-$condor-$gwtrace_flags
   {
     echo '# Written by gwtrace_setup.sh: the glidein step hook (docs/deploy.md).'
     printf '_gwtrace_gl_%s=%q\n' log "${GWTRACE_SOCKET#file://}" boot "${GWTRACE_BOOT_US-}" dir "$gwtrace_dir" \
       libfile "$gwtrace_here/gwtrace.sh" trace "$gwtrace_trace" root "$gwtrace_root" condor "$condor" \
-      python "$gwtrace_python" pyz "$gwtrace_pyz" sidecar "$GWTRACE_DIR" out "$out" err "$err"
+      python "$gwtrace_python" pyz "$gwtrace_pyz" sidecar "$GWTRACE_DIR" out "$out" err "$err" \
+      sampled "$gwtrace_sampled"
     declare -f _gwtrace_gl_hook _gwtrace_gl_lib _gwtrace_gl_id _gwtrace_gl_text _gwtrace_gl_step _gwtrace_gl_condor \
-      _gwtrace_gl_cleanup _gwtrace_gl_end_root
+      _gwtrace_gl_cleanup _gwtrace_gl_stop _gwtrace_gl_end_root
   } >"$gwtrace_dir/steps.sh.tmp" && mv -f "$gwtrace_dir/steps.sh.tmp" "$gwtrace_dir/steps.sh"
   register_stderr "$err"
 }
@@ -559,17 +613,20 @@ hook_error_augment() {
 # under the script's step span. Into gwtrace_scripts: the level, or "steps"
 # (one span per script).
 scripts_level() {
-  local level startup auto
-  setting GWTRACE_SCRIPTS_LEVEL; level=$gwtrace_r
-  gwtrace_scripts=steps
-  [[ -n $level && $level != steps ]] || return 0
-  if [[ $level != @(scripts|functions|commands) ]]; then
+  local level=$gwtrace_level startup auto
+  gwtrace_scripts=$level
+  [[ $gwtrace_sampled == 1 ]] || { gwtrace_scripts=unsampled; return 0; }
+  [[ $level == off ]] || gwtrace_scripts=steps
+  # With a controller, script_env.sh is installed even at "steps" or "off": the level file may rise later.
+  [[ -n $level && $level != @(steps|off) ]] || [[ -n ${GWTRACE_CONTROLLER-} ]] || return 0
+  if [[ $level != @(steps|off|scripts|functions|commands) ]]; then
     echo "$gwtrace_me: GWTRACE_SCRIPTS_LEVEL=$level is not scripts, functions or commands: one span per script" >&2
     return 0
   fi
   startup=$(readlink "/proc/$PPID/fd/255" 2>/dev/null) || startup=''
   if [[ ! -r $startup ]] || ! grep -q GLIDEIN_SCRIPTS_BASH_ENV "$startup"; then
-    echo "$gwtrace_me: this glidein_startup.sh does not read GLIDEIN_SCRIPTS_BASH_ENV: one span per script" >&2
+    [[ $level == @(steps|off) ]] ||      # nothing lost at steps or off: no line in the .err
+      echo "$gwtrace_me: this glidein_startup.sh does not read GLIDEIN_SCRIPTS_BASH_ENV: one span per script" >&2
     return 0
   fi
   auto=$("$gwtrace_python" -I -S "$gwtrace_pyz" lib --auto --dir "$gwtrace_dir/auto" 2>/dev/null) && [[ -r $auto ]] || return 0
@@ -583,23 +640,32 @@ scripts_level() {
 # it). In the script itself (its parent is glidein_startup.sh) it points
 # TRACEPARENT at the script's step span (the id the step hook will give it:
 # its place in otr_outlist.list and GlideinWMS's id, "ID/name" from the
-# script's arguments); the auto layer does the rest.
+# script's arguments); the auto layer does the rest. The level is the level
+# file's ($GWTRACE_DIR/level, read with `read -r`, no process) when the script
+# starts: the controller's, changed by the back channel while the glidein
+# runs; "steps" or "off" there: the script runs untraced.
 write_script_env() {
   local pid
   setting GLIDEIN_STARTUP_PID; pid=$gwtrace_r
   {
     echo '# Written by gwtrace_setup.sh: BASH_ENV of the glidein scripts (GLIDEIN_SCRIPTS_BASH_ENV).'
-    printf '_gwtrace_se_pid=%q _gwtrace_se_trace=%q _gwtrace_se_auto=%q\n' "$pid" "$gwtrace_trace" "$2"
+    printf '_gwtrace_se_pid=%q _gwtrace_se_trace=%q _gwtrace_se_auto=%q _gwtrace_se_levelfile=%q\n' \
+      "$pid" "$gwtrace_trace" "$2" "$GWTRACE_DIR/level"
     printf 'export GWTRACE_SOCKET=%q GWTRACE_BOOT_US=%q\n' "$GWTRACE_SOCKET" "${GWTRACE_BOOT_US-}"
     cat <<EOF
 if [[ \$PPID == "\$_gwtrace_se_pid" && -z \${GWTRACE_AUTO_LEVEL-} ]]; then
-  export GWTRACE_AUTO_LEVEL=$1
-  _gwtrace_se_id=\$(grep -c '<OSGTestResult ' otr_outlist.list 2>/dev/null)/\${2:+\$2/}\${0##*/}
-  _gwtrace_se_id=\$(printf '%s' "\$_gwtrace_se_trace/script/\$_gwtrace_se_id" | sha256sum) &&
-    export TRACEPARENT=00-\$_gwtrace_se_trace-\${_gwtrace_se_id:0:16}-01
-  unset _gwtrace_se_id
+  _gwtrace_se_level=$1
+  { read -r _gwtrace_se_level <"\$_gwtrace_se_levelfile"; } 2>/dev/null
+  case \$_gwtrace_se_level in
+    scripts|functions|commands)
+      export GWTRACE_AUTO_LEVEL=\$_gwtrace_se_level
+      _gwtrace_se_id=\$(grep -c '<OSGTestResult ' otr_outlist.list 2>/dev/null)/\${2:+\$2/}\${0##*/}
+      _gwtrace_se_id=\$(printf '%s' "\$_gwtrace_se_trace/script/\$_gwtrace_se_id" | sha256sum) &&
+        export TRACEPARENT=00-\$_gwtrace_se_trace-\${_gwtrace_se_id:0:16}-$gwtrace_flags ;;
+  esac
+  unset _gwtrace_se_id _gwtrace_se_level
 fi
-unset _gwtrace_se_pid _gwtrace_se_trace
+unset _gwtrace_se_pid _gwtrace_se_trace _gwtrace_se_levelfile
 [[ -n \${GWTRACE_AUTO_LEVEL-} && -r \$_gwtrace_se_auto ]] && source "\$_gwtrace_se_auto"
 unset _gwtrace_se_auto
 EOF
@@ -635,23 +701,28 @@ main() {
   state_dir || tracing_off "cannot create a private directory next to the glidein's work directory"
   if running_sidecar; then
     gwtrace_sidecar=reused    # e.g. the whole glidein runs under `gwtrace run`
+    glidein_context || tracing_off "no sha256sum to derive the glidein's trace id"
   else
     setting GWTRACE_PYZ; gwtrace_pyz=$gwtrace_r
     gwtrace_pyz=${gwtrace_pyz:-$gwtrace_here/gwtrace-sidecar.pyz}
     [[ -r $gwtrace_pyz ]] || tracing_off "gwtrace-sidecar.pyz not found"
     find_python || tracing_off "$gwtrace_reason"
     exporter_env
+    glidein_context || tracing_off "no sha256sum to derive the glidein's trace id"
     start_sidecar
   fi
-  glidein_context || tracing_off "no sha256sum to derive the glidein's trace id"
+  control_decision
   # shellcheck source=/dev/null
   source "$gwtrace_here/gwtrace.sh"
   glidein_start
   start=${gwtrace_r:-${gwtrace_started:-$(date +%s).000000}}
-  _gwtrace_put_begin "$start" "$gwtrace_trace" "$gwtrace_root" "$gwtrace_parent" glidein "glidein.script_id=$gwtrace_id"
+  # Unsampled: no span of the glidein at all (its jobs follow the flag).
+  [[ $gwtrace_sampled == 0 ]] ||
+    _gwtrace_put_begin "$start" "$gwtrace_trace" "$gwtrace_root" "$gwtrace_parent" glidein \
+      "glidein.script_id=$gwtrace_id" "${gwtrace_control_attrs[@]}"
   setting GLIDEIN_WORKSPACE_ORIG; workspace=$gwtrace_r
   # Under a tracing wrapper every script is already a span (the auto layer).
-  if [[ $gwtrace_sidecar == started ]]; then
+  if [[ $gwtrace_sidecar == started && $gwtrace_sampled == 1 && $gwtrace_level != off ]]; then
     record_earlier_steps "${workspace:-$PWD}/otr_outlist.list" "$start"
     # This script's own step: the hook ends it (it began before the hook was there).
     [[ -z $gwtrace_started ]] || printf '%s\n' "$gwtrace_started" >"$gwtrace_dir/step.$PPID"
@@ -665,13 +736,13 @@ main() {
   publish GWTRACE_BOOT_US "$GWTRACE_BOOT_US" job
   # User jobs are children of HTCondor's span, which the step hook writes;
   # without the hook (under a tracing wrapper), of the root.
-  [[ $gwtrace_steps == on ]] || gwtrace_condor_tp=00-$gwtrace_trace-$gwtrace_root-01
+  [[ $gwtrace_steps == on ]] || gwtrace_condor_tp=00-$gwtrace_trace-$gwtrace_root-$gwtrace_flags
   publish GWTRACE_GLIDEIN_TRACEPARENT "$gwtrace_condor_tp" job
   publish GWTRACE_SIDECAR_PID "$GWTRACE_SIDECAR_PID"
   publish GWTRACE_LIB "$gwtrace_here/gwtrace.sh" job
   [[ -z $gwtrace_python ]] || publish GWTRACE_PYTHON "$gwtrace_python" job
   [[ -z $gwtrace_pyz ]] || publish GWTRACE_PYZ "$gwtrace_pyz" job
-  publish TRACEPARENT "00-$gwtrace_trace-$gwtrace_root-01"
+  publish TRACEPARENT "00-$gwtrace_trace-$gwtrace_root-$gwtrace_flags"
   chain_job_wrapper
   scripts_level
   gwtrace_cleanup=on

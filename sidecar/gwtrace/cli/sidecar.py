@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import os
+import re
 import sys
 from typing import List
 
@@ -17,6 +19,11 @@ def build_parser() -> argparse.ArgumentParser:
     start.add_argument("--glidein-config", help="glidein_config file to read the pilot identity from")
     start.add_argument("--ship-to", metavar="FILE|stderr",
                        help="on SIGTERM, write undelivered spans there as blocks for `gwtrace ingest`")
+    start.add_argument("--ask-trace-id", metavar="TRACE_ID",
+                       help="ask the controller (GWTRACE_CONTROLLER) for this glidein's trace, at most 1 s; "
+                            "prints the decision as gwtrace_control_* assignments")
+    start.add_argument("--default-level", default="", help="the level when no rule decides (with --ask-trace-id)")
+    start.add_argument("--default-ratio", default="1", help="the sampling ratio when no rule decides")
     run = scs.add_parser("run", help="run a sidecar in the foreground")
     run.add_argument("--dir", help="state directory (default: $GWTRACE_DIR)")
     run.add_argument("--glidein-config")
@@ -47,7 +54,20 @@ def main(argv: List[str]) -> int:
     args = parser.parse_args(argv)
     if args.action == "start":
         _warn_endpoint()
-        return control.start(args.dir, args.glidein_config, sys.stdout, args.ship_to)
+        ask = None
+        if args.ask_trace_id is not None:
+            if not re.fullmatch(r"[0-9a-f]{32}", args.ask_trace_id):
+                print(f"gwtrace: --ask-trace-id {args.ask_trace_id[:40]!r} is not 32 lower-case hex digits",
+                      file=sys.stderr)
+                return 2
+            ask = {"trace_id": args.ask_trace_id, "level": args.default_level, "ratio": args.default_ratio}
+        code = control.start(args.dir, args.glidein_config, sys.stdout, args.ship_to)
+        if ask is not None and code == 0:        # the glidein's one question (at most 0.85 s), after the start
+            from gwtrace.sidecar.decide import glidein_decision, shell_lines
+
+            directory = args.dir or os.environ.get("GWTRACE_DIR")
+            print("\n".join(shell_lines(glidein_decision(directory, args.glidein_config, ask))))
+        return code
     if args.action == "run":
         directory = control.choose_directory(args.dir)
         return control.run_foreground(directory, args.glidein_config)

@@ -22,6 +22,7 @@ from typing import Dict, List, Optional, TextIO
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
 from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir
 from gwtrace.sidecar.failure import make_stderr_dir
+from gwtrace.sidecar.ask import run_with_job_asker
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
 from gwtrace.sidecar.status import STATUS_COUNTERS, format_counters
 from gwtrace.export.otlpenv import otlp_env
@@ -243,7 +244,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     if early:
         sidecar.request_stop()
     log.info("sidecar on %s exporting to %s", spool.dir, sidecar.destination)
-    sidecar.run()
+    run_with_job_asker(sidecar, spool.dir, config)      # sidecar.run(), jobs asking the controller through it
     return 0
 
 

@@ -145,6 +145,8 @@ class Snapshotter:
                                          "snapshots_superseded": 0}
         self.last_error = ""
         self.cpu_s = 0.0                             # CPU time spent building snapshots (bench/snapshot)
+        #: Called with each answer's Gwtrace-Commands header (commands.py), in this sender thread.
+        self.on_commands: Optional[Callable[[Optional[str]], Any]] = None
         self._thread = threading.Thread(target=self._loop, name="gwtrace-snapshot", daemon=True)
         self._thread.start()
 
@@ -207,6 +209,12 @@ class Snapshotter:
                 self._full_offset = offset
                 self._empty_sent = empty
             self.last_error = ""
+        commands = getattr(self.sender, "commands", None)
+        if commands and self.on_commands is not None:
+            try:
+                self.on_commands(commands)
+            except Exception as exc:  # noqa: BLE001 - a command must never hurt the sidecar
+                log.warning("back-channel commands failed: %s: %s", type(exc).__name__, exc)
 
     def wait_idle(self, timeout: float = 5.0) -> bool:
         """Until the queued snapshot was sent (tests, the bench)."""
@@ -247,4 +255,11 @@ def make_snapshotter(delivery: Any, resource: Mapping[str, Any], directory: str,
         sender = HttpSender(value, env)
     interval = snapshot_interval(env)
     snap = Snapshotter(sender, interval, resource, snapshot_key(resource, directory))
+    if kind == "url":
+        from gwtrace.sidecar.commands import CommandRunner, results_url
+
+        runner = CommandRunner(directory, results_url(value), snap.key, env)
+        snap.counters.update(runner.counters)
+        runner.counters = snap.counters          # `gwtrace sidecar status` shows them with the snapshots'
+        snap.on_commands = runner.handle
     return snap, f"live snapshots every {interval:g}s to {sender.destination}"

@@ -54,6 +54,8 @@ class HttpSender:
         self.context = ssl.create_default_context(cafile=otlp.certificate) if self.https else None
         self.timeout = min(otlp.timeout_s, MAX_SEND_TIMEOUT_S)
         self.conn: Optional[http.client.HTTPConnection] = None
+        #: The last answer's Gwtrace-Commands header (the back channel, commands.py), or None.
+        self.commands: Optional[str] = None
 
     def _connection(self) -> http.client.HTTPConnection:
         if self.conn is None:
@@ -73,6 +75,7 @@ class HttpSender:
             resp = conn.getresponse()
             resp.read()
             status = resp.status
+            self.commands = resp.getheader("Gwtrace-Commands") if status == 200 else None
             if resp.will_close:
                 self.close()
         except (OSError, http.client.HTTPException) as exc:
