@@ -82,11 +82,14 @@ def planted_factory(tmp_path_factory: pytest.TempPathFactory) -> "tuple[Path, Di
 
 
 @pytest.fixture(scope="session")
-def planted_store(planted_factory: "tuple[Path, Dict[str, str]]", tmp_path_factory: pytest.TempPathFactory) -> Path:
+def planted_store(planted_factory: "tuple[Path, Dict[str, str]]",
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
     """``planted_factory`` backfilled into a store as ``gwtrace ingest --factory-logs`` does (its spans, its
     glidein records and summaries, the book of files read), once for the session: the path of the store.
 
-    Open it to read only: a test that writes (ingests, purges) works on ``copy_store(planted_store, ...)``."""
+    Open it to read only: a test that writes (ingests, purges) works on ``copy_store(planted_store, ...)``.
+    At the end of the session its traces and records are counted again: a test that wrote into it fails
+    the session here rather than another test, later, in whatever order they ran."""
     import io
 
     from gwtrace.factory.backfill import backfill
@@ -95,7 +98,19 @@ def planted_store(planted_factory: "tuple[Path, Dict[str, str]]", tmp_path_facto
     path = tmp_path_factory.mktemp("planted_store") / "traces.db"
     with TraceStore(path) as store:
         backfill([str(planted_factory[0])], store.ingest, io.StringIO(), store.put_glidein_records, store)
-    return path
+    kept = _store_counts(path)
+    yield path
+    assert _store_counts(path) == kept, "a test wrote into the shared planted_store: give it copy_store()"
+
+
+def _store_counts(path: Path) -> "tuple[int, ...]":
+    """How many traces, chunks and glidein records a store holds (read with sqlite3 alone: no upkeep runs)."""
+    import contextlib
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        return tuple(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                     for table in ("traces", "chunks", "glideins"))
 
 
 @pytest.fixture(scope="session")
