@@ -1,4 +1,4 @@
-"""Shared fixtures: a real OTLP receiver and real sidecar processes."""
+"""Shared fixtures: a real OTLP receiver, real sidecar processes, and planted demo factories and their store."""
 
 from __future__ import annotations
 
@@ -63,6 +63,75 @@ def demo_factory(needs_htcondor: bool = True) -> ModuleType:
         sys.modules["demo_factory"] = module
         spec.loader.exec_module(module)
     return module
+
+
+#: The planted demo factory most tests read: 400 glideins over 2 days, every problem of demo.PLANTS planted.
+PLANTED = dict(glideins=400, seed=5, days=2.0, end=1790000000)
+
+
+@pytest.fixture(scope="session")
+def planted_factory(tmp_path_factory: pytest.TempPathFactory) -> "tuple[Path, Dict[str, str]]":
+    """A demo factory with every problem planted (``PLANTED``), written once for the session: (its directory,
+    where each problem was planted). Read it only; a test that changes a factory writes its own."""
+    demo = demo_factory()
+    root = tmp_path_factory.mktemp("planted") / "factory"
+    glideins, where = demo.generate(PLANTED["glideins"], PLANTED["seed"], demo.PLANTS, PLANTED["days"],
+                                    PLANTED["end"])
+    demo.write_factory(root, glideins)
+    return root, where
+
+
+@pytest.fixture(scope="session")
+def planted_store(planted_factory: "tuple[Path, Dict[str, str]]",
+                  tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """``planted_factory`` backfilled into a store as ``gwtrace ingest --factory-logs`` does (its spans, its
+    glidein records and summaries, the book of files read), once for the session: the path of the store.
+
+    Open it to read only: a test that writes (ingests, purges) works on ``copy_store(planted_store, ...)``.
+    At the end of the session its traces and records are counted again: a test that wrote into it fails
+    the session here rather than another test, later, in whatever order they ran."""
+    import io
+
+    from gwtrace.factory.backfill import backfill
+    from gwtrace.store import TraceStore
+
+    path = tmp_path_factory.mktemp("planted_store") / "traces.db"
+    with TraceStore(path) as store:
+        backfill([str(planted_factory[0])], store.ingest, io.StringIO(), store.put_glidein_records, store)
+    kept = _store_counts(path)
+    yield path
+    assert _store_counts(path) == kept, "a test wrote into the shared planted_store: give it copy_store()"
+
+
+def _store_counts(path: Path) -> "tuple[int, ...]":
+    """How many traces, chunks and glidein records a store holds (read with sqlite3 alone: no upkeep runs)."""
+    import contextlib
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(f"file:{path}?mode=ro", uri=True)) as conn:
+        return tuple(conn.execute(f"SELECT count(*) FROM {table}").fetchone()[0]
+                     for table in ("traces", "chunks", "glideins"))
+
+
+@pytest.fixture(scope="session")
+def planted_pool(tmp_path_factory: pytest.TempPathFactory) -> "tuple[Path, Dict[str, str]]":
+    """A larger planted demo factory (1200 glideins over 3 days: enough per entry for every hint's thresholds),
+    written once for the session: (its directory, where each problem was planted). Read it only."""
+    demo = demo_factory()
+    root = tmp_path_factory.mktemp("planted_pool")
+    glideins, where = demo.generate(1200, 5, demo.PLANTS, 3.0, 1790000000)
+    demo.write_factory(root, glideins)
+    return root, where
+
+
+def copy_store(source: Path, target: Path) -> Path:
+    """A copy of the SQLite store at ``source`` (its WAL included, through SQLite's backup) at ``target``."""
+    import contextlib
+    import sqlite3
+
+    with contextlib.closing(sqlite3.connect(source)) as src, contextlib.closing(sqlite3.connect(target)) as dst:
+        src.backup(dst)
+    return target
 
 
 def clean_env(**extra: str) -> Dict[str, str]:

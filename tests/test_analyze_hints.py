@@ -18,11 +18,8 @@ EXPECTED = {"failing": ("failing_script", "site"), "slow_script": ("slow_script"
 
 
 @pytest.fixture(scope="module")
-def planted(tmp_path_factory):
-    root = tmp_path_factory.mktemp("planted")
-    glideins, where = demo.generate(1200, 5, demo.PLANTS, 3.0, 1790000000)
-    demo.write_factory(root, glideins)
-    return root, where
+def planted(planted_pool):
+    return planted_pool
 
 
 def _records(root):

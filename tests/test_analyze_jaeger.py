@@ -11,26 +11,24 @@ import sys
 
 import pytest
 
-from conftest import demo_factory
+from conftest import PLANTED, demo_factory
 from gwtrace.analysis import jaeger_source
 from gwtrace.cli import main
 from gwtrace.factory.backfill import backfill
 from gwtrace.store import TraceStore
 
-demo = demo_factory()
+demo_factory()   # skips this module without HTCondor's bindings (the demo's Condor-G logs need them)
 SERVE = "import sys; from gwtrace.cli.serve import main; sys.exit(main(sys.argv[1:]))"
-END = 1790000000
+END = PLANTED["end"]
 
 
 @pytest.fixture(scope="module")
-def served(tmp_path_factory):
+def served(planted_factory, tmp_path_factory):
     """A store holding only the backfilled spans of a planted demo factory, served over HTTP."""
-    root = tmp_path_factory.mktemp("jaeger")
-    glideins, where = demo.generate(400, 31, demo.PLANTS, 2.0, END)
-    demo.write_factory(root / "factory", glideins)
-    db = root / "traces.db"
+    factory, where = planted_factory
+    db = tmp_path_factory.mktemp("jaeger") / "traces.db"
     with TraceStore(db) as store:
-        backfill([str(root / "factory")], store.ingest, io.StringIO())   # spans only: records come from traces
+        backfill([str(factory)], store.ingest, io.StringIO())   # spans only: records come from traces
     proc = subprocess.Popen([sys.executable, "-c", SERVE, "--port", "0", "--db", str(db)], stderr=subprocess.PIPE,
                             text=True, env=dict(os.environ))
     line = proc.stderr.readline()

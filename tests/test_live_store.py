@@ -59,7 +59,7 @@ def test_snapshot_kept_replaced_then_dropped_when_the_root_span_arrives(store):
     [row] = store.live_snapshots()                     # replaced, not added
     assert row["phase"] == "running" and row["phase_since_ns"] == int((t0 + 90) * S) and row["seq"] == 2
     assert [j["job_id"] for j in row["jobs"]] == ["7.0"]
-    assert [s["name"] for s in store.live_open_spans("u-1")] == ["glidein", "condor", "user_job"]
+    assert row["n_spans"] == 3                         # the glidein, HTCondor and the job: open now
     # Snapshots are never spans: not in traces, search or the span count.
     assert store.span_count() == 0 and store.trace_count() == 0 and store.find_traces(limit=10) == []
 

@@ -95,3 +95,24 @@ def test_no_private_name_is_imported_from_another_package(tmp_path: Path) -> Non
     probe.parent.mkdir()
     probe.write_text("from gwtrace.factory.condorg_log import _bindings\nfrom gwtrace.journey.y import _ok\n")
     assert private_imports_across_packages(tmp_path) == ["journey/x.py:1 gwtrace.factory.condorg_log._bindings"]
+
+
+def test_ingest_of_a_factory_keeps_each_record_s_summary_at_ingest(planted_factory, tmp_path: Path) -> None:
+    """`gwtrace ingest --factory-logs` in a process of its own (nothing else imported, as from cron): the
+    analysis summaries are stored with the records, so the first `gwtrace analyze` reads them ready
+    instead of summarising the whole store first (the house pass's registration had lost them)."""
+    import os
+    import subprocess
+    import sys
+
+    env = dict(os.environ, GWTRACE_HOME=str(tmp_path / "home"))
+    for key in [k for k in env if k.startswith("OTEL_EXPORTER_OTLP")]:
+        del env[key]
+    done = subprocess.run([sys.executable, "-c", "import sys; from gwtrace.cli import main; sys.exit(main())",
+                           "ingest", "--factory-logs", str(planted_factory[0])],
+                          env=env, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    with sqlite3.connect(tmp_path / "home" / "traces.db") as conn:
+        records = conn.execute("SELECT count(*) FROM glideins").fetchone()[0]
+        summaries = conn.execute("SELECT count(*) FROM glidein_summaries").fetchone()[0]
+    assert records > 0 and summaries == records

@@ -12,11 +12,9 @@ from urllib.parse import parse_qsl, urlsplit
 import pytest
 
 from conftest import demo_factory
-from gwtrace.factory.backfill import backfill
-from gwtrace.store import TraceStore
 from test_ui_browser import css, driver, open_page, severe_console_messages, start_server, stop_server, wait  # noqa: F401
 
-demo = demo_factory()
+demo_factory()   # skips this module without HTCondor's bindings (the demo's Condor-G logs need them)
 
 pytest.importorskip("matplotlib", reason="the charts are drawn by matplotlib ([factory] extra)")
 
@@ -24,14 +22,9 @@ CHARTS = ("phases_by_group", "phase_lengths", "failure_rate_by_site")
 
 
 @pytest.fixture(scope="module")
-def planted(tmp_path_factory):
-    root = tmp_path_factory.mktemp("analysis")
-    glideins, where = demo.generate(300, 3, demo.PLANTS, 2.0, 1790000000)
-    demo.write_factory(root / "factory", glideins)
-    db = root / "traces.db"
-    with TraceStore(db) as store:
-        backfill([str(root / "factory")], store.ingest, io.StringIO(), store.put_glidein_records)
-    proc, url = start_server(db)
+def planted(planted_factory, planted_store):
+    where = planted_factory[1]
+    proc, url = start_server(planted_store)
     yield url, where
     stop_server(proc)
 

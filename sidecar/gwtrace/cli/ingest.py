@@ -8,6 +8,7 @@ import argparse
 import sys
 from typing import List
 
+import gwtrace.analysis  # noqa: F401  (registers the summarizer: records stored here carry their summaries)
 from gwtrace.factory.ingest import IngestError, ingest_factory_logs, ingest_outputs, watch
 from gwtrace.factory.ledger import DEFAULT_LOCK_WAIT_S, LEDGER_NAME
 

@@ -238,6 +238,26 @@ def _where(since: Optional[int] = None, until: Optional[int] = None, site: Optio
     return (" WHERE " + " AND ".join(clauses)) if clauses else "", args
 
 
+def ended_in(since: Optional[int], until: Optional[int]) -> Tuple[List[str], List[Any]]:
+    """(clauses, args) of "ended in [since, until)": the figures' and the site lights' period, where a record
+    with no end is never in it (unlike ``_where``'s, where an unknown time never excludes)."""
+    clauses, args = [], []  # type: List[str], List[Any]
+    if since is not None:
+        clauses.append("ended >= ?")
+        args.append(since)
+    if until is not None:
+        clauses.append("ended < ?")
+        args.append(until)
+    return clauses, args
+
+
+def and_where(where: str, clauses: List[str]) -> str:
+    """``where`` (as ``_where`` gives it: empty or " WHERE ...") with ``clauses`` added."""
+    if not clauses:
+        return where
+    return (where + " AND " if where else " WHERE ") + " AND ".join(clauses)
+
+
 def records(conn: sqlite3.Connection, **filters: Any) -> Iterator[Dict[str, Any]]:
     """The stored records (``GlideinRecord.to_dict()`` shape plus ``trace_id``), oldest start first."""
     where, args = _where(**filters)
@@ -271,15 +291,8 @@ def gwms_figures(conn: sqlite3.Connection, by: Optional[str], since: Optional[in
                  **filters: Any) -> Iterator[Tuple[str, Dict[str, Any]]]:
     """(group, GlideinWMS per-glidein figures) for the glideins that ended in [since, until)."""
     where, args = _where(None, None, **filters)
-    extra = []
-    if since is not None:
-        extra.append("ended >= ?")
-        args.append(since)
-    if until is not None:
-        extra.append("ended < ?")
-        args.append(until)
-    if extra:
-        where = (where + " AND " if where else " WHERE ") + " AND ".join(extra)
+    extra, more = ended_in(since, until)
+    where, args = and_where(where, extra), args + more
     group = f"coalesce({by}, 'unknown')" if by in GROUPS else "'all'"
     for name, text in conn.execute(f"SELECT {group}, gwms FROM glideins{where}", args):
         figures = json.loads(text) if text else {}
