@@ -20,7 +20,7 @@ import time
 from typing import Dict, List, Optional, TextIO
 
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
-from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir
+from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir, make_resources_dir
 from gwtrace.sidecar.failure import make_stderr_dir
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
 from gwtrace.sidecar.status import STATUS_COUNTERS, format_counters
@@ -212,6 +212,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     create_event_log(spool.dir)
     make_jobs_dir(spool.dir)            # the jobs' own logs (channels.py): writable from "ready" on
     make_stderr_dir(spool.dir)          # where producers register their stderr (failure.py)
+    make_resources_dir(spool.dir)       # where job wrappers register their jobs (resources.py)
     _preflight()
     early: List[int] = []          # a stop asked for while the exporter loads
     signal.signal(signal.SIGTERM, lambda signum, frame: early.append(signum))
@@ -358,6 +359,8 @@ def status(directory: Optional[str], out: TextIO) -> int:
         print(f"last_error: {st['last_error']}", file=out)
     if st.get("last_snapshot_error"):
         print(f"last_snapshot_error: {st['last_snapshot_error']}", file=out)
+    if st.get("last_resource_error"):
+        print(f"last_resource_error: {st['last_resource_error']}", file=out)
     for key in sorted(counters):
         print(f"{key}: {counters[key]}", file=out)
     return 0
