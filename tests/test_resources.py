@@ -18,7 +18,7 @@ from typing import Dict, List
 import pytest
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
-from conftest import REPO, Sidecar, clean_env
+from conftest import GWTRACE, REPO, Sidecar, clean_env
 from gwtrace.export.metrics import count_points, metrics_endpoint, to_metrics_data, to_request
 from gwtrace.sidecar import procfs
 from gwtrace.sidecar.resources import (Buffer, ResourceMonitor, Sampler, make_resources_dir,
@@ -360,3 +360,81 @@ def test_the_sidecar_sends_a_wrapped_jobs_metrics_to_an_otlp_receiver(tmp_path: 
     assert _points(requests, "glidein", "system.cpu.load_average.1m")
     assert int(status["resource_points_exported"]) > 0 and status["resource_points_dropped"] == "0"
     assert not list((tmp_path / "gw" / "resources").iterdir())     # the wrapper took its registration back
+
+
+def test_a_collector_that_fails_keeps_the_points_or_drops_them_for_good(tmp_path: Path) -> None:
+    from gwtrace.export.metrics import OtlpMetricsSender
+
+    receiver = OtlpReceiver().start()
+    try:
+        register(tmp_path, os.getpid())
+        sender = OtlpMetricsSender(f"http://127.0.0.1:{receiver.port}/v1/metrics")
+        monitor = ResourceMonitor(Sampler(str(tmp_path), 30.0), Buffer(10_000), dict, sender.send, "test")
+        receiver.metrics_status = 503
+        monitor.round(now=100.0, force=True)
+        held = monitor.buffer.points
+        assert held > 0 and monitor.counters["resource_export_failures"] == 1
+        assert "503" in monitor.last_error and monitor.counters["resource_points_exported"] == 0
+        receiver.metrics_status = 200
+        monitor.round(now=100.5)                        # backing off: not retried yet
+        assert monitor.buffer.points == held
+        monitor.round(now=102.0, force=True)            # retried: both samples delivered
+        assert monitor.buffer.points == 0 and monitor.counters["resource_points_exported"] >= 2 * held - 2
+        assert len(receiver.metrics) == 1
+        receiver.metrics_status = 400                   # never taken: dropped and counted, not retried
+        monitor.round(now=200.0, force=True)
+        assert monitor.buffer.points == 0 and monitor.counters["resource_points_dropped"] > 0
+    finally:
+        receiver.stop()
+
+
+def test_the_embedded_store_gets_metrics_only_if_it_keeps_them(tmp_path: Path, monkeypatch) -> None:
+    from gwtrace.sidecar.destination import make_delivery, make_metrics_send
+    from gwtrace.store import TraceStore
+
+    for name in [k for k in os.environ if k.startswith(("OTEL_", "GWTRACE_"))]:
+        monkeypatch.delenv(name)
+    monkeypatch.setenv("GWTRACE_HOME", str(tmp_path / "home"))
+    delivery = make_delivery()
+    if not hasattr(TraceStore, "put_metrics"):          # the factory side's store/metrics.py not here yet
+        send, where = make_metrics_send(delivery)
+        assert send is None and "keeps no metrics" in where
+    kept: list = []
+    monkeypatch.setattr(TraceStore, "put_metrics", lambda self, request: kept.append(request) or
+                        count_points(request), raising=False)
+    send, where = make_metrics_send(delivery)
+    assert send is not None and where.startswith("embedded store")
+    register(tmp_path, os.getpid(), job_id="9.0")
+    monitor = ResourceMonitor(Sampler(str(tmp_path), 30.0), Buffer(10_000), dict, send, where)
+    monitor.round(force=True)
+    assert kept and isinstance(kept[0], ExportMetricsServiceRequest)
+    assert monitor.counters["resource_points_exported"] == count_points(kept[0]) > 0
+    delivery.shutdown()
+
+
+def test_ship_home_sidecar_writes_metrics_blocks_at_stop(tmp_path: Path) -> None:
+    err = tmp_path / "glidein.err"
+    env = clean_env(GWTRACE_EXPORT="ship-home", GWTRACE_GLIDEIN_PID=str(os.getpid()), GWTRACE_RESOURCE_INTERVAL="1",
+                    GWTRACE_STOP_TIMEOUT="2", GWTRACE_HOME=str(tmp_path / "home"))
+    start = subprocess.run([GWTRACE, "sidecar", "start", "--dir", str(tmp_path / "gw"),
+                            "--ship-to", str(err)], env=env, capture_output=True, text=True, timeout=60)
+    assert start.returncode == 0, start.stderr
+    deadline = time.monotonic() + 30
+    status: Dict[str, str] = {}
+    while time.monotonic() < deadline:
+        out = subprocess.run([GWTRACE, "sidecar", "status", "--dir", str(tmp_path / "gw")],
+                             env=env, capture_output=True, text=True, timeout=30)
+        status = dict(line.split(": ", 1) for line in out.stdout.splitlines() if ": " in line)
+        if int(status.get("resource_samples", "0")) >= 2:
+            break
+        time.sleep(0.3)
+    stop = subprocess.run([GWTRACE, "sidecar", "stop", "--dir", str(tmp_path / "gw")],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert stop.returncode == 0, stop.stderr
+    blocks = [b for b in find_blocks(err.read_bytes()) if isinstance(b, Block) and b.kind == "metrics"]
+    assert blocks, err.read_text()[:500]
+    request = ExportMetricsServiceRequest()
+    request.ParseFromString(blocks[0].payload)
+    assert count_points(request) == int(blocks[0].meta["points"]) >= 3 * 8      # 2 samples, and the stop's
+    attrs = {kv.key: any_value(kv.value) for kv in request.resource_metrics[0].resource.attributes}
+    assert attrs["gwtrace.subject"] == "glidein" and attrs["gwtrace.resources.source"] == "proc"

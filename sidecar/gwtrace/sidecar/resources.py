@@ -430,7 +430,7 @@ class ResourceMonitor:
             self.counters["resource_samples"] += len(samples)
             self.buffer.add(samples)
             self.counters["resource_points_dropped"] = self.buffer.dropped
-            if self.send is not None:
+            if self.send is not None and not self._failing:     # a failing endpoint: they ride home instead
                 self._retry_at = 0.0
                 self.flush(deadline=deadline)
         except Exception as exc:  # noqa: BLE001
