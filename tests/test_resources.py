@@ -10,7 +10,6 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-import textwrap
 import time
 from pathlib import Path
 from typing import Dict, List
@@ -21,8 +20,9 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportM
 from conftest import GWTRACE, REPO, Sidecar, clean_env
 from gwtrace.export.metrics import count_points, metrics_endpoint, to_metrics_data, to_request
 from gwtrace.sidecar import procfs
-from gwtrace.sidecar.resources import (Buffer, ResourceMonitor, Sampler, make_resources_dir,
-                                       parse_registration)
+from gwtrace.sidecar.channels import make_resources_dir
+from gwtrace.sidecar.resources import Buffer, ResourceMonitor
+from gwtrace.sidecar.subjects import Sampler, parse_registration
 from gwtrace.sidecar.ship import ship_metrics
 from gwtrace.wire.blocks import Block, find_blocks
 from otlp_receiver import OtlpReceiver, any_value

@@ -355,12 +355,9 @@ def status(directory: Optional[str], out: TextIO) -> int:
     print(f"dir: {spool.dir}", file=out)
     if st.get("destination"):
         print(f"destination: {st['destination']}", file=out)
-    if st.get("last_error"):
-        print(f"last_error: {st['last_error']}", file=out)
-    if st.get("last_snapshot_error"):
-        print(f"last_snapshot_error: {st['last_snapshot_error']}", file=out)
-    if st.get("last_resource_error"):
-        print(f"last_resource_error: {st['last_resource_error']}", file=out)
+    for key in ("last_error", "last_snapshot_error", "last_resource_error"):
+        if st.get(key):
+            print(f"{key}: {st[key]}", file=out)
     for key in sorted(counters):
         print(f"{key}: {counters[key]}", file=out)
     return 0

@@ -38,8 +38,8 @@ from gwtrace.sidecar.delivering import DeliveryHalf
 from gwtrace.sidecar.eventlog import EventLogReader, create_event_log
 from gwtrace.sidecar.gone import CHECK_INTERVAL_S, GoneProcesses
 from gwtrace.sidecar.reading import ReadingHalf
-from gwtrace.sidecar.resources import ResourceMonitor, make_resource_monitor
-from gwtrace.sidecar.ship import ship_metrics, ship_outbox
+from gwtrace.sidecar.resources import ResourceMonitor, start_resource_monitor
+from gwtrace.sidecar.ship import ship_outbox
 from gwtrace.sidecar.snapshot import Snapshotter, make_snapshotter
 from gwtrace.sidecar.statedir import Spool
 from gwtrace.sidecar.status import STATUS_COUNTERS, StatusHalf, format_counters
@@ -172,34 +172,10 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
             log.warning("live snapshots off: %s", exc)
 
     def _start_resources(self) -> None:
-        """The resource sampler, unless GWTRACE_RESOURCE_INTERVAL=0; trouble is logged, never fatal."""
-        try:
-            self.resources = make_resource_monitor(
-                self.spool.dir, self.identity.path if self.identity is not None else None, self.delivery,
-                lambda: dict(self.resource.attributes))
-        except Exception as exc:  # noqa: BLE001
-            log.warning("resource sampling off: %s: %s", type(exc).__name__, exc)
-            return
-        if self.resources is not None:
-            self.resources.start()
-            log.info("resource metrics every %.0f s: %s", self.resources.sampler.interval,
-                     self.resources.destination)
-
-    def _stop_resources(self) -> None:
-        """The sampler's last round and delivery; what is left rides home (--ship-to) or is counted dropped."""
-        monitor = self.resources
-        if monitor is None:
-            return
-        monitor.close(min(self.stop_timeout, 5.0))
-        leftovers = monitor.leftover_requests()
-        if self.ship_to is not None and leftovers:
-            try:
-                monitor.counters["resource_points_shipped"] += ship_metrics(leftovers, self.ship_to)
-            except (OSError, ValueError) as exc:
-                log.warning("resource metrics not shipped: %s", exc)
-                monitor.counters["resource_points_dropped"] += sum(n for _, n in leftovers)
-        elif leftovers:
-            monitor.counters["resource_points_dropped"] += sum(n for _, n in leftovers)
+        """The resource sampler (resources.py), unless GWTRACE_RESOURCE_INTERVAL=0; never fatal."""
+        config = self.identity.path if self.identity is not None else None
+        self.resources = start_resource_monitor(self.spool.dir, config, self.delivery,
+                                                lambda: dict(self.resource.attributes))
 
     def _snapshot(self) -> None:
         """A snapshot of the open spans if one is due (this thread owns the table)."""
@@ -336,7 +312,8 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
             with self._lock:
                 self.counters.add("spans_shipped", shipped)
                 self._sizes.clear()
-        self._stop_resources()
+        if self.resources is not None:      # its last round; what is left rides home (--ship-to) or is counted
+            self.resources.finish(self.ship_to, min(self.stop_timeout, 5.0))
         self._commit()
         status = self.status()
         self.spool.write_status(status)
