@@ -24,23 +24,43 @@ from __future__ import annotations
 
 import logging
 import os
-from typing import Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
-
-from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
-from opentelemetry.sdk.metrics.export import (AggregationTemporality, Gauge, Metric, MetricsData,
-                                              NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum)
-from opentelemetry.sdk.resources import Resource
-from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+from types import SimpleNamespace
+from typing import TYPE_CHECKING, Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
 from gwtrace import __version__
 from gwtrace.export.otlpenv import OtlpEnv, otlp_env
-from gwtrace.export.reachability import RecordingSession
+
+if TYPE_CHECKING:
+    from opentelemetry.sdk.metrics.export import Metric, MetricsData, NumberDataPoint
 
 log = logging.getLogger("gwtrace.export.metrics")
 
-SCOPE = InstrumentationScope("gwtrace.resources", __version__)
+SCOPE_NAME = "gwtrace.resources"
 METRICS_PATH = "/v1/metrics"
 TRACES_PATH = "/v1/traces"
+
+
+_SDK: Optional[SimpleNamespace] = None
+
+
+def _sdk() -> SimpleNamespace:
+    """The SDK's metrics classes, imported on first use: the sidecar imports this module before its
+    main loop starts, and the metrics SDK is not needed until the first sample is sent (a glidein's
+    first script runs while the sidecar starts: every 0.1 s of start-up delays its first reading)."""
+    global _SDK
+    if _SDK is None:
+        from opentelemetry.exporter.otlp.proto.common.metrics_encoder import encode_metrics
+        from opentelemetry.sdk.metrics.export import (AggregationTemporality, Gauge, Metric, MetricsData,
+                                                      NumberDataPoint, ResourceMetrics, ScopeMetrics, Sum)
+        from opentelemetry.sdk.resources import Resource
+        from opentelemetry.sdk.util.instrumentation import InstrumentationScope
+
+        _SDK = SimpleNamespace(
+            encode_metrics=encode_metrics, CUMULATIVE=AggregationTemporality.CUMULATIVE, Gauge=Gauge,
+            Metric=Metric, MetricsData=MetricsData, NumberDataPoint=NumberDataPoint,
+            ResourceMetrics=ResourceMetrics, ScopeMetrics=ScopeMetrics, Sum=Sum, Resource=Resource,
+            scope=InstrumentationScope(SCOPE_NAME, __version__))
+    return _SDK
 
 
 class ResourceSample(NamedTuple):
@@ -67,18 +87,19 @@ class ResourceSample(NamedTuple):
 
 
 def _point(value: Any, start_ns: int, time_ns: int, attrs: Optional[Dict[str, str]] = None) -> NumberDataPoint:
-    return NumberDataPoint(attributes=attrs or {}, start_time_unix_nano=start_ns, time_unix_nano=time_ns,
-                           value=value)
+    return _sdk().NumberDataPoint(attributes=attrs or {}, start_time_unix_nano=start_ns,
+                                  time_unix_nano=time_ns, value=value)
 
 
 def _sum(name: str, unit: str, description: str, points: List[NumberDataPoint]) -> Metric:
-    return Metric(name=name, description=description, unit=unit,
-                  data=Sum(data_points=points, aggregation_temporality=AggregationTemporality.CUMULATIVE,
-                           is_monotonic=True))
+    sdk = _sdk()
+    return sdk.Metric(name=name, description=description, unit=unit,
+                      data=sdk.Sum(data_points=points, aggregation_temporality=sdk.CUMULATIVE, is_monotonic=True))
 
 
 def _gauge(name: str, unit: str, description: str, points: List[NumberDataPoint]) -> Metric:
-    return Metric(name=name, description=description, unit=unit, data=Gauge(data_points=points))
+    sdk = _sdk()
+    return sdk.Metric(name=name, description=description, unit=unit, data=sdk.Gauge(data_points=points))
 
 
 def _metrics(samples: Sequence[ResourceSample], start_ns: int) -> List[Metric]:
@@ -135,21 +156,23 @@ def to_metrics_data(samples: Sequence[ResourceSample], subjects: Mapping[str, Su
     for s in samples:
         if s.subject in subjects:
             groups.setdefault((s.subject, s.source), []).append(s)
+    sdk = _sdk()
     resource_metrics = []
     for (key, source), group in groups.items():
         subject = subjects[key]
         attrs = dict(base)
         attrs.update(subject.attributes)
         attrs["gwtrace.resources.source"] = source
-        resource_metrics.append(ResourceMetrics(
-            resource=Resource(attrs), schema_url="",
-            scope_metrics=[ScopeMetrics(scope=SCOPE, metrics=_metrics(group, subject.start_ns), schema_url="")]))
-    return MetricsData(resource_metrics=resource_metrics)
+        resource_metrics.append(sdk.ResourceMetrics(
+            resource=sdk.Resource(attrs), schema_url="",
+            scope_metrics=[sdk.ScopeMetrics(scope=sdk.scope, metrics=_metrics(group, subject.start_ns),
+                                            schema_url="")]))
+    return sdk.MetricsData(resource_metrics=resource_metrics)
 
 
 def to_request(data: MetricsData) -> Any:
     """The ``ExportMetricsServiceRequest`` of ``data`` (for the store and the ship-home blocks)."""
-    return encode_metrics(data)
+    return _sdk().encode_metrics(data)
 
 
 def count_points(request: Any) -> int:
@@ -194,6 +217,8 @@ class OtlpMetricsSender:
     def __init__(self, endpoint: str, settings: Optional[OtlpEnv] = None) -> None:
         from opentelemetry.exporter.otlp.proto.http import Compression
         from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+        from gwtrace.export.reachability import RecordingSession
 
         settings = settings or otlp_env()
         self.endpoint = endpoint

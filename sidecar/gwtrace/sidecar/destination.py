@@ -44,25 +44,32 @@ def make_delivery(store_path: Optional[str] = None) -> Delivery:
 
 class StoreMetricsSender:
     """Resource metrics into the embedded store, by ``TraceStore.put_metrics`` where the store has it
-    (docs/resources.md); opened on first use, in the sampling thread."""
+    (docs/resources.md). The store is opened on first use, in the sampling thread, and only then."""
 
     def __init__(self, path: str) -> None:
         self.path = path
-        self._store: Optional[object] = None
+        self._store: Optional[Any] = None
 
-    def put(self) -> Optional[Callable[[Any], int]]:
-        """The store's ``put_metrics``, or None when this store keeps no metrics."""
+    @staticmethod
+    def keeps_metrics() -> bool:
+        """True if this gwtrace's store keeps metrics (``put_metrics``, the factory side's store/metrics.py)."""
+        from gwtrace.store import TraceStore
+        return callable(getattr(TraceStore, "put_metrics", None))
+
+    def send(self, data: Any) -> MetricsOutcome:
         if self._store is None:
             from gwtrace.store import TraceStore
             self._store = TraceStore(self.path)
-        return getattr(self._store, "put_metrics", None)
-
-    def send(self, data: Any) -> MetricsOutcome:
-        put = self.put()
+        put = getattr(self._store, "put_metrics", None)
         if put is None:
             return MetricsOutcome(False, True, "this embedded store keeps no metrics")
         put(to_request(data))
         return MetricsOutcome(True)
+
+    def shutdown(self) -> None:
+        if self._store is not None:
+            self._store.close()
+            self._store = None
 
 
 def make_metrics_send(delivery: Delivery, store_path: Optional[str] = None
@@ -81,7 +88,6 @@ def make_metrics_send(delivery: Delivery, store_path: Optional[str] = None
     path = store_path or str(getattr(getattr(delivery.exporter, "store", None), "path", "") or "")
     if not path:
         return None, "held for ship-home"
-    sender = StoreMetricsSender(path)
-    if sender.put() is None:
+    if not StoreMetricsSender.keeps_metrics():
         return None, "held for ship-home (this embedded store keeps no metrics)"
-    return sender.send, f"embedded store {path}"
+    return StoreMetricsSender(path).send, f"embedded store {path}"

@@ -116,7 +116,9 @@ class ResourceMonitor:
     """
 
     def __init__(self, sampler: Sampler, buffer: Buffer, base: Callable[[], Mapping[str, Any]],
-                 send: Optional[Callable[[Any], Any]] = None, destination: str = "held for ship-home") -> None:
+                 send: Optional[Callable[[Any], Any]] = None, destination: str = "held for ship-home",
+                 resolve: Optional[Callable[[], Tuple[Optional[Callable[[Any], Any]], str]]] = None) -> None:
+        self._resolve = resolve     # (send, destination) worked out in the thread: the exporter loads there
         self.sampler = sampler
         self.buffer = buffer
         self.base = base
@@ -146,6 +148,8 @@ class ResourceMonitor:
             self.counters["resource_samples"] += len(samples)
             self.buffer.add(samples)
             self.counters["resource_points_dropped"] = self.buffer.dropped
+        if self.buffer.samples:
+            self._resolve_destination()     # once, when there is something to send (the exporter loads then)
         if self.send is not None and self.buffer.samples and now >= self._retry_at:
             self.flush(now)
         return len(samples)
@@ -185,6 +189,16 @@ class ResourceMonitor:
             self._backoff = min(MAX_BACKOFF_S, self._backoff * 2)
             return
 
+    def _resolve_destination(self) -> None:
+        resolve, self._resolve = self._resolve, None
+        if resolve is not None:
+            try:
+                self.send, self.destination = resolve()
+            except Exception as exc:  # noqa: BLE001 - held for ship-home, said once
+                self.last_error = f"{type(exc).__name__}: {exc}"
+                log.warning("resource metrics held for ship-home: %s", self.last_error)
+            log.info("resource metrics every %.0f s: %s", self.sampler.interval, self.destination)
+
     def _run(self) -> None:
         while not self._stop.is_set():
             try:
@@ -196,13 +210,18 @@ class ResourceMonitor:
                 wait = self.sampler.interval
             self._stop.wait(max(0.05, wait))
 
-    def close(self, timeout: float) -> None:
-        """Stop the thread; one last round (every subject) and one last delivery within ``timeout``."""
+    def close(self, timeout: float) -> bool:
+        """Stop the thread; one last round (every subject) and one last delivery within ``timeout``.
+        False if the thread is still busy (a request that outlives the stop): the buffer is its."""
         self._stop.set()
         if self._thread is not None:
             self._thread.join(timeout=timeout + 1)
+            if self._thread.is_alive():
+                log.warning("resource sampler still busy at stop: %d point(s) not shipped", self.buffer.points)
+                return False
         deadline = time.monotonic() + max(0.0, timeout)
         try:
+            self._resolve_destination()      # a sidecar stopped before its thread got to it
             samples = self.sampler.sample(force=True)
             self.counters["resource_samples"] += len(samples)
             self.buffer.add(samples)
@@ -212,13 +231,15 @@ class ResourceMonitor:
                 self.flush(deadline=deadline)
         except Exception as exc:  # noqa: BLE001
             self.last_error = f"{type(exc).__name__}: {exc}"
+        return True
 
     def finish(self, ship_to: Optional[TextIO], timeout: float) -> None:
         """At the sidecar's stop: the last round and delivery (``close``), then what is left as
         ``kind=metrics`` blocks into ``ship_to``, or counted as dropped without one."""
         from gwtrace.sidecar.ship import ship_metrics
 
-        self.close(timeout)
+        if not self.close(timeout):
+            return
         leftovers = self.leftover_requests()
         points = sum(n for _, n in leftovers)
         if ship_to is not None and leftovers:
@@ -243,7 +264,8 @@ class ResourceMonitor:
     def status(self) -> Dict[str, int]:
         counters = dict(self.counters)
         counters["resource_points_pending"] = self.buffer.points
-        counters["resource_jobs_sampled"] = sum(1 for k in self.sampler.subjects if k.startswith("job:"))
+        # read from the main thread while this one samples: list() of a dict is one step under the GIL
+        counters["resource_jobs_sampled"] = sum(1 for k in list(self.sampler.subjects) if k.startswith("job:"))
         return counters
 
 
@@ -257,7 +279,6 @@ def start_resource_monitor(directory: str, glidein_config: Optional[str], delive
         return None
     if monitor is not None:
         monitor.start()
-        log.info("resource metrics every %.0f s: %s", monitor.sampler.interval, monitor.destination)
     return monitor
 
 
@@ -270,6 +291,6 @@ def make_resource_monitor(directory: str, glidein_config: Optional[str], deliver
     make_resources_dir(directory)      # job wrappers register there even with sampling off: harmless
     if not interval:
         return None
-    send, where = make_metrics_send(delivery)
     sampler = Sampler(directory, interval, glidein_pid(glidein_config))
-    return ResourceMonitor(sampler, Buffer(max_points_from_env()), base, send, where)
+    return ResourceMonitor(sampler, Buffer(max_points_from_env()), base,
+                           resolve=lambda: make_metrics_send(delivery))
