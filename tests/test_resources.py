@@ -362,7 +362,7 @@ def test_the_sidecar_sends_a_wrapped_jobs_metrics_to_an_otlp_receiver(tmp_path: 
     assert not list((tmp_path / "gw" / "resources").iterdir())     # the wrapper took its registration back
 
 
-def test_a_collector_that_fails_keeps_the_points_or_drops_them_for_good(tmp_path: Path) -> None:
+def test_a_collector_that_fails_keeps_the_points_one_that_refuses_stops_the_sampling(tmp_path: Path) -> None:
     from gwtrace.export.metrics import OtlpMetricsSender
 
     receiver = OtlpReceiver().start()
@@ -381,9 +381,13 @@ def test_a_collector_that_fails_keeps_the_points_or_drops_them_for_good(tmp_path
         monitor.round(now=102.0, force=True)            # retried: both samples delivered
         assert monitor.buffer.points == 0 and monitor.counters["resource_points_exported"] >= 2 * held - 2
         assert len(receiver.metrics) == 1
-        receiver.metrics_status = 400                   # never taken: dropped and counted, not retried
+        receiver.metrics_status = 404                   # a traces-only collector: dropped, counted, sampling stops
         monitor.round(now=200.0, force=True)
         assert monitor.buffer.points == 0 and monitor.counters["resource_points_dropped"] > 0
+        samples = monitor.counters["resource_samples"]
+        assert monitor.round(now=300.0, force=True) == 0 and monitor.counters["resource_samples"] == samples
+        monitor.finish(None, 1.0)
+        assert monitor.buffer.points == 0 and "404" in monitor.refused
     finally:
         receiver.stop()
 

@@ -126,6 +126,7 @@ class ResourceMonitor:
         self.destination = destination
         self.counters: Dict[str, int] = dict.fromkeys(RESOURCE_COUNTERS, 0)
         self.last_error = ""
+        self.refused = ""            # why the endpoint refused metrics for good ("" while it has not)
         self._failing = False
         self._retry_at = 0.0
         self._backoff = 1.0
@@ -140,6 +141,8 @@ class ResourceMonitor:
     def round(self, now: Optional[float] = None, force: bool = False) -> int:
         """Discover jobs (at most every DISCOVER_S), sample what is due, deliver; the samples taken."""
         now = time.monotonic() if now is None else now
+        if self.refused:
+            return 0
         if force or now - self._discovered >= min(DISCOVER_S, self.sampler.interval):
             self._discovered = now
             self.sampler.discover()
@@ -179,15 +182,23 @@ class ResourceMonitor:
             self.counters["resource_export_failures"] += 1
             self.last_error = message
             if outcome is not None and not outcome.retryable:
-                self.buffer.remove(len(batch))      # the endpoint will never take these: counted, not retried
-                self.buffer.dropped += points
-                self.counters["resource_points_dropped"] = self.buffer.dropped
+                self._refuse(message)
+                return
             if not self._failing:
                 log.warning("resource metrics not delivered to %s: %s", self.destination, message)
             self._failing = True
             self._retry_at = now + self._backoff
             self._backoff = min(MAX_BACKOFF_S, self._backoff * 2)
             return
+
+    def _refuse(self, message: str) -> None:
+        """The endpoint refused metrics for good (a 4xx other than 429: a traces-only collector answers
+        404): sampling stops, and what was buffered is dropped and counted, neither retried nor shipped."""
+        self.refused = message
+        self.buffer.dropped += self.buffer.points
+        self.buffer.remove(len(self.buffer.samples))
+        self.counters["resource_points_dropped"] = self.buffer.dropped
+        log.warning("resource metrics refused by %s (%s): sampling stopped", self.destination, message)
 
     def _resolve_destination(self) -> None:
         resolve, self._resolve = self._resolve, None
@@ -222,6 +233,8 @@ class ResourceMonitor:
         deadline = time.monotonic() + max(0.0, timeout)
         try:
             self._resolve_destination()      # a sidecar stopped before its thread got to it
+            if self.refused:
+                return True
             samples = self.sampler.sample(force=True)
             self.counters["resource_samples"] += len(samples)
             self.buffer.add(samples)
