@@ -18,7 +18,8 @@ import pytest
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
 from conftest import GWTRACE, REPO, Sidecar, clean_env
-from gwtrace.export.metrics import count_points, metrics_endpoint, to_metrics_data, to_request
+from gwtrace.export.metrics import count_points, to_metrics_data, to_request
+from gwtrace.export.otlpenv import metrics_endpoint
 from gwtrace.sidecar import procfs
 from gwtrace.sidecar.channels import make_resources_dir
 from gwtrace.sidecar.resources import Buffer, ResourceMonitor

@@ -23,7 +23,6 @@ itself and hands it to the SDK's ``OTLPMetricExporter`` (which encodes it with
 from __future__ import annotations
 
 import logging
-import os
 from types import SimpleNamespace
 from typing import TYPE_CHECKING, Any, Dict, List, Mapping, NamedTuple, Optional, Sequence, Tuple
 
@@ -36,8 +35,6 @@ if TYPE_CHECKING:
 log = logging.getLogger("gwtrace.export.metrics")
 
 SCOPE_NAME = "gwtrace.resources"
-METRICS_PATH = "/v1/metrics"
-TRACES_PATH = "/v1/traces"
 
 
 _SDK: Optional[SimpleNamespace] = None
@@ -131,7 +128,7 @@ def _metrics(samples: Sequence[ResourceSample], start_ns: int) -> List[Metric]:
         "process.memory.peak": ("By", "the cgroup's peak memory, else the highest RSS sampled"),
         "process.thread.count": ("{thread}", "threads"),
         "process.count": ("{process}", "processes"),
-        "system.cpu.load_average.1m": ("{thread}", "the node's 1-minute load average"),
+        "system.cpu.load_average.1m": ("{run_queue_item}", "the node's 1-minute load average"),
     }
     for name, (unit, description) in described.items():
         if name in gauges:
@@ -185,23 +182,6 @@ def count_points(request: Any) -> int:
                 if kind:
                     n += len(getattr(m, kind).data_points)
     return n
-
-
-def metrics_endpoint(env: Optional[Mapping[str, str]] = None) -> str:
-    """The metrics URL: ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` as it is; else
-    ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/metrics``; else, when only the traces endpoint is
-    set and ends in ``/v1/traces``, the same server's ``/v1/metrics``; else "" (none)."""
-    env = os.environ if env is None else env
-    explicit = (env.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or "").strip()
-    if explicit:
-        return explicit
-    base = (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "").strip()
-    if base:
-        return base.rstrip("/") + METRICS_PATH
-    traces = (env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or "").strip().rstrip("/")
-    if traces.endswith(TRACES_PATH):
-        return traces[: -len(TRACES_PATH)] + METRICS_PATH
-    return ""
 
 
 class MetricsOutcome(NamedTuple):

@@ -22,6 +22,9 @@ disagree on a rule. The rules are the OpenTelemetry specification's
   no Authorization header and says why in ``token_problem`` (never the content);
   the sidecar then keeps its spans rather than send them unauthenticated.
 
+The resource metrics' endpoint (``metrics_endpoint``) follows the same rule with ``/v1/metrics``;
+their other options are the spans' (docs/resources.md).
+
 Each option's signal-specific ``OTEL_EXPORTER_OTLP_TRACES_X`` wins over the
 generic ``OTEL_EXPORTER_OTLP_X``. Standard library only: the snapshot sender
 imports it on the node.
@@ -207,3 +210,23 @@ def endpoint_problem(env: Optional[Dict[str, str]] = None) -> Optional[str]:
     if url.scheme not in ("http", "https") or not url.hostname:
         return f"{name}={value!r} is not an http(s)://host URL: spans will wait in the outbox"
     return None
+
+
+METRICS_PATH = "/v1/metrics"
+
+
+def metrics_endpoint(env: Optional[Mapping[str, str]] = None) -> str:
+    """The metrics URL: ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` as it is; else
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/metrics``; else, when only the traces endpoint is
+    set and ends in ``/v1/traces``, the same server's ``/v1/metrics``; else "" (none)."""
+    env = os.environ if env is None else env
+    explicit = (env.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or "").strip()
+    if explicit:
+        return explicit
+    base = (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "").strip()
+    if base:
+        return base.rstrip("/") + METRICS_PATH
+    traces = (env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or "").strip().rstrip("/")
+    if traces.endswith(TRACES_PATH):
+        return traces[: -len(TRACES_PATH)] + METRICS_PATH
+    return ""

@@ -11,9 +11,9 @@ import logging
 import os
 from typing import Any, Callable, Optional, Tuple
 
-from gwtrace.export.metrics import MetricsOutcome, OtlpMetricsSender, metrics_endpoint, to_request
+from gwtrace.export.metrics import MetricsOutcome, OtlpMetricsSender, to_request
 from gwtrace.export.otlp import Delivery, ShipHomeDelivery, make_otlp_exporter
-from gwtrace.export.otlpenv import otlp_env
+from gwtrace.export.otlpenv import metrics_endpoint, otlp_env
 from gwtrace.export.reachability import endpoint_problem
 from gwtrace.store.exporter import StoreSpanExporter
 from gwtrace.wire.redact import strip_userinfo
