@@ -67,6 +67,9 @@ class OtlpReceiver:
         self.script: List[Tuple[int, Dict[str, str]]] = []
         self.hang = False
         self.delay = 0.0          # seconds before answering each POST (a slow collector)
+        #: The ExportMetricsServiceRequests POSTed to /v1/metrics, decoded, and the status they get.
+        self.metrics: list = []
+        self.metrics_status = 200
         receiver = self
 
         class Handler(BaseHTTPRequestHandler):
@@ -77,6 +80,12 @@ class OtlpReceiver:
 
             def do_POST(self) -> None:
                 body = self.rfile.read(int(self.headers.get("Content-Length") or 0))
+                if self.path == "/v1/metrics":      # resource metrics: kept apart from the spans' counts
+                    receiver._add_metrics(body, self.headers.get("Content-Encoding", ""))
+                    self.send_response(receiver.metrics_status)
+                    self.send_header("Content-Length", "0")
+                    self.end_headers()
+                    return
                 with receiver.lock:
                     receiver.requests += 1
                     receiver.headers.append({k.lower(): v for k, v in self.headers.items()})
@@ -119,6 +128,26 @@ class OtlpReceiver:
         self.port = self.server.server_address[1]
         self.endpoint = f"http://127.0.0.1:{self.port}/v1/traces"
         self.thread = threading.Thread(target=self.server.serve_forever, daemon=True)
+
+    def _add_metrics(self, body: bytes, encoding: str) -> None:
+        from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
+
+        if encoding == "gzip":
+            body = gzip.decompress(body)
+        req = ExportMetricsServiceRequest()
+        req.ParseFromString(body)
+        with self.lock:
+            if self.metrics_status == 200:
+                self.metrics.append(req)
+            self.lock.notify_all()
+
+    def wait_for_metrics(self, predicate, timeout: float = 15.0) -> list:
+        """The metrics requests received, once ``predicate(requests)`` holds (or after ``timeout``)."""
+        deadline = time.monotonic() + timeout
+        with self.lock:
+            while not predicate(self.metrics) and time.monotonic() < deadline:
+                self.lock.wait(0.05)
+            return list(self.metrics)
 
     def _add(self, req: ExportTraceServiceRequest) -> None:
         if not self.keep_spans:

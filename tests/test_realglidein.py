@@ -89,9 +89,13 @@ def stop_serving(area: Path) -> None:
 
 
 def shipped_spans(err: Path) -> int:
+    """The spans the .err's blocks hold; its resource metrics (kind=metrics: the glidein's, sampled by the
+    sidecar, docs/resources.md) ride home beside them."""
     blocks = [b for b in find_blocks(err.read_bytes())]
     assert blocks and all(isinstance(b, Block) for b in blocks), "no intact gwtrace block in the .err"
-    return sum(int(b.meta["spans"]) for b in blocks)
+    metrics = [b for b in blocks if b.kind == "metrics"]
+    assert metrics and all(int(b.meta["points"]) > 0 for b in metrics), "no resource metrics in the .err"
+    return sum(int(b.meta["spans"]) for b in blocks if b.kind != "metrics")
 
 
 def ingest_once(logs: Path, home: Path) -> Dict[str, object]:

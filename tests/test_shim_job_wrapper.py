@@ -43,7 +43,7 @@ def node(tmp_path: Path) -> Dict[str, object]:
                   f'TraceParent = "{AD_TRACEPARENT}"\nCmd = "/bin/job.sh"\n')
     nobash = tmp_path / "nobash"
     nobash.mkdir()
-    for tool in ("sleep", "date", "od", "tr", "cat", "grep", "sh", "dash", "busybox"):
+    for tool in ("sleep", "date", "od", "tr", "cat", "grep", "rm", "sh", "dash", "busybox"):
         found = shutil.which(tool)
         if found:
             (nobash / tool).symlink_to(found)
@@ -257,3 +257,27 @@ def test_the_span_is_a_child_of_the_jobs_executing_span(shell, node) -> None:
     assert wrap(shell, ["/bin/true"], env).returncode == 0
     begin, _ = events(node["log"])
     assert begin.parent_id == AD_TRACEPARENT[36:52]
+
+
+@pytest.mark.parametrize("shell", SHELLS)
+def test_the_job_is_registered_for_resource_sampling_while_it_runs(shell, node) -> None:
+    """resources/TRACE-SPAN names the wrapper's pid, the job's id, owner and whole-number requests and the
+    interval it asked for (docs/resources.md); an expression is left out; the file goes with the job."""
+    resources = node["log"].parent / "resources"
+    resources.mkdir(mode=0o700)
+    ad = Path(node["env"]["_CONDOR_JOB_AD"])
+    ad.write_text(ad.read_text() + "RequestCpus = 3\nRequestMemory = ifThenElse(MemoryUsage > 2000, 4000, 2000)\n")
+    env = dict(node["env"], PATH=node["nobash"], GWTRACE_JOB_RESOURCE_INTERVAL="2")
+    out = wrap(shell, ["/bin/sh", "-c", f'cat "{resources}"/*; echo "ppid=$PPID"'], env)
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.decode().splitlines()
+    begin = events(node["log"])[0]
+    assert lines[:4] == [f"pid={lines[-1][5:]}", "job_id=1234.5", "owner=alice", "request_cpus=3"]
+    assert lines[4:] == ["interval=2", lines[-1]]            # no request_memory_mb: an expression
+    assert lines[-1] == f"ppid={begin.pid}"                   # the wrapper, parent of the job
+    assert list(resources.iterdir()) == []
+
+
+def test_no_resources_directory_no_registration(node) -> None:
+    out = wrap(["dash"], ["/bin/sh", "-c", "exit 0"], node["env"])
+    assert out.returncode == 0 and not (node["log"].parent / "resources").exists()

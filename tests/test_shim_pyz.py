@@ -9,6 +9,7 @@ one is installed.
 from __future__ import annotations
 
 import glob
+import os
 import subprocess
 import sys
 import zipfile
@@ -18,7 +19,7 @@ from typing import Iterator, List
 import pytest
 
 from conftest import LIB, REPO, clean_env
-from otlp_receiver import OtlpReceiver
+from otlp_receiver import OtlpReceiver, any_value
 
 
 def interpreters() -> List[str]:
@@ -72,7 +73,8 @@ def test_the_sidecar_runs_from_the_archive(python: str, pyz: Path, tmp_path: Pat
         env = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=receiver.endpoint, OTEL_EXPORTER_OTLP_TIMEOUT="2000",
                         PATH="/usr/bin:/bin")
         config = tmp_path / "glidein_config"
-        config.write_text("GLIDEIN_Site PYZ_Site\nGLIDEIN_UUID 0f0f0f0f-0000-1111-2222-333344445555\n")
+        config.write_text("GLIDEIN_Site PYZ_Site\nGLIDEIN_UUID 0f0f0f0f-0000-1111-2222-333344445555\n"
+                          f"GLIDEIN_STARTUP_PID {os.getpid()}\n")
         directory = tmp_path / "gw"
         start = subprocess.run([python, str(pyz), "sidecar", "start", "--dir", str(directory),
                                 "--glidein-config", str(config)], env=env, capture_output=True, text=True, timeout=90)
@@ -84,6 +86,12 @@ def test_the_sidecar_runs_from_the_archive(python: str, pyz: Path, tmp_path: Pat
         assert stop.returncode == 0, stop.stderr
         (span,) = receiver.wait_for(1)
         assert span.name == "from_the_pyz" and span.resource["glidein.site"] == "PYZ_Site"
+        # the glidein's resource metrics (the test process as the glidein), from /proc, at start and at stop
+        metrics = receiver.wait_for_metrics(lambda r: len(r) >= 1)
+        resource = {kv.key: any_value(kv.value) for kv in metrics[0].resource_metrics[0].resource.attributes}
+        names = {m.name for m in metrics[0].resource_metrics[0].scope_metrics[0].metrics}
+        assert resource["gwtrace.subject"] == "glidein" and resource["glidein.site"] == "PYZ_Site"
+        assert {"process.cpu.time", "process.memory.usage", "system.cpu.load_average.1m"} <= names
     finally:
         receiver.stop()
 

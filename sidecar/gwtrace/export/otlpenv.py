@@ -22,6 +22,9 @@ disagree on a rule. The rules are the OpenTelemetry specification's
   no Authorization header and says why in ``token_problem`` (never the content);
   the sidecar then keeps its spans rather than send them unauthenticated.
 
+The resource metrics' endpoint (``metrics_endpoint``) follows the same rule with ``/v1/metrics``;
+their other options are the spans' (docs/resources.md).
+
 Each option's signal-specific ``OTEL_EXPORTER_OTLP_TRACES_X`` wins over the
 generic ``OTEL_EXPORTER_OTLP_X``. Standard library only: the snapshot sender
 imports it on the node.
@@ -213,10 +216,17 @@ METRICS_PATH = "/v1/metrics"
 
 
 def metrics_endpoint(env: Optional[Mapping[str, str]] = None) -> str:
-    """The metrics URL, by the same rule as the traces one: ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` as it is,
-    else ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/metrics`` (``gwtrace ingest`` forwarding ``kind=metrics``
-    blocks); "" when neither is set."""
+    """The metrics URL: ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` as it is; else
+    ``OTEL_EXPORTER_OTLP_ENDPOINT`` + ``/v1/metrics``; else, when only the traces endpoint is
+    set and ends in ``/v1/traces``, the same server's ``/v1/metrics``; else "" (none)."""
     env = os.environ if env is None else env
-    metrics = (env.get(f"{PREFIX}METRICS_ENDPOINT") or "").strip()
-    base = (env.get(f"{PREFIX}ENDPOINT") or "").strip()
-    return metrics or (base.rstrip("/") + METRICS_PATH if base else "")
+    explicit = (env.get("OTEL_EXPORTER_OTLP_METRICS_ENDPOINT") or "").strip()
+    if explicit:
+        return explicit
+    base = (env.get("OTEL_EXPORTER_OTLP_ENDPOINT") or "").strip()
+    if base:
+        return base.rstrip("/") + METRICS_PATH
+    traces = (env.get("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT") or "").strip().rstrip("/")
+    if traces.endswith(TRACES_PATH):
+        return traces[: -len(TRACES_PATH)] + METRICS_PATH
+    return ""

@@ -32,6 +32,8 @@ from gwtrace.sidecar.eventlog import EventLogReader
 from gwtrace.wire.events import Event
 
 JOBS_DIR = "jobs"
+#: Where job wrappers register a job for resource sampling (resources.py): ``resources/<trace>-<span>``.
+RESOURCES_DIR = "resources"
 #: ``<32 hex trace id>-<16 hex span id>.log``
 _NAME = re.compile(r"\A([0-9a-f]{32})-([0-9a-f]{16})\.log\Z")
 #: Spans a job log began that are remembered as possible parents.
@@ -110,3 +112,11 @@ def split_name(name: str) -> Optional[Tuple[str, str]]:
     """(trace id, root span id) of a job log's file name, or None."""
     m = _NAME.match(name)
     return (m.group(1), m.group(2)) if m else None
+
+
+def make_resources_dir(directory: str) -> str:
+    """``resources/`` in the state directory (0700), where job wrappers register their jobs'
+    processes for resource sampling (resources.py); made before "ready", as ``jobs/``."""
+    path = os.path.join(directory, RESOURCES_DIR)
+    os.makedirs(path, mode=0o700, exist_ok=True)
+    return path

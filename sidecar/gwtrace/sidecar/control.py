@@ -20,7 +20,7 @@ import time
 from typing import Dict, List, Optional, TextIO
 
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
-from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir
+from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir, make_resources_dir
 from gwtrace.sidecar.failure import make_stderr_dir
 from gwtrace.sidecar.ask import run_with_job_asker
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
@@ -213,6 +213,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     create_event_log(spool.dir)
     make_jobs_dir(spool.dir)            # the jobs' own logs (channels.py): writable from "ready" on
     make_stderr_dir(spool.dir)          # where producers register their stderr (failure.py)
+    make_resources_dir(spool.dir)       # where job wrappers register their jobs (resources.py)
     _preflight()
     early: List[int] = []          # a stop asked for while the exporter loads
     signal.signal(signal.SIGTERM, lambda signum, frame: early.append(signum))
@@ -355,10 +356,9 @@ def status(directory: Optional[str], out: TextIO) -> int:
     print(f"dir: {spool.dir}", file=out)
     if st.get("destination"):
         print(f"destination: {st['destination']}", file=out)
-    if st.get("last_error"):
-        print(f"last_error: {st['last_error']}", file=out)
-    if st.get("last_snapshot_error"):
-        print(f"last_snapshot_error: {st['last_snapshot_error']}", file=out)
+    for key in ("last_error", "last_snapshot_error", "last_resource_error"):
+        if st.get(key):
+            print(f"{key}: {st[key]}", file=out)
     for key in sorted(counters):
         print(f"{key}: {counters[key]}", file=out)
     return 0

@@ -38,6 +38,7 @@ from gwtrace.sidecar.delivering import DeliveryHalf
 from gwtrace.sidecar.eventlog import EventLogReader, create_event_log
 from gwtrace.sidecar.gone import CHECK_INTERVAL_S, GoneProcesses
 from gwtrace.sidecar.reading import ReadingHalf
+from gwtrace.sidecar.resources import ResourceMonitor, start_resource_monitor
 from gwtrace.sidecar.ship import ship_outbox
 from gwtrace.sidecar.snapshot import Snapshotter, make_snapshotter
 from gwtrace.sidecar.statedir import Spool
@@ -123,6 +124,7 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
         self.started_at = time.time()
         self.snapshots: Optional[Snapshotter] = None    # live snapshots of the open spans (snapshot.py)
         self.gone = GoneProcesses()               # bash processes replaced by exec (gone.py)
+        self.resources: Optional[ResourceMonitor] = None   # what the glidein and jobs use (resources.py)
         self._gone_at = 0.0
 
     # -- life cycle ------------------------------------------------------------
@@ -158,6 +160,7 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
                                                  daemon=True)
         self._exporter_thread.start()
         self._start_snapshots()
+        self._start_resources()
 
     def _start_snapshots(self) -> None:
         """Live snapshots, if configured; trouble setting them up is logged and counted, never fatal."""
@@ -167,6 +170,12 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
         except Exception as exc:  # noqa: BLE001
             self.counters.add("snapshot_failures")
             log.warning("live snapshots off: %s", exc)
+
+    def _start_resources(self) -> None:
+        """The resource sampler (resources.py), unless GWTRACE_RESOURCE_INTERVAL=0; never fatal."""
+        config = self.identity.path if self.identity is not None else None
+        self.resources = start_resource_monitor(self.spool.dir, config, self.delivery,
+                                                lambda: dict(self.resource.attributes))
 
     def _snapshot(self) -> None:
         """A snapshot of the open spans if one is due (this thread owns the table)."""
@@ -303,6 +312,8 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
             with self._lock:
                 self.counters.add("spans_shipped", shipped)
                 self._sizes.clear()
+        if self.resources is not None:      # its last round; what is left rides home (--ship-to) or is counted
+            self.resources.finish(self.ship_to, min(self.stop_timeout, 5.0))
         self._commit()
         status = self.status()
         self.spool.write_status(status)

@@ -1,4 +1,4 @@
-"""At stop, the sidecar's undelivered spans ride home as blocks (``gwtrace.wire.blocks``).
+"""At stop, the sidecar's undelivered spans and resource metrics ride home as blocks (``gwtrace.wire.blocks``).
 
 The block format is the bottom layer's (the factory reads it); turning the
 outbox into OTLP is the exporter's: this module joins the two on the sidecar's
@@ -7,7 +7,7 @@ side, so the format imports neither.
 
 from __future__ import annotations
 
-from typing import List, TextIO
+from typing import Any, List, Sequence, TextIO, Tuple
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -46,4 +46,15 @@ def ship_outbox(spool: Spool, out: TextIO) -> int:
             write_block()
     if records:
         write_block()
+    return shipped
+
+
+def ship_metrics(requests: Sequence[Tuple[Any, int]], out: TextIO) -> int:
+    """Write each undelivered ``(ExportMetricsServiceRequest, points)`` to ``out`` as a
+    ``kind=metrics`` block; return the points shipped."""
+    shipped = 0
+    for request, points in requests:
+        out.write(frame("metrics", request.SerializeToString(), points=points))
+        out.flush()
+        shipped += points
     return shipped

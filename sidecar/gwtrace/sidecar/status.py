@@ -66,6 +66,9 @@ class StatusHalf:
         snapshots = self.snapshots
         if snapshots is not None:
             counters.update(snapshots.counters)
+        resources = getattr(self, "resources", None)       # the resource sampler (resources.py)
+        if resources is not None:
+            counters.update(resources.status())
         counters["log_bytes_unread"] = (self.reader.pending_bytes() if self.reader else 0) + \
             (self.channels.pending_bytes() if self.channels is not None else 0)
         return {
@@ -74,6 +77,7 @@ class StatusHalf:
             "running": not self._stopping.is_set(), "counters": counters,
             "last_error": strip_userinfo(self.last_error),
             "last_snapshot_error": strip_userinfo(snapshots.last_error) if snapshots is not None else "",
+            "last_resource_error": strip_userinfo(resources.last_error) if resources is not None else "",
         }
 
     def _maybe_status(self) -> None:

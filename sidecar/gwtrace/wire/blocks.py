@@ -15,8 +15,9 @@ Block format (docs/protocol.md, "Blocks")::
     === gwtrace block v1 end sha256=<64 hex> ===
 
 ``kind=otlp``: the payload is an OTLP ``ExportTraceServiceRequest`` (protobuf).
-``kind=metrics``: the payload is an OTLP ``ExportMetricsServiceRequest`` (the
-sidecar's resource samples; ``points=N`` in the header). ``kind=events``: the payload is raw event-log lines (``shim/gwtrace-ship-spool``
+``kind=metrics``: the payload is an OTLP ``ExportMetricsServiceRequest`` (the sidecar's resource
+samples; ``points=N`` in the header instead of ``spans=``).
+``kind=events``: the payload is raw event-log lines (``shim/gwtrace-ship-spool``
 writes these on nodes where no sidecar could run). ``bytes`` and ``sha256``
 describe the payload before compression, so a block is verified end to end
 and its digest identifies it (ingest is idempotent on it).
@@ -45,12 +46,15 @@ LINE_WIDTH = 76
 MAX_PAYLOAD_BYTES = 64 << 20
 
 
-def frame(kind: str, payload: bytes, spans: Optional[int] = None, host: Optional[str] = None) -> str:
+def frame(kind: str, payload: bytes, spans: Optional[int] = None, host: Optional[str] = None,
+          points: Optional[int] = None) -> str:
     """One block, as text lines ending with a newline."""
     digest = hashlib.sha256(payload).hexdigest()
     meta = [f"kind={kind}"]
     if spans is not None:
         meta.append(f"spans={spans}")
+    if points is not None:
+        meta.append(f"points={points}")
     meta += [f"bytes={len(payload)}", f"sha256={digest}", f"host={host or socket.gethostname()}"]
     body = base64.b64encode(gzip.compress(payload, mtime=0)).decode("ascii")
     lines = [body[i:i + LINE_WIDTH] for i in range(0, len(body), LINE_WIDTH)]
@@ -59,6 +63,8 @@ def frame(kind: str, payload: bytes, spans: Optional[int] = None, host: Optional
 
 
 SPANS_PER_BLOCK = 4096
+#: The kinds of block there are: OTLP spans, OTLP metrics (resource samples), raw event lines.
+KINDS = ("otlp", "metrics", "events")
 
 
 @dataclass
@@ -120,7 +126,7 @@ def find_blocks(data: bytes) -> Iterator[Union[Block, BadBlock]]:
 
 def _verify(offset: int, meta: Dict[str, str], lines: List[bytes], end_sha: Optional[str]) -> Union[Block, BadBlock]:
     kind, sha = meta.get("kind", ""), meta.get("sha256", "")
-    if kind not in ("otlp", "events", "metrics"):
+    if kind not in KINDS:
         return BadBlock(offset, f"unknown block kind {kind!r}")
     if not re.fullmatch(r"[0-9a-f]{64}", sha):
         return BadBlock(offset, "no sha256 in the block header")
