@@ -77,6 +77,15 @@ _gwtrace_pid=''         # the $BASHPID the state and the span-id prefix belong t
 _gwtrace_pfx=''         # span ids: 12 random hex digits, then the counter (1001-9000)
 _gwtrace_boot_us=0      # wall-clock time of boot, for the bash < 5 clock
 _gwtrace_attr_ok=0      # 1 if ${var@a} exists (bash 4.4+)
+# bash < 4.4 does not restore, after a function returns, the line its ERR
+# trap reports (execute_cmd.c's line_number_for_err_trap, unwind-protected
+# from 4.4 on): a host's trap after a trace_* call that keeps a failing $?
+# would see the line of our last command. There a public function that gives
+# back a failing $? returns through `eval`, with LINENO set to the caller's
+# line while eval's words are expanded, so that the eval'd `return` is parsed
+# on that line. Unset on bash >= 4.4; a status of 0 takes the `return 0` of
+# `set -e` (no trap fires), so that the common case costs nothing more.
+builtin unset -v _gwtrace_eret _gwtrace_nil
 _gwtrace_ro_tp=0        # 1 if the host made TRACEPARENT readonly: leave it alone
 _gwtrace_ro_ts=0        # the same for TRACESTATE
 _gwtrace_ksock=''       # the event log: GWTRACE_SOCKET and GWTRACE_DIR as last seen,
@@ -126,7 +135,8 @@ trace_begin() {
   else
     _gwtrace_begin ${1+"$@"}
   fi
-  [[ -o errexit ]] && builtin return 0
+  [[ $_gwtrace_rc == 0 || -o errexit ]] && builtin return 0
+  [[ -z ${_gwtrace_eret-} ]] || builtin eval "builtin return $_gwtrace_rc${_gwtrace_nil[LINENO=BASH_LINENO[0]]-}"
   builtin return "$_gwtrace_rc"
 } 2>&-
 
@@ -153,7 +163,8 @@ trace_end() {
     builtin return "${1:-$_gwtrace_rc}"
   fi
   _gwtrace_end ${1+"$@"}
-  [[ -o errexit ]] && builtin return 0
+  [[ $_gwtrace_rc == 0 || -o errexit ]] && builtin return 0
+  [[ -z ${_gwtrace_eret-} ]] || builtin eval "builtin return $_gwtrace_rc${_gwtrace_nil[LINENO=BASH_LINENO[0]]-}"
   builtin return "$_gwtrace_rc"
 } 2>&-
 
@@ -169,7 +180,8 @@ trace_event() {
     _gwtrace_emit
   fi
   [[ -o allexport ]] && _gwtrace_unexport
-  [[ -o errexit ]] && builtin return 0
+  [[ $_gwtrace_rc == 0 || -o errexit ]] && builtin return 0
+  [[ -z ${_gwtrace_eret-} ]] || builtin eval "builtin return $_gwtrace_rc${_gwtrace_nil[LINENO=BASH_LINENO[0]]-}"
   builtin return "$_gwtrace_rc"
 } 2>&-
 
@@ -184,7 +196,8 @@ trace_attr() {
     _gwtrace_emit
   fi
   [[ -o allexport ]] && _gwtrace_unexport
-  [[ -o errexit ]] && builtin return 0
+  [[ $_gwtrace_rc == 0 || -o errexit ]] && builtin return 0
+  [[ -z ${_gwtrace_eret-} ]] || builtin eval "builtin return $_gwtrace_rc${_gwtrace_nil[LINENO=BASH_LINENO[0]]-}"
   builtin return "$_gwtrace_rc"
 } 2>&-
 
@@ -198,7 +211,8 @@ trace_attr() {
 trace_run() {
   { builtin local _gwtrace_rc="$?" _gwtrace_x="$-" _gwtrace_name="${1-}"; builtin set +x; } 2>&-
   if (( $# < 2 )); then
-    { [[ $_gwtrace_x == *x* ]] && builtin set -x; [[ -o errexit ]] && builtin return 0; builtin return "$_gwtrace_rc"; } 2>&-
+    { [[ $_gwtrace_x == *x* ]] && builtin set -x; [[ $_gwtrace_rc == 0 || -o errexit ]] && builtin return 0
+    [[ -z ${_gwtrace_eret-} ]] || builtin eval "builtin return $_gwtrace_rc${_gwtrace_nil[LINENO=BASH_LINENO[0]]-}"; builtin return "$_gwtrace_rc"; } 2>&-
   fi
   builtin shift
   trace_begin "$_gwtrace_name" "process.executable.name=${1##*/}"
@@ -214,7 +228,8 @@ trace_run() {
     if "$@"; then { _gwtrace_rc=0 _gwtrace_x=$-; builtin set +x; } 2>&-; else { _gwtrace_rc=$? _gwtrace_x=$-; builtin set +x; } 2>&-; fi
   fi
   trace_end "$_gwtrace_rc"
-  { [[ $_gwtrace_x == *x* ]] && builtin set -x; builtin return "$_gwtrace_rc"; } 2>&-
+  { [[ $_gwtrace_x == *x* ]] && builtin set -x; [[ $_gwtrace_rc == 0 ]] || [[ -z ${_gwtrace_eret-} ]] || builtin eval "builtin return $_gwtrace_rc${_gwtrace_nil[LINENO=BASH_LINENO[0]]-}"
+    builtin return "$_gwtrace_rc"; } 2>&-
 }
 
 # --- internals -------------------------------------------------------------
@@ -354,7 +369,8 @@ _gwtrace_unexport() {
   builtin export -n _gwtrace_depth _gwtrace_ctr _gwtrace_tr _gwtrace_fl _gwtrace_st _gwtrace_sp _gwtrace_pa _gwtrace_mk \
     _gwtrace_rng _gwtrace_pid _gwtrace_pfx _gwtrace_r _gwtrace_rcode _gwtrace_clock _gwtrace_loaded \
     _gwtrace_base_tr _gwtrace_base_sp _gwtrace_base_fl _gwtrace_base_ts _gwtrace_boot_us _gwtrace_attr_ok \
-    _gwtrace_ro_tp _gwtrace_ro_ts _gwtrace_ksock _gwtrace_kdir _gwtrace_file _gwtrace_key _gwtrace_ekey _gwtrace_tab
+    _gwtrace_ro_tp _gwtrace_ro_ts _gwtrace_ksock _gwtrace_kdir _gwtrace_file _gwtrace_key _gwtrace_ekey _gwtrace_tab \
+    _gwtrace_eret
   builtin return 0
 }
 
@@ -855,6 +871,7 @@ _gwtrace_init() {
     fi
   fi
   (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && _gwtrace_attr_ok=1
+  (( _gwtrace_attr_ok )) || _gwtrace_eret=1
   # Hex checks are glob matches: a host's nocasematch must not make "ABC" valid.
   if builtin shopt -q nocasematch; then
     _gwtrace_nocase=1
