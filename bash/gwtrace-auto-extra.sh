@@ -40,8 +40,8 @@ _gwtrace_auto_hex() {
   _gwtrace_lu=${_gwtrace_lu//-/}
   if [[ ${#_gwtrace_lu} -ne 32 || $_gwtrace_lu == *[!0-9a-f]* ]]; then
     _gwtrace_auto_now
-    builtin printf -v _gwtrace_lu '%016x%016x' $(( ${_gwtrace_at//[!0-9]/} * 2654435761 ^ BASHPID << 32 )) \
-      $(( (${SRANDOM:-7} << 20 ^ BASHPID) | 1 ))
+    builtin printf -v _gwtrace_lu '%016x%016x' "$(( ${_gwtrace_at//[!0-9]/} * 2654435761 ^ BASHPID << 32 ))" \
+      "$(( (${SRANDOM:-7} << 20 ^ BASHPID) | 1 ))"
   fi
   _gwtrace_ar=$_gwtrace_lu
 }

@@ -48,10 +48,10 @@ _gwtrace_auto_seed_mix() {
     _gwtrace_arng=$(( _gwtrace_arng ^ (BASHPID << 40) ))
     _gwtrace_arngpid=$BASHPID
   fi
-  builtin printf -v _gwtrace_apfx '%010x' $(( _gwtrace_lz = (_gwtrace_arng += -7046029254386353131),
+  builtin printf -v _gwtrace_apfx '%010x' "$(( _gwtrace_lz = (_gwtrace_arng += -7046029254386353131),
       _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
       _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
-      _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 31) & 0x1FFFFFFFF)) & 0xFFFFFFFFFF, _gwtrace_lz ? _gwtrace_lz : 1 ))
+      _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 31) & 0x1FFFFFFFF)) & 0xFFFFFFFFFF, _gwtrace_lz ? _gwtrace_lz : 1 ))"
   _gwtrace_actr=1000000
 }
 

@@ -39,7 +39,7 @@ _gwtrace_auto_now() {
   _gwtrace_lup=${_gwtrace_lup%% *}
   if [[ $_gwtrace_lup == [0-9]*.[0-9][0-9] && $_gwtrace_lup != *[!0-9.]* ]]; then
     _gwtrace_lus=$(( _gwtrace_aboot + 10#${_gwtrace_lup/./} * 10000 ))
-    builtin printf -v _gwtrace_at '%d.%06d' $((_gwtrace_lus / 1000000)) $((_gwtrace_lus % 1000000))
+    builtin printf -v _gwtrace_at '%d.%06d' "$((_gwtrace_lus / 1000000))" "$((_gwtrace_lus % 1000000))"
   else
     builtin printf -v _gwtrace_at '%(%s)T.000000' -1
   fi

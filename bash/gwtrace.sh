@@ -116,7 +116,7 @@ _gwtrace_clock=''
 trace_begin() {
   builtin local _gwtrace_rc="$?"
   # shellcheck disable=SC2053  # the key is glob-free (_gwtrace_rekey)
-  if [[ ${1:+x}$#${_gwtrace_sp:+x}${TRACEPARENT+x}$_gwtrace_st$_gwtrace_fl$_gwtrace_ctr == x[1-4]xx?[13579bdf][1-8]??? \
+  if [[ ${1:+x}$#${_gwtrace_sp:+x}${TRACEPARENT+x}$_gwtrace_st$_gwtrace_fl$_gwtrace_ctr == x[1234]xx?[13579bdf][12345678]??? \
         && ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:$BASHPID:${GWTRACE_SOCKET:-${GWTRACE_DIR-}} == $_gwtrace_key \
         && ${#1}${2+ + ${#2}}${3+ + ${#3}}${4+ + ${#4}} -lt 880 && ! -o allexport ]] \
     && case ${EPOCHREALTIME:-@}"${@,,}" in
@@ -133,7 +133,7 @@ trace_begin() {
     # not an error for `set -e`, as `|| :` would do, at a lower cost)
     ! builtin printf '%s\n' "gw1	B	${EPOCHREALTIME:-$_gwtrace_clock}	$BASHPID	$_gwtrace_tr	$_gwtrace_sp	$_gwtrace_pa	0	$_gwtrace_fl	-	$1${2+	$2}${3+	$3}${4+	$4}" >>"$_gwtrace_file"
   else
-    _gwtrace_begin ${1+"$@"}
+    _gwtrace_begin "$@"
   fi
   [[ $_gwtrace_rc == 0 || -o errexit ]] && builtin return 0
   [[ -z ${_gwtrace_eret-} ]] || builtin eval "builtin return $_gwtrace_rc${_gwtrace_nil[LINENO=BASH_LINENO[0]]-}"
@@ -162,7 +162,7 @@ trace_end() {
     [[ -o errexit ]] && builtin return 0
     builtin return "${1:-$_gwtrace_rc}"
   fi
-  _gwtrace_end ${1+"$@"}
+  _gwtrace_end "$@"
   [[ $_gwtrace_rc == 0 || -o errexit ]] && builtin return 0
   [[ -z ${_gwtrace_eret-} ]] || builtin eval "builtin return $_gwtrace_rc${_gwtrace_nil[LINENO=BASH_LINENO[0]]-}"
   builtin return "$_gwtrace_rc"
@@ -355,7 +355,7 @@ _gwtrace_where() {
     esac
   done
   (( _gwtrace_k < ${#FUNCNAME[@]} + 1 )) || builtin return 0
-  [[ ${BASH_LINENO[_gwtrace_k-1]-} == [1-9]* ]] && _gwtrace_wh+=("code.line.number=${BASH_LINENO[_gwtrace_k-1]}")
+  [[ ${BASH_LINENO[_gwtrace_k-1]-} == [123456789]* ]] && _gwtrace_wh+=("code.line.number=${BASH_LINENO[_gwtrace_k-1]}")
   [[ -n ${BASH_SOURCE[_gwtrace_k]-} ]] && _gwtrace_wh+=("code.file.path=${BASH_SOURCE[_gwtrace_k]:0:1000}")
   case ${FUNCNAME[_gwtrace_k]-main} in
     main|source) ;;
@@ -399,7 +399,7 @@ _gwtrace_status_of() {
     [Oo][Kk]) _gwtrace_r=ok _gwtrace_rcode=0 ;;
     [Ee][Rr][Rr][Oo][Rr]) _gwtrace_r=error _gwtrace_rcode=1 ;;
     *)
-      if [[ $1 != *[!0-9]* && ${#1} -lt 10 ]]; then
+      if [[ $1 != *[!0123456789]* && ${#1} -lt 10 ]]; then
         _gwtrace_r=$((10#$1)) _gwtrace_rcode=$((10#$1))
       else
         # A message: its secrets redacted (where the broad test of
@@ -434,7 +434,7 @@ _gwtrace_message() {
 _gwtrace_now() {
   builtin local _gwtrace_upt='' _gwtrace_cs='' _gwtrace_us
   IFS=' .' builtin read -r _gwtrace_upt _gwtrace_cs _gwtrace_us </proc/uptime || :
-  if [[ $_gwtrace_upt == [0-9]* && $_gwtrace_upt$_gwtrace_cs != *[!0-9]* && $_gwtrace_cs == [0-9][0-9] ]]; then
+  if [[ $_gwtrace_upt == [0123456789]* && $_gwtrace_upt$_gwtrace_cs != *[!0123456789]* && $_gwtrace_cs == [0123456789][0123456789] ]]; then
     _gwtrace_us=$(( _gwtrace_boot_us + (10#$_gwtrace_upt * 100 + 10#$_gwtrace_cs) * 10000 ))
     _gwtrace_clock=${_gwtrace_us:0:${#_gwtrace_us}-6}.${_gwtrace_us:${#_gwtrace_us}-6}
   else
@@ -448,10 +448,10 @@ _gwtrace_now() {
 # $BASHPID << 40 (distinct ids even if the kernel gave nothing).
 _gwtrace_rand64() {
   builtin local _gwtrace_z
-  builtin printf -v _gwtrace_r '%016x' $(( _gwtrace_z = (_gwtrace_rng += -7046029254386353131),
+  builtin printf -v _gwtrace_r '%016x' "$(( _gwtrace_z = (_gwtrace_rng += -7046029254386353131),
       _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
       _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
-      _gwtrace_z = _gwtrace_z ^ ((_gwtrace_z >> 31) & 0x1FFFFFFFF) ^ (BASHPID << 40), _gwtrace_z ? _gwtrace_z : 1 ))
+      _gwtrace_z = _gwtrace_z ^ ((_gwtrace_z >> 31) & 0x1FFFFFFFF) ^ (BASHPID << 40), _gwtrace_z ? _gwtrace_z : 1 ))"
 }
 
 # _gwtrace_trace_id: 32 hex digits, random, into _gwtrace_r.
@@ -480,20 +480,20 @@ _gwtrace_newpfx() {
 _gwtrace_reseed() {
   builtin local _gwtrace_u=''
   _gwtrace_pid=$BASHPID
-  if [[ ${SRANDOM-} == [0-9]* && $SRANDOM != *[!0-9]* ]]; then
+  if [[ ${SRANDOM-} == [0123456789]* && $SRANDOM != *[!0123456789]* ]]; then
     _gwtrace_rng=$(( _gwtrace_rng ^ (SRANDOM << 32) ^ SRANDOM ^ (BASHPID << 40) ))
     _gwtrace_rekey
     builtin return 0
   fi
   IFS= builtin read -r _gwtrace_u </proc/sys/kernel/random/uuid || _gwtrace_u=''
   _gwtrace_u=${_gwtrace_u//-/}
-  if [[ ${#_gwtrace_u} -ge 30 && $_gwtrace_u != *[!0-9a-f]* ]]; then
+  if [[ ${#_gwtrace_u} -ge 30 && $_gwtrace_u != *[!0123456789abcdef]* ]]; then
     _gwtrace_rng=$(( _gwtrace_rng ^ (16#${_gwtrace_u:0:15} << 4) ^ 16#${_gwtrace_u:15:15} ))
   else
     # No kernel randomness: mix the clock (digits only: it is "S.UUUUUU").
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
     _gwtrace_u=${EPOCHREALTIME:-$_gwtrace_clock}
-    _gwtrace_u=${_gwtrace_u//[!0-9]/}
+    _gwtrace_u=${_gwtrace_u//[!0123456789]/}
     _gwtrace_rng=$(( _gwtrace_rng ^ (10#${_gwtrace_u:-0} * 2654435761) ^ (RANDOM << 16) ^ (BASHPID << 40) ))
   fi
   _gwtrace_rekey
@@ -803,7 +803,7 @@ _gwtrace_export_attrs() {
 
 # _gwtrace_is_hex STRING LENGTH: lower-case hex of that length, not all zero.
 _gwtrace_is_hex() {
-  [[ ${#1} -eq $2 && $1 != *[!0-9a-f]* && $1 == *[1-9a-f]* ]]
+  [[ ${#1} -eq $2 && $1 != *[!0123456789abcdef]* && $1 == *[123456789abcdef]* ]]
 }
 
 # Read the W3C context this process was started with (TRACEPARENT and
@@ -816,7 +816,7 @@ _gwtrace_read_context() {
   _gwtrace_ver=${_gwtrace_tp:0:2} _gwtrace_tid=${_gwtrace_tp:3:32} _gwtrace_sid=${_gwtrace_tp:36:16} \
     _gwtrace_fl2=${_gwtrace_tp:53:2}
   [[ ${_gwtrace_tp:2:1}${_gwtrace_tp:35:1}${_gwtrace_tp:52:1} == --- ]] || builtin return 0
-  [[ $_gwtrace_ver != *[!0-9a-f]* && $_gwtrace_ver != ff && $_gwtrace_fl2 != *[!0-9a-f]* ]] || builtin return 0
+  [[ $_gwtrace_ver != *[!0123456789abcdef]* && $_gwtrace_ver != ff && $_gwtrace_fl2 != *[!0123456789abcdef]* ]] || builtin return 0
   if [[ $_gwtrace_ver == 00 ]]; then
     (( ${#_gwtrace_tp} == 55 )) || builtin return 0
   elif (( ${#_gwtrace_tp} > 55 )); then
@@ -824,7 +824,7 @@ _gwtrace_read_context() {
   fi
   _gwtrace_is_hex "$_gwtrace_tid" 32 && _gwtrace_is_hex "$_gwtrace_sid" 16 || builtin return 0
   # Only the sampled (01) and random (02) bits are defined; others go out as 0.
-  builtin printf -v _gwtrace_fl2 '%02x' $(( 16#$_gwtrace_fl2 & 3 ))
+  builtin printf -v _gwtrace_fl2 '%02x' "$(( 16#$_gwtrace_fl2 & 3 ))"
   _gwtrace_base_tr=$_gwtrace_tid _gwtrace_base_sp=$_gwtrace_sid _gwtrace_base_fl=$_gwtrace_fl2
   _gwtrace_base_ts=${TRACESTATE-}
   builtin return 0
@@ -860,13 +860,13 @@ _gwtrace_put_end() {
 
 _gwtrace_init() {
   builtin local _gwtrace_upt='' _gwtrace_now='' _gwtrace_nocase=0
-  if [[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0-9]* ]]; then
+  if [[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0123456789]* ]]; then
     _gwtrace_boot_us=$GWTRACE_BOOT_US
   elif [[ -z ${EPOCHREALTIME-} ]]; then
     IFS= builtin read -r _gwtrace_upt </proc/uptime || _gwtrace_upt=''
     _gwtrace_upt=${_gwtrace_upt%% *}
     builtin printf -v _gwtrace_now '%(%s)T' -1
-    if [[ $_gwtrace_upt == [0-9]*.[0-9][0-9] && $_gwtrace_upt != *[!0-9.]* ]]; then
+    if [[ $_gwtrace_upt == [0123456789]*.[0123456789][0123456789] && $_gwtrace_upt != *[!0123456789.]* ]]; then
       _gwtrace_boot_us=$(( _gwtrace_now * 1000000 - 10#${_gwtrace_upt/./} * 10000 ))
     fi
   fi
@@ -890,7 +890,8 @@ _gwtrace_init() {
       _gwtrace_init _gwtrace_is_hex _gwtrace_is_log _gwtrace_is_shell_code _gwtrace_logpath _gwtrace_newpfx _gwtrace_now \
       _gwtrace_off _gwtrace_rand64 _gwtrace_read_context _gwtrace_readonly_context _gwtrace_rekey _gwtrace_reseed \
       _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_fit _gwtrace_chars _gwtrace_redacts _gwtrace_skip _gwtrace_status_of \
-      _gwtrace_trace_id _gwtrace_put_begin _gwtrace_put_end _gwtrace_userinfo _gwtrace_message _gwtrace_where || :
+      _gwtrace_trace_id _gwtrace_put_begin _gwtrace_put_end _gwtrace_userinfo _gwtrace_message _gwtrace_where \
+      _gwtrace_unexport || :
   fi
   builtin return 0
 }
