@@ -273,7 +273,7 @@ _gwtrace_begin() {
     _gwtrace_tr=$_gwtrace_trace _gwtrace_fl=$_gwtrace_flags _gwtrace_st=$_gwtrace_state _gwtrace_sp=$_gwtrace_span
   # Inner spans hide a TRACEPARENT the library exported itself; only the
   # outermost one can hide a value the host set without exporting.
-  if (( _gwtrace_depth == 1 && _gwtrace_attr_ok )) && [[ -n ${TRACEPARENT+x}${TRACESTATE+x} ]]; then
+  if (( _gwtrace_depth == 1 )) && [[ -n ${TRACEPARENT+x}${TRACESTATE+x} ]]; then
     _gwtrace_export_attrs
   fi
   (( _gwtrace_ro_tp )) || builtin export TRACEPARENT="00-$_gwtrace_trace-$_gwtrace_span-$_gwtrace_flags"
@@ -788,16 +788,37 @@ _gwtrace_readonly_context() {
 _gwtrace_export_attrs() {
   builtin local _gwtrace_attrs
   if [[ -n ${TRACEPARENT+x} ]]; then
-    _gwtrace_attrs=${TRACEPARENT@a}
+    if (( _gwtrace_attr_ok )); then _gwtrace_attrs=${TRACEPARENT@a}; else _gwtrace_attrs_old TRACEPARENT; fi
     if [[ $_gwtrace_attrs != *x* ]]; then
       _gwtrace_mk=${_gwtrace_mk%?}
       if [[ -n ${TRACESTATE+x} ]]; then _gwtrace_mk+=t; else _gwtrace_mk+=s; fi
     fi
   fi
   if [[ -n ${TRACESTATE+x} ]]; then
-    _gwtrace_attrs=${TRACESTATE@a}
+    if (( _gwtrace_attr_ok )); then _gwtrace_attrs=${TRACESTATE@a}; else _gwtrace_attrs_old TRACESTATE; fi
     [[ $_gwtrace_attrs == *x* ]] || _gwtrace_ots[_gwtrace_depth]=s${_gwtrace_ots[_gwtrace_depth]:1}
   fi
+  builtin return 0
+}
+
+# _gwtrace_attrs_old NAME: NAME's attributes (declare's letters: x when
+# exported) into the caller's _gwtrace_attrs, on bash < 4.4, which has no
+# ${var@a}. Without forking: declare -p writes into the file of a here-string
+# (a temporary file bash made and unlinked; its fd is read-only, so the write
+# reopens it through /proc), whose first line is then read back. If that
+# fails (no writable TMPDIR, no /proc), x: taken as exported, as before.
+_gwtrace_attrs_old() {
+  builtin local _gwtrace_fd _gwtrace_d=''
+  _gwtrace_attrs=x
+  # (not in POSIX mode, where a failed redirection of exec exits the shell)
+  [[ -o posix ]] && builtin return 0
+  { builtin exec {_gwtrace_fd}<<<''; } 2>&- || builtin return 0
+  if builtin declare -p "$1" >"/proc/$BASHPID/fd/$_gwtrace_fd" \
+     && IFS= builtin read -r -u "$_gwtrace_fd" _gwtrace_d && [[ $_gwtrace_d == "declare -"* ]]; then
+    _gwtrace_d=${_gwtrace_d#declare -}
+    _gwtrace_attrs=${_gwtrace_d%% *}
+  fi
+  builtin exec {_gwtrace_fd}<&-
   builtin return 0
 }
 
@@ -886,7 +907,7 @@ _gwtrace_init() {
   if [[ -o allexport ]]; then
     _gwtrace_unexport
     builtin export -n -f trace_begin trace_end trace_event trace_attr trace_run \
-      _gwtrace_attrs _gwtrace_begin _gwtrace_emit _gwtrace_end _gwtrace_esc _gwtrace_export_attrs \
+      _gwtrace_attrs _gwtrace_attrs_old _gwtrace_begin _gwtrace_emit _gwtrace_end _gwtrace_esc _gwtrace_export_attrs \
       _gwtrace_init _gwtrace_is_hex _gwtrace_is_log _gwtrace_is_shell_code _gwtrace_logpath _gwtrace_newpfx _gwtrace_now \
       _gwtrace_off _gwtrace_rand64 _gwtrace_read_context _gwtrace_readonly_context _gwtrace_rekey _gwtrace_reseed \
       _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_fit _gwtrace_chars _gwtrace_redacts _gwtrace_skip _gwtrace_status_of \
