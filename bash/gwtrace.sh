@@ -775,8 +775,11 @@ _gwtrace_readonly_context() {
     [[ $_gwtrace_attrs == *r* ]] && _gwtrace_ro_ts=1
     (( _gwtrace_nounset )) && builtin set -u
   else
-    ( TRACEPARENT=x ) 2>/dev/null || _gwtrace_ro_tp=1
-    ( TRACESTATE=x ) 2>/dev/null || _gwtrace_ro_ts=1
+    # (subshells that try to assign only where readonly -p cannot be read)
+    if ! _gwtrace_readonly_old; then
+      ( TRACEPARENT=x ) 2>/dev/null || _gwtrace_ro_tp=1
+      ( TRACESTATE=x ) 2>/dev/null || _gwtrace_ro_ts=1
+    fi
   fi
   builtin return 0
 }
@@ -802,22 +805,48 @@ _gwtrace_export_attrs() {
 }
 
 # _gwtrace_attrs_old NAME: NAME's attributes (declare's letters: x when
-# exported) into the caller's _gwtrace_attrs, on bash < 4.4, which has no
-# ${var@a}. Without forking: declare -p writes into the file of a here-string
-# (a temporary file bash made and unlinked; its fd is read-only, so the write
-# reopens it through /proc), whose first line is then read back. If that
-# fails (no writable TMPDIR, no /proc), x: taken as exported, as before.
+# exported, r when readonly; empty when there is no such variable) into the
+# caller's _gwtrace_attrs, on bash < 4.4, which has no ${var@a}. Without
+# forking: declare -p writes into the file of a here-string (a temporary file
+# bash made and unlinked; its fd is read-only, so the write reopens it through
+# /proc), whose first line is then read back. Status 1, and x, when it cannot
+# tell (POSIX mode, where a failed redirection of exec exits the shell; no
+# writable TMPDIR; no /proc).
 _gwtrace_attrs_old() {
-  builtin local _gwtrace_fd _gwtrace_d=''
+  builtin local _gwtrace_fd _gwtrace_d='' _gwtrace_ok=1
   _gwtrace_attrs=x
-  # (not in POSIX mode, where a failed redirection of exec exits the shell)
-  [[ -o posix ]] && builtin return 0
-  { builtin exec {_gwtrace_fd}<<<''; } 2>&- || builtin return 0
-  if builtin declare -p "$1" >"/proc/$BASHPID/fd/$_gwtrace_fd" \
-     && IFS= builtin read -r -u "$_gwtrace_fd" _gwtrace_d && [[ $_gwtrace_d == "declare -"* ]]; then
-    _gwtrace_d=${_gwtrace_d#declare -}
-    _gwtrace_attrs=${_gwtrace_d%% *}
+  [[ -o posix ]] && builtin return 1
+  { builtin exec {_gwtrace_fd}<<<''; } 2>&- || builtin return 1
+  if { : >"/proc/$BASHPID/fd/$_gwtrace_fd"; } 2>&-; then
+    _gwtrace_ok=0 _gwtrace_attrs=''
+    if builtin declare -p "$1" >"/proc/$BASHPID/fd/$_gwtrace_fd" 2>&- \
+       && IFS= builtin read -r -u "$_gwtrace_fd" _gwtrace_d && [[ $_gwtrace_d == "declare -"* ]]; then
+      _gwtrace_d=${_gwtrace_d#declare -}
+      _gwtrace_attrs=${_gwtrace_d%% *}
+    fi
   fi
+  builtin exec {_gwtrace_fd}<&-
+  builtin return "$_gwtrace_ok"
+}
+
+# _gwtrace_readonly_old: _gwtrace_ro_tp/_gwtrace_ro_ts from `readonly -p`,
+# read back as in _gwtrace_attrs_old (declare -p of bash < 4.4 does not show
+# a readonly variable without a value). Status 1 when it cannot tell.
+_gwtrace_readonly_old() {
+  builtin local _gwtrace_fd _gwtrace_d _gwtrace_n=0
+  [[ -o posix ]] && builtin return 1
+  { builtin exec {_gwtrace_fd}<<<''; } 2>&- || builtin return 1
+  if ! { builtin readonly -p >"/proc/$BASHPID/fd/$_gwtrace_fd"; } 2>&-; then
+    builtin exec {_gwtrace_fd}<&-
+    builtin return 1
+  fi
+  # (bounded: a host's readonly value with many lines is not read to its end)
+  while (( _gwtrace_n++ < 1000 )) && IFS= builtin read -r -u "$_gwtrace_fd" _gwtrace_d; do
+    case $_gwtrace_d in
+      "declare -"*" TRACEPARENT"|"declare -"*" TRACEPARENT="*) _gwtrace_ro_tp=1 ;;
+      "declare -"*" TRACESTATE"|"declare -"*" TRACESTATE="*) _gwtrace_ro_ts=1 ;;
+    esac
+  done
   builtin exec {_gwtrace_fd}<&-
   builtin return 0
 }
@@ -907,7 +936,7 @@ _gwtrace_init() {
   if [[ -o allexport ]]; then
     _gwtrace_unexport
     builtin export -n -f trace_begin trace_end trace_event trace_attr trace_run \
-      _gwtrace_attrs _gwtrace_attrs_old _gwtrace_begin _gwtrace_emit _gwtrace_end _gwtrace_esc _gwtrace_export_attrs \
+      _gwtrace_attrs _gwtrace_attrs_old _gwtrace_readonly_old _gwtrace_begin _gwtrace_emit _gwtrace_end _gwtrace_esc _gwtrace_export_attrs \
       _gwtrace_init _gwtrace_is_hex _gwtrace_is_log _gwtrace_is_shell_code _gwtrace_logpath _gwtrace_newpfx _gwtrace_now \
       _gwtrace_off _gwtrace_rand64 _gwtrace_read_context _gwtrace_readonly_context _gwtrace_rekey _gwtrace_reseed \
       _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_fit _gwtrace_chars _gwtrace_redacts _gwtrace_skip _gwtrace_status_of \
