@@ -253,8 +253,8 @@ _gwtrace_auto_trap() {
         _gwtrace_lu=$_gwtrace_ar
         case $_gwtrace_lop in
           set) builtin printf -v "_gwtrace_au$_gwtrace_lu" '%s' "$_gwtrace_larg"; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
-          ignore) builtin printf -v "_gwtrace_au$_gwtrace_lu" ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
-          revert) builtin printf -v "_gwtrace_au$_gwtrace_lu" ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" '' ;;
+          ignore) builtin printf -v "_gwtrace_au$_gwtrace_lu" '%s' ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
+          revert) builtin printf -v "_gwtrace_au$_gwtrace_lu" '%s' ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" '%s' '' ;;
         esac
         [[ $_gwtrace_lu != r ]] || _gwtrace_aurdep=$(( ${#FUNCNAME[@]} - 3 ))
         [[ $_gwtrace_lu != d ]] || _gwtrace_auddep=$(( ${#FUNCNAME[@]} - 3 ))

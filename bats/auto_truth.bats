@@ -193,6 +193,23 @@ EOS
   assert_output "${SCRIPT##*/} code.file.path=$SCRIPT"$'\n'"bash -s "
 }
 
+@test "a script's trap - EXIT and trap '' EXIT take its handler off at every level (bash 4.2: printf -v NAME '' set nothing)" {
+  local level
+  cat >"$SCRIPT" <<'EOS'
+trap 'echo handler 1' EXIT
+f() { trap - ERR EXIT; echo in f; }
+f
+trap 'echo handler 2' EXIT
+trap '' EXIT
+echo end
+EOS
+  for level in scripts functions commands; do
+    auto_run "$level"
+    assert_success
+    assert_output $'in f\nend'
+  done
+}
+
 # A bats file whose tests fail in a helper, after `run` (its `set +eET` ...
 # `set "-$flags"`), and directly: bats' own DEBUG trap builds the stack
 # frames it prints, so its output shows whether that trap saw exactly what
