@@ -57,7 +57,8 @@ _gwtrace_auto_where() {
   [[ $1 == *' '*' '* && $_gwtrace_lname != source && $_gwtrace_lname != . ]] || builtin return 0   # a sourced file's span has its own code.file.path
   [[ $_gwtrace_lline == [1-9]* && $_gwtrace_lline != *[!0-9]* ]] && _gwtrace_awh+="	code.line.number=$_gwtrace_lline"
   if [[ -n $_gwtrace_lfile && $_gwtrace_lfile != environment ]]; then
-    _gwtrace_auto_esc "${_gwtrace_lfile:0:1000}"; _gwtrace_awh+="	code.file.path=$_gwtrace_ar"
+    (( ${#_gwtrace_lfile} <= 1000 )) || { _gwtrace_auto_extra; _gwtrace_auto_cut _gwtrace_lfile; }
+    _gwtrace_auto_esc "$_gwtrace_lfile"; _gwtrace_awh+="	code.file.path=$_gwtrace_ar"
   fi
   [[ -n $_gwtrace_lname ]] || builtin return 0
   _gwtrace_auto_esc "${_gwtrace_lname:0:255}"

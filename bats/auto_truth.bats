@@ -210,6 +210,35 @@ EOS
   done
 }
 
+@test "a code.file.path of over 1000 non-ASCII characters is cut on a character boundary under LC_ALL=C, as the library cuts" {
+  local dir=$BATS_TEST_TMPDIR comp i level
+  comp=$(printf 'é%.0s' {1..120})
+  for i in 1 2 3 4 5 6 7 8 9; do dir+=/$comp; done
+  mkdir -p "$dir"
+  printf '%s\n' 'f() { return 3; }' >"$dir/lib.sh"
+  # shellcheck disable=SC2016  # expanded by the traced shell
+  printf '%s\n' 'source "${BASH_SOURCE%/*}/lib.sh"' 'f' 'true' >"$dir/s.sh"
+  for level in scripts functions commands; do
+    : >"$LOG"
+    run env LC_ALL=C BASH_ENV="$GW_ROOT/bash/gwtrace-auto.sh" GWTRACE_AUTO_LEVEL="$level" bash "$dir/s.sh"
+    assert_success
+    run "$GW_PY" - "$LOG" "$dir" <<'EOF'
+import sys
+want = sys.argv[2].encode("utf-8", "surrogateescape").decode("utf-8")
+paths = []
+for raw in open(sys.argv[1], "rb").read().split(b"\n")[:-1]:
+    for field in raw.split(b"\t")[10:]:
+        if field.startswith(b"code.file.path="):
+            value = field[len(b"code.file.path="):].decode("utf-8")  # strict: no cut character
+            assert len(value) == 1000 and want.startswith(value), (len(value), value[-5:])
+            paths.append(value)
+print(len(paths))
+EOF
+    assert_success
+    (( output >= 1 ))
+  done
+}
+
 # A bats file whose tests fail in a helper, after `run` (its `set +eET` ...
 # `set "-$flags"`), and directly: bats' own DEBUG trap builds the stack
 # frames it prints, so its output shows whether that trap saw exactly what
