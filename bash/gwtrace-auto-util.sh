@@ -152,6 +152,8 @@ _gwtrace_auto_site() {
   [[ -n $_gwtrace_lsite && $_gwtrace_lline == [1-9]* ]] || builtin return 0
   if [[ ( -z $_gwtrace_lfile || $_gwtrace_lfile == environment ) && -n ${BASH_EXECUTION_STRING-} ]]; then
     _gwtrace_lfile=$'\n-c'                   # bash -c: its text (its functions' "file" is "environment")
+    # bash < 5 numbers a -c text's lines from 0 (LINENO and BASH_LINENO alike)
+    (( BASH_VERSINFO[0] >= 5 )) || _gwtrace_lline=$(( _gwtrace_lline + 1 ))
   elif [[ -z $_gwtrace_lfile || ! -r $_gwtrace_lfile ]]; then
     builtin return 0
   fi
