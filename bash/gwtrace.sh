@@ -762,8 +762,8 @@ _gwtrace_set_tracestate() {
 
 # _gwtrace_readonly_context: set _gwtrace_ro_tp/_gwtrace_ro_ts. Assigning a
 # readonly variable aborts a bash script whatever `|| :` follows, so it must
-# be known before. bash 4.4+ tells with ${var@a}; older bash needs one
-# subshell, once, when the library is sourced.
+# be known before. bash 4.4+ tells with ${var@a}; older bash with readonly -p
+# (_gwtrace_readonly_old), or two subshells where that cannot be read.
 _gwtrace_readonly_context() {
   builtin local _gwtrace_attrs _gwtrace_nounset=0
   if (( _gwtrace_attr_ok )); then
@@ -786,7 +786,7 @@ _gwtrace_readonly_context() {
 
 # _gwtrace_export_attrs: for the outermost span, just pushed, record "set,
 # not exported" (s or t in _gwtrace_mk, s in _gwtrace_ots) for the
-# TRACEPARENT and TRACESTATE it hides (bash 4.4+: ${var@a}; called before
+# TRACEPARENT and TRACESTATE it hides (bash 4.4+: ${var@a}, older: _gwtrace_attrs_old; called before
 # they change).
 _gwtrace_export_attrs() {
   builtin local _gwtrace_attrs
