@@ -40,6 +40,12 @@ setup() {
     '~'
     ';|&<>(){}'
   )
+  # over 256 characters: escaped a piece at a time (_gwtrace_esc_long), with
+  # escapes and multi-byte characters across the pieces' edges; short enough that a line of two
+  # such fields fits the 1000 characters of a non-ASCII line
+  local i long=''
+  for i in {1..20}; do long+=$'ab\\c\td\ne\rf\xc3\xa9\xe6\x97\xa5'"$i"; done
+  VALS+=("$long")
   write_vals
   # files for a glob to match, if anything globbed a value
   mkdir "$BATS_TEST_TMPDIR/cwd"
