@@ -211,9 +211,9 @@ EOS
 }
 
 @test "a code.file.path of over 1000 non-ASCII characters is cut on a character boundary under LC_ALL=C, as the library cuts" {
-  local dir=$BATS_TEST_TMPDIR comp i level
+  local dir=$BATS_TEST_TMPDIR comp level
   comp=$(printf 'é%.0s' {1..120})
-  for i in 1 2 3 4 5 6 7 8 9; do dir+=/$comp; done
+  for _ in 1 2 3 4 5 6 7 8 9; do dir+=/$comp; done
   mkdir -p "$dir"
   printf '%s\n' 'f() { return 3; }' >"$dir/lib.sh"
   # shellcheck disable=SC2016  # expanded by the traced shell
