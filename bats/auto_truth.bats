@@ -239,6 +239,24 @@ EOF
   done
 }
 
+@test "functions: a function run as an element of a pipeline, in \$(...) too, has its span ended" {
+  local level
+  cat >"$SCRIPT" <<'EOS'
+f() { echo a; echo b; }
+n=$(f | wc -l)
+f | cat >/dev/null
+echo "n=$n"
+EOS
+  for level in functions commands; do
+    : >"$LOG"
+    auto_run "$level"
+    assert_success
+    assert_output "n=2"
+    run awk -F'\t' '$2 == "B" { b[$6] = $11 } $2 == "E" { delete b[$6] } END { for (id in b) print "open: " b[id] }' "$LOG"
+    assert_output ""
+  done
+}
+
 # A bats file whose tests fail in a helper, after `run` (its `set +eET` ...
 # `set "-$flags"`), and directly: bats' own DEBUG trap builds the stack
 # frames it prints, so its output shows whether that trap saw exactly what
