@@ -840,9 +840,9 @@ _gwtrace_attrs_old() {
   _gwtrace_attrs=x
   [[ -o posix ]] && builtin return 1
   { builtin exec {_gwtrace_fd}<<<''; } 2>&- || builtin return 1
-  if { : >"/proc/$BASHPID/fd/$_gwtrace_fd"; } 2>&-; then
+  if { builtin : >|"/proc/$BASHPID/fd/$_gwtrace_fd"; } 2>&-; then
     _gwtrace_ok=0 _gwtrace_attrs=''
-    if builtin declare -p "$1" >"/proc/$BASHPID/fd/$_gwtrace_fd" 2>&- \
+    if builtin declare -p "$1" >|"/proc/$BASHPID/fd/$_gwtrace_fd" 2>&- \
        && IFS= builtin read -r -u "$_gwtrace_fd" _gwtrace_d && [[ $_gwtrace_d == "declare -"* ]]; then
       _gwtrace_d=${_gwtrace_d#declare -}
       _gwtrace_attrs=${_gwtrace_d%% *}
@@ -859,7 +859,7 @@ _gwtrace_readonly_old() {
   builtin local _gwtrace_fd _gwtrace_d _gwtrace_n=0
   [[ -o posix ]] && builtin return 1
   { builtin exec {_gwtrace_fd}<<<''; } 2>&- || builtin return 1
-  if ! { builtin readonly -p >"/proc/$BASHPID/fd/$_gwtrace_fd"; } 2>&-; then
+  if ! { builtin readonly -p >|"/proc/$BASHPID/fd/$_gwtrace_fd"; } 2>&-; then
     builtin exec {_gwtrace_fd}<&-
     builtin return 1
   fi
