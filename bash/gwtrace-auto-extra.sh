@@ -40,10 +40,31 @@ _gwtrace_auto_hex() {
   _gwtrace_lu=${_gwtrace_lu//-/}
   if [[ ${#_gwtrace_lu} -ne 32 || $_gwtrace_lu == *[!0-9a-f]* ]]; then
     _gwtrace_auto_now
-    builtin printf -v _gwtrace_lu '%016x%016x' $(( ${_gwtrace_at//[!0-9]/} * 2654435761 ^ BASHPID << 32 )) \
-      $(( (${SRANDOM:-7} << 20 ^ BASHPID) | 1 ))
+    builtin printf -v _gwtrace_lu '%016x%016x' "$(( ${_gwtrace_at//[!0-9]/} * 2654435761 ^ BASHPID << 32 ))" \
+      "$(( (${SRANDOM:-7} << 20 ^ BASHPID) | 1 ))"
   fi
   _gwtrace_ar=$_gwtrace_lu
+}
+
+# _gwtrace_auto_cut NAME: cut the variable NAME to its first 1000 characters,
+# counted as under UTF-8 whatever the locale, as the library cuts (its
+# _gwtrace_fit and _gwtrace_chars): under LC_ALL=C (common on worker nodes)
+# bash counts bytes, and ${v:0:1000} could end inside a character. A value
+# that was escaped does not end inside an escape: an odd trailing backslash
+# is dropped. Called only for a value longer than 1000 (bytes or characters).
+_gwtrace_auto_cut() {
+  builtin local _gwtrace_le=$'\xc3\xa9' _gwtrace_ll
+  if [[ ${!1} == *[![:ascii:]]* ]] && (( ${#_gwtrace_le} != 1 )); then
+    # shellcheck disable=SC2034  # LC_ALL: for bash's lengths in this function
+    builtin local LC_ALL=C.UTF-8 || :
+    for _gwtrace_ll in C.UTF-8 C.utf8 en_US.UTF-8 en_US.utf8; do
+      LC_ALL=$_gwtrace_ll 2>&-
+      (( ${#_gwtrace_le} != 1 )) || break
+    done
+  fi
+  builtin printf -v "$1" '%s' "${!1:0:1000}"
+  _gwtrace_ll=${!1##*[!\\]}
+  (( ${#_gwtrace_ll} % 2 == 0 )) || builtin printf -v "$1" '%s' "${!1%\\}"
 }
 
 # A bash started by `exec` from a traced bash has its pid: it takes over the
@@ -253,8 +274,8 @@ _gwtrace_auto_trap() {
         _gwtrace_lu=$_gwtrace_ar
         case $_gwtrace_lop in
           set) builtin printf -v "_gwtrace_au$_gwtrace_lu" '%s' "$_gwtrace_larg"; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
-          ignore) builtin printf -v "_gwtrace_au$_gwtrace_lu" ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
-          revert) builtin printf -v "_gwtrace_au$_gwtrace_lu" ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" '' ;;
+          ignore) builtin printf -v "_gwtrace_au$_gwtrace_lu" '%s' ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
+          revert) builtin printf -v "_gwtrace_au$_gwtrace_lu" '%s' ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" '%s' '' ;;
         esac
         [[ $_gwtrace_lu != r ]] || _gwtrace_aurdep=$(( ${#FUNCNAME[@]} - 3 ))
         [[ $_gwtrace_lu != d ]] || _gwtrace_auddep=$(( ${#FUNCNAME[@]} - 3 ))

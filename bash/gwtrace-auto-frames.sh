@@ -48,10 +48,10 @@ _gwtrace_auto_seed_mix() {
     _gwtrace_arng=$(( _gwtrace_arng ^ (BASHPID << 40) ))
     _gwtrace_arngpid=$BASHPID
   fi
-  builtin printf -v _gwtrace_apfx '%010x' $(( _gwtrace_lz = (_gwtrace_arng += -7046029254386353131),
+  builtin printf -v _gwtrace_apfx '%010x' "$(( _gwtrace_lz = (_gwtrace_arng += -7046029254386353131),
       _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
       _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
-      _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 31) & 0x1FFFFFFFF)) & 0xFFFFFFFFFF, _gwtrace_lz ? _gwtrace_lz : 1 ))
+      _gwtrace_lz = (_gwtrace_lz ^ ((_gwtrace_lz >> 31) & 0x1FFFFFFFF)) & 0xFFFFFFFFFF, _gwtrace_lz ? _gwtrace_lz : 1 ))"
   _gwtrace_actr=1000000
 }
 
@@ -165,7 +165,8 @@ _gwtrace_auto_push() {
     _gwtrace_lline="gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_lspan}${_gwtrace_lt}${_gwtrace_lparent:--}${_gwtrace_lt}${_gwtrace_lremote}${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}"
     for _gwtrace_la in "$@"; do
       [[ $_gwtrace_la == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_la"; _gwtrace_la=$_gwtrace_ar; }
-      _gwtrace_lline+=$_gwtrace_lt${_gwtrace_la:0:1000}
+      (( ${#_gwtrace_la} <= 1000 )) || { _gwtrace_auto_extra; _gwtrace_auto_cut _gwtrace_la; }
+      _gwtrace_lline+=$_gwtrace_lt$_gwtrace_la
     done
     builtin printf '%s\n' "$_gwtrace_lline" >>"$_gwtrace_alog" || :
     _gwtrace_aexp="00-$_gwtrace_atr-$_gwtrace_lspan-$_gwtrace_afl" _gwtrace_acur=$_gwtrace_lspan
@@ -303,7 +304,7 @@ _gwtrace_auto_one_word() {
 
 # _gwtrace_auto_src_done FILE: after the command that followed a `source`.
 _gwtrace_auto_src_done() {
-  builtin local _gwtrace_lt=$'\t' _gwtrace_lp="$_gwtrace_aspend" _gwtrace_lf="$1" _gwtrace_ldep _gwtrace_lpid _gwtrace_lts
+  builtin local _gwtrace_lt=$'\t' _gwtrace_lp="$_gwtrace_aspend" _gwtrace_lf="$1" _gwtrace_ldep _gwtrace_lpid _gwtrace_lts _gwtrace_lcut
   _gwtrace_ldep=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* } _gwtrace_ad=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* }
   _gwtrace_lpid=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* } _gwtrace_lts=${_gwtrace_lp%% *} _gwtrace_lp=${_gwtrace_lp#* }
   _gwtrace_aspend=''
@@ -313,7 +314,9 @@ _gwtrace_auto_src_done() {
   _gwtrace_auto_id
   _gwtrace_auto_now
   [[ $_gwtrace_lf == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lf"; _gwtrace_lf=$_gwtrace_ar; _gwtrace_auto_id; }
-  _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_lts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_ar}${_gwtrace_lt}${_gwtrace_acur:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}source ${_gwtrace_lf##*/}${_gwtrace_lt}gwtrace.kind=source${_gwtrace_lt}code.file.path=${_gwtrace_lf:0:1000}"
+  _gwtrace_lcut=$_gwtrace_lf
+  (( ${#_gwtrace_lcut} <= 1000 )) || { _gwtrace_auto_extra; _gwtrace_auto_cut _gwtrace_lcut; }
+  _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_lts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_ar}${_gwtrace_lt}${_gwtrace_acur:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}source ${_gwtrace_lf##*/}${_gwtrace_lt}gwtrace.kind=source${_gwtrace_lt}code.file.path=${_gwtrace_lcut}"
   _gwtrace_auto_emit "gw1${_gwtrace_lt}E${_gwtrace_lt}${_gwtrace_at}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_ar}${_gwtrace_lt}${_gwtrace_arc}"
 }
 

@@ -39,7 +39,7 @@ _gwtrace_auto_now() {
   _gwtrace_lup=${_gwtrace_lup%% *}
   if [[ $_gwtrace_lup == [0-9]*.[0-9][0-9] && $_gwtrace_lup != *[!0-9.]* ]]; then
     _gwtrace_lus=$(( _gwtrace_aboot + 10#${_gwtrace_lup/./} * 10000 ))
-    builtin printf -v _gwtrace_at '%d.%06d' $((_gwtrace_lus / 1000000)) $((_gwtrace_lus % 1000000))
+    builtin printf -v _gwtrace_at '%d.%06d' "$((_gwtrace_lus / 1000000))" "$((_gwtrace_lus % 1000000))"
   else
     builtin printf -v _gwtrace_at '%(%s)T.000000' -1
   fi
@@ -57,7 +57,8 @@ _gwtrace_auto_where() {
   [[ $1 == *' '*' '* && $_gwtrace_lname != source && $_gwtrace_lname != . ]] || builtin return 0   # a sourced file's span has its own code.file.path
   [[ $_gwtrace_lline == [1-9]* && $_gwtrace_lline != *[!0-9]* ]] && _gwtrace_awh+="	code.line.number=$_gwtrace_lline"
   if [[ -n $_gwtrace_lfile && $_gwtrace_lfile != environment ]]; then
-    _gwtrace_auto_esc "${_gwtrace_lfile:0:1000}"; _gwtrace_awh+="	code.file.path=$_gwtrace_ar"
+    (( ${#_gwtrace_lfile} <= 1000 )) || { _gwtrace_auto_extra; _gwtrace_auto_cut _gwtrace_lfile; }
+    _gwtrace_auto_esc "$_gwtrace_lfile"; _gwtrace_awh+="	code.file.path=$_gwtrace_ar"
   fi
   [[ -n $_gwtrace_lname ]] || builtin return 0
   _gwtrace_auto_esc "${_gwtrace_lname:0:255}"
@@ -151,6 +152,8 @@ _gwtrace_auto_site() {
   [[ -n $_gwtrace_lsite && $_gwtrace_lline == [1-9]* ]] || builtin return 0
   if [[ ( -z $_gwtrace_lfile || $_gwtrace_lfile == environment ) && -n ${BASH_EXECUTION_STRING-} ]]; then
     _gwtrace_lfile=$'\n-c'                   # bash -c: its text (its functions' "file" is "environment")
+    # bash < 5 numbers a -c text's lines from 0 (LINENO and BASH_LINENO alike)
+    (( BASH_VERSINFO[0] >= 5 )) || _gwtrace_lline=$(( _gwtrace_lline + 1 ))
   elif [[ -z $_gwtrace_lfile || ! -r $_gwtrace_lfile ]]; then
     builtin return 0
   fi

@@ -91,7 +91,8 @@ while :; do                # once: `break` ends the set-up early (note 1)
   fi
   [[ $_gwtrace_lname$_gwtrace_lpath$_gwtrace_ats$_gwtrace_lu == *[$'\\\t\n\r']* || -z ${EPOCHREALTIME-} || ${GWTRACE_AUTO_OPEN%%:*} == "$$" ]] \
     && _gwtrace_auto_extra && _gwtrace_auto_slow_start
-  [[ -z $_gwtrace_lpath ]] || _gwtrace_lpath="	code.file.path=${_gwtrace_lpath:0:1000}"
+  (( ${#_gwtrace_lpath} <= 1000 )) || { _gwtrace_auto_extra; _gwtrace_auto_cut _gwtrace_lpath; }
+  [[ -z $_gwtrace_lpath ]] || _gwtrace_lpath="	code.file.path=$_gwtrace_lpath"
   _gwtrace_asp0=${_gwtrace_lu:0:16} _gwtrace_aotp0=${TRACEPARENT-} _gwtrace_aotpset0=${TRACEPARENT+1}
   # The ids of the spans this process opens next (note 3)
   if [[ ${#_gwtrace_lu} -eq 32 && $_gwtrace_lu != *[!0-9a-f]* ]]; then

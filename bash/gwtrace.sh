@@ -77,6 +77,15 @@ _gwtrace_pid=''         # the $BASHPID the state and the span-id prefix belong t
 _gwtrace_pfx=''         # span ids: 12 random hex digits, then the counter (1001-9000)
 _gwtrace_boot_us=0      # wall-clock time of boot, for the bash < 5 clock
 _gwtrace_attr_ok=0      # 1 if ${var@a} exists (bash 4.4+)
+# bash < 4.4 does not restore, after a function returns, the line its ERR
+# trap reports (execute_cmd.c's line_number_for_err_trap, unwind-protected
+# from 4.4 on): a host's trap after a trace_* call that keeps a failing $?
+# would see the line of our last command. There a public function that gives
+# back a failing $? returns through `eval`, with LINENO set to the caller's
+# line while eval's words are expanded, so that the eval'd `return` is parsed
+# on that line. Unset on bash >= 4.4; a status of 0 takes the `return 0` of
+# `set -e` (no trap fires), so that the common case costs nothing more.
+builtin unset -v _gwtrace_eret _gwtrace_nil
 _gwtrace_ro_tp=0        # 1 if the host made TRACEPARENT readonly: leave it alone
 _gwtrace_ro_ts=0        # the same for TRACESTATE
 _gwtrace_ksock=''       # the event log: GWTRACE_SOCKET and GWTRACE_DIR as last seen,
@@ -107,7 +116,7 @@ _gwtrace_clock=''
 trace_begin() {
   builtin local _gwtrace_rc="$?"
   # shellcheck disable=SC2053  # the key is glob-free (_gwtrace_rekey)
-  if [[ ${1:+x}$#${_gwtrace_sp:+x}${TRACEPARENT+x}$_gwtrace_st$_gwtrace_fl$_gwtrace_ctr == x[1-4]xx?[13579bdf][1-8]??? \
+  if [[ ${1:+x}$#${_gwtrace_sp:+x}${TRACEPARENT+x}$_gwtrace_st$_gwtrace_fl$_gwtrace_ctr == x[1234]xx?[13579bdf][12345678]??? \
         && ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-}${TRACESTATE+x}:$BASHPID:${GWTRACE_SOCKET:-${GWTRACE_DIR-}} == $_gwtrace_key \
         && ${#1}${2+ + ${#2}}${3+ + ${#3}}${4+ + ${#4}} -lt 880 && ! -o allexport ]] \
     && case ${EPOCHREALTIME:-@}"${@,,}" in
@@ -124,9 +133,10 @@ trace_begin() {
     # not an error for `set -e`, as `|| :` would do, at a lower cost)
     ! builtin printf '%s\n' "gw1	B	${EPOCHREALTIME:-$_gwtrace_clock}	$BASHPID	$_gwtrace_tr	$_gwtrace_sp	$_gwtrace_pa	0	$_gwtrace_fl	-	$1${2+	$2}${3+	$3}${4+	$4}" >>"$_gwtrace_file"
   else
-    _gwtrace_begin ${1+"$@"}
+    _gwtrace_begin "$@"
   fi
-  [[ -o errexit ]] && builtin return 0
+  [[ $_gwtrace_rc == 0 || -o errexit ]] && builtin return 0
+  [[ -z ${_gwtrace_eret-} ]] || builtin eval "builtin return $_gwtrace_rc${_gwtrace_nil[LINENO=BASH_LINENO[0]]-}"
   builtin return "$_gwtrace_rc"
 } 2>&-
 
@@ -152,8 +162,9 @@ trace_end() {
     [[ -o errexit ]] && builtin return 0
     builtin return "${1:-$_gwtrace_rc}"
   fi
-  _gwtrace_end ${1+"$@"}
-  [[ -o errexit ]] && builtin return 0
+  _gwtrace_end "$@"
+  [[ $_gwtrace_rc == 0 || -o errexit ]] && builtin return 0
+  [[ -z ${_gwtrace_eret-} ]] || builtin eval "builtin return $_gwtrace_rc${_gwtrace_nil[LINENO=BASH_LINENO[0]]-}"
   builtin return "$_gwtrace_rc"
 } 2>&-
 
@@ -169,7 +180,8 @@ trace_event() {
     _gwtrace_emit
   fi
   [[ -o allexport ]] && _gwtrace_unexport
-  [[ -o errexit ]] && builtin return 0
+  [[ $_gwtrace_rc == 0 || -o errexit ]] && builtin return 0
+  [[ -z ${_gwtrace_eret-} ]] || builtin eval "builtin return $_gwtrace_rc${_gwtrace_nil[LINENO=BASH_LINENO[0]]-}"
   builtin return "$_gwtrace_rc"
 } 2>&-
 
@@ -184,7 +196,8 @@ trace_attr() {
     _gwtrace_emit
   fi
   [[ -o allexport ]] && _gwtrace_unexport
-  [[ -o errexit ]] && builtin return 0
+  [[ $_gwtrace_rc == 0 || -o errexit ]] && builtin return 0
+  [[ -z ${_gwtrace_eret-} ]] || builtin eval "builtin return $_gwtrace_rc${_gwtrace_nil[LINENO=BASH_LINENO[0]]-}"
   builtin return "$_gwtrace_rc"
 } 2>&-
 
@@ -198,7 +211,8 @@ trace_attr() {
 trace_run() {
   { builtin local _gwtrace_rc="$?" _gwtrace_x="$-" _gwtrace_name="${1-}"; builtin set +x; } 2>&-
   if (( $# < 2 )); then
-    { [[ $_gwtrace_x == *x* ]] && builtin set -x; [[ -o errexit ]] && builtin return 0; builtin return "$_gwtrace_rc"; } 2>&-
+    { [[ $_gwtrace_x == *x* ]] && builtin set -x; [[ $_gwtrace_rc == 0 || -o errexit ]] && builtin return 0
+    [[ -z ${_gwtrace_eret-} ]] || builtin eval "builtin return $_gwtrace_rc${_gwtrace_nil[LINENO=BASH_LINENO[0]]-}"; builtin return "$_gwtrace_rc"; } 2>&-
   fi
   builtin shift
   trace_begin "$_gwtrace_name" "process.executable.name=${1##*/}"
@@ -214,7 +228,8 @@ trace_run() {
     if "$@"; then { _gwtrace_rc=0 _gwtrace_x=$-; builtin set +x; } 2>&-; else { _gwtrace_rc=$? _gwtrace_x=$-; builtin set +x; } 2>&-; fi
   fi
   trace_end "$_gwtrace_rc"
-  { [[ $_gwtrace_x == *x* ]] && builtin set -x; builtin return "$_gwtrace_rc"; } 2>&-
+  { [[ $_gwtrace_x == *x* ]] && builtin set -x; [[ $_gwtrace_rc == 0 ]] || [[ -z ${_gwtrace_eret-} ]] || builtin eval "builtin return $_gwtrace_rc${_gwtrace_nil[LINENO=BASH_LINENO[0]]-}"
+    builtin return "$_gwtrace_rc"; } 2>&-
 }
 
 # --- internals -------------------------------------------------------------
@@ -258,7 +273,7 @@ _gwtrace_begin() {
     _gwtrace_tr=$_gwtrace_trace _gwtrace_fl=$_gwtrace_flags _gwtrace_st=$_gwtrace_state _gwtrace_sp=$_gwtrace_span
   # Inner spans hide a TRACEPARENT the library exported itself; only the
   # outermost one can hide a value the host set without exporting.
-  if (( _gwtrace_depth == 1 && _gwtrace_attr_ok )) && [[ -n ${TRACEPARENT+x}${TRACESTATE+x} ]]; then
+  if (( _gwtrace_depth == 1 )) && [[ -n ${TRACEPARENT+x}${TRACESTATE+x} ]]; then
     _gwtrace_export_attrs
   fi
   (( _gwtrace_ro_tp )) || builtin export TRACEPARENT="00-$_gwtrace_trace-$_gwtrace_span-$_gwtrace_flags"
@@ -340,7 +355,7 @@ _gwtrace_where() {
     esac
   done
   (( _gwtrace_k < ${#FUNCNAME[@]} + 1 )) || builtin return 0
-  [[ ${BASH_LINENO[_gwtrace_k-1]-} == [1-9]* ]] && _gwtrace_wh+=("code.line.number=${BASH_LINENO[_gwtrace_k-1]}")
+  [[ ${BASH_LINENO[_gwtrace_k-1]-} == [123456789]* ]] && _gwtrace_wh+=("code.line.number=${BASH_LINENO[_gwtrace_k-1]}")
   [[ -n ${BASH_SOURCE[_gwtrace_k]-} ]] && _gwtrace_wh+=("code.file.path=${BASH_SOURCE[_gwtrace_k]:0:1000}")
   case ${FUNCNAME[_gwtrace_k]-main} in
     main|source) ;;
@@ -354,7 +369,8 @@ _gwtrace_unexport() {
   builtin export -n _gwtrace_depth _gwtrace_ctr _gwtrace_tr _gwtrace_fl _gwtrace_st _gwtrace_sp _gwtrace_pa _gwtrace_mk \
     _gwtrace_rng _gwtrace_pid _gwtrace_pfx _gwtrace_r _gwtrace_rcode _gwtrace_clock _gwtrace_loaded \
     _gwtrace_base_tr _gwtrace_base_sp _gwtrace_base_fl _gwtrace_base_ts _gwtrace_boot_us _gwtrace_attr_ok \
-    _gwtrace_ro_tp _gwtrace_ro_ts _gwtrace_ksock _gwtrace_kdir _gwtrace_file _gwtrace_key _gwtrace_ekey _gwtrace_tab
+    _gwtrace_ro_tp _gwtrace_ro_ts _gwtrace_ksock _gwtrace_kdir _gwtrace_file _gwtrace_key _gwtrace_ekey _gwtrace_tab \
+    _gwtrace_eret
   builtin return 0
 }
 
@@ -383,7 +399,7 @@ _gwtrace_status_of() {
     [Oo][Kk]) _gwtrace_r=ok _gwtrace_rcode=0 ;;
     [Ee][Rr][Rr][Oo][Rr]) _gwtrace_r=error _gwtrace_rcode=1 ;;
     *)
-      if [[ $1 != *[!0-9]* && ${#1} -lt 10 ]]; then
+      if [[ $1 != *[!0123456789]* && ${#1} -lt 10 ]]; then
         _gwtrace_r=$((10#$1)) _gwtrace_rcode=$((10#$1))
       else
         # A message: its secrets redacted (where the broad test of
@@ -418,7 +434,7 @@ _gwtrace_message() {
 _gwtrace_now() {
   builtin local _gwtrace_upt='' _gwtrace_cs='' _gwtrace_us
   IFS=' .' builtin read -r _gwtrace_upt _gwtrace_cs _gwtrace_us </proc/uptime || :
-  if [[ $_gwtrace_upt == [0-9]* && $_gwtrace_upt$_gwtrace_cs != *[!0-9]* && $_gwtrace_cs == [0-9][0-9] ]]; then
+  if [[ $_gwtrace_upt == [0123456789]* && $_gwtrace_upt$_gwtrace_cs != *[!0123456789]* && $_gwtrace_cs == [0123456789][0123456789] ]]; then
     _gwtrace_us=$(( _gwtrace_boot_us + (10#$_gwtrace_upt * 100 + 10#$_gwtrace_cs) * 10000 ))
     _gwtrace_clock=${_gwtrace_us:0:${#_gwtrace_us}-6}.${_gwtrace_us:${#_gwtrace_us}-6}
   else
@@ -432,10 +448,10 @@ _gwtrace_now() {
 # $BASHPID << 40 (distinct ids even if the kernel gave nothing).
 _gwtrace_rand64() {
   builtin local _gwtrace_z
-  builtin printf -v _gwtrace_r '%016x' $(( _gwtrace_z = (_gwtrace_rng += -7046029254386353131),
+  builtin printf -v _gwtrace_r '%016x' "$(( _gwtrace_z = (_gwtrace_rng += -7046029254386353131),
       _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 30) & 0x3FFFFFFFF)) * -4658895280553007687,
       _gwtrace_z = (_gwtrace_z ^ ((_gwtrace_z >> 27) & 0x1FFFFFFFFF)) * -7723592293110705685,
-      _gwtrace_z = _gwtrace_z ^ ((_gwtrace_z >> 31) & 0x1FFFFFFFF) ^ (BASHPID << 40), _gwtrace_z ? _gwtrace_z : 1 ))
+      _gwtrace_z = _gwtrace_z ^ ((_gwtrace_z >> 31) & 0x1FFFFFFFF) ^ (BASHPID << 40), _gwtrace_z ? _gwtrace_z : 1 ))"
 }
 
 # _gwtrace_trace_id: 32 hex digits, random, into _gwtrace_r.
@@ -464,20 +480,20 @@ _gwtrace_newpfx() {
 _gwtrace_reseed() {
   builtin local _gwtrace_u=''
   _gwtrace_pid=$BASHPID
-  if [[ ${SRANDOM-} == [0-9]* && $SRANDOM != *[!0-9]* ]]; then
+  if [[ ${SRANDOM-} == [0123456789]* && $SRANDOM != *[!0123456789]* ]]; then
     _gwtrace_rng=$(( _gwtrace_rng ^ (SRANDOM << 32) ^ SRANDOM ^ (BASHPID << 40) ))
     _gwtrace_rekey
     builtin return 0
   fi
   IFS= builtin read -r _gwtrace_u </proc/sys/kernel/random/uuid || _gwtrace_u=''
   _gwtrace_u=${_gwtrace_u//-/}
-  if [[ ${#_gwtrace_u} -ge 30 && $_gwtrace_u != *[!0-9a-f]* ]]; then
+  if [[ ${#_gwtrace_u} -ge 30 && $_gwtrace_u != *[!0123456789abcdef]* ]]; then
     _gwtrace_rng=$(( _gwtrace_rng ^ (16#${_gwtrace_u:0:15} << 4) ^ 16#${_gwtrace_u:15:15} ))
   else
     # No kernel randomness: mix the clock (digits only: it is "S.UUUUUU").
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
     _gwtrace_u=${EPOCHREALTIME:-$_gwtrace_clock}
-    _gwtrace_u=${_gwtrace_u//[!0-9]/}
+    _gwtrace_u=${_gwtrace_u//[!0123456789]/}
     _gwtrace_rng=$(( _gwtrace_rng ^ (10#${_gwtrace_u:-0} * 2654435761) ^ (RANDOM << 16) ^ (BASHPID << 40) ))
   fi
   _gwtrace_rekey
@@ -489,7 +505,7 @@ _gwtrace_reseed() {
 # would take seconds, and the line would be cut anyway.
 _gwtrace_esc() {
   _gwtrace_r=$1
-  (( ${#_gwtrace_r} <= 4096 )) || _gwtrace_r=${_gwtrace_r:0:4096}
+  (( ${#_gwtrace_r} <= 256 )) || { _gwtrace_esc_long; builtin return 0; }
   if [[ $_gwtrace_r == *[$'\\\t\n\r']* ]]; then
     builtin local _gwtrace_bs=\\
     _gwtrace_r=${_gwtrace_r//"$_gwtrace_bs"/"$_gwtrace_bs$_gwtrace_bs"}
@@ -497,6 +513,29 @@ _gwtrace_esc() {
     _gwtrace_r=${_gwtrace_r//$'\n'/"${_gwtrace_bs}n"}
     _gwtrace_r=${_gwtrace_r//$'\r'/"${_gwtrace_bs}r"}
   fi
+}
+
+# _gwtrace_esc_long: _gwtrace_esc of a value over 256 characters, in
+# _gwtrace_r: cut to 4096, then escaped 256 characters at a time. bash's
+# ${v//pattern/string} costs more than linearly in the length: on 4096
+# characters full of TABs and backslashes a call took 15 ms (bash 5.2) to
+# 90 ms (4.2) in one piece, 3-8 ms in pieces (an escape never spans two).
+_gwtrace_esc_long() {
+  builtin local _gwtrace_bs=\\ _gwtrace_rest _gwtrace_c _gwtrace_out=''
+  (( ${#_gwtrace_r} <= 4096 )) || _gwtrace_r=${_gwtrace_r:0:4096}
+  [[ $_gwtrace_r == *[$'\\\t\n\r']* ]] || builtin return 0
+  _gwtrace_rest=$_gwtrace_r
+  while [[ -n $_gwtrace_rest ]]; do
+    _gwtrace_c=${_gwtrace_rest:0:256} _gwtrace_rest=${_gwtrace_rest:256}
+    if [[ $_gwtrace_c == *[$'\\\t\n\r']* ]]; then
+      _gwtrace_c=${_gwtrace_c//"$_gwtrace_bs"/"$_gwtrace_bs$_gwtrace_bs"}
+      _gwtrace_c=${_gwtrace_c//$'\t'/"${_gwtrace_bs}t"}
+      _gwtrace_c=${_gwtrace_c//$'\n'/"${_gwtrace_bs}n"}
+      _gwtrace_c=${_gwtrace_c//$'\r'/"${_gwtrace_bs}r"}
+    fi
+    _gwtrace_out+=$_gwtrace_c
+  done
+  _gwtrace_r=$_gwtrace_out
 }
 
 # _gwtrace_attrs KEY=VALUE...: append escaped fields to the caller's
@@ -746,8 +785,8 @@ _gwtrace_set_tracestate() {
 
 # _gwtrace_readonly_context: set _gwtrace_ro_tp/_gwtrace_ro_ts. Assigning a
 # readonly variable aborts a bash script whatever `|| :` follows, so it must
-# be known before. bash 4.4+ tells with ${var@a}; older bash needs one
-# subshell, once, when the library is sourced.
+# be known before. bash 4.4+ tells with ${var@a}; older bash with readonly -p
+# (_gwtrace_readonly_old), or two subshells where that cannot be read.
 _gwtrace_readonly_context() {
   builtin local _gwtrace_attrs _gwtrace_nounset=0
   if (( _gwtrace_attr_ok )); then
@@ -759,35 +798,85 @@ _gwtrace_readonly_context() {
     [[ $_gwtrace_attrs == *r* ]] && _gwtrace_ro_ts=1
     (( _gwtrace_nounset )) && builtin set -u
   else
-    ( TRACEPARENT=x ) 2>/dev/null || _gwtrace_ro_tp=1
-    ( TRACESTATE=x ) 2>/dev/null || _gwtrace_ro_ts=1
+    # (subshells that try to assign only where readonly -p cannot be read)
+    if ! _gwtrace_readonly_old; then
+      ( TRACEPARENT=x ) 2>/dev/null || _gwtrace_ro_tp=1
+      ( TRACESTATE=x ) 2>/dev/null || _gwtrace_ro_ts=1
+    fi
   fi
   builtin return 0
 }
 
 # _gwtrace_export_attrs: for the outermost span, just pushed, record "set,
 # not exported" (s or t in _gwtrace_mk, s in _gwtrace_ots) for the
-# TRACEPARENT and TRACESTATE it hides (bash 4.4+: ${var@a}; called before
+# TRACEPARENT and TRACESTATE it hides (bash 4.4+: ${var@a}, older: _gwtrace_attrs_old; called before
 # they change).
 _gwtrace_export_attrs() {
   builtin local _gwtrace_attrs
   if [[ -n ${TRACEPARENT+x} ]]; then
-    _gwtrace_attrs=${TRACEPARENT@a}
+    if (( _gwtrace_attr_ok )); then _gwtrace_attrs=${TRACEPARENT@a}; else _gwtrace_attrs_old TRACEPARENT; fi
     if [[ $_gwtrace_attrs != *x* ]]; then
       _gwtrace_mk=${_gwtrace_mk%?}
       if [[ -n ${TRACESTATE+x} ]]; then _gwtrace_mk+=t; else _gwtrace_mk+=s; fi
     fi
   fi
   if [[ -n ${TRACESTATE+x} ]]; then
-    _gwtrace_attrs=${TRACESTATE@a}
+    if (( _gwtrace_attr_ok )); then _gwtrace_attrs=${TRACESTATE@a}; else _gwtrace_attrs_old TRACESTATE; fi
     [[ $_gwtrace_attrs == *x* ]] || _gwtrace_ots[_gwtrace_depth]=s${_gwtrace_ots[_gwtrace_depth]:1}
   fi
   builtin return 0
 }
 
+# _gwtrace_attrs_old NAME: NAME's attributes (declare's letters: x when
+# exported, r when readonly; empty when there is no such variable) into the
+# caller's _gwtrace_attrs, on bash < 4.4, which has no ${var@a}. Without
+# forking: declare -p writes into the file of a here-string (a temporary file
+# bash made and unlinked; its fd is read-only, so the write reopens it through
+# /proc), whose first line is then read back. Status 1, and x, when it cannot
+# tell (POSIX mode, where a failed redirection of exec exits the shell; no
+# writable TMPDIR; no /proc).
+_gwtrace_attrs_old() {
+  builtin local _gwtrace_fd _gwtrace_d='' _gwtrace_ok=1
+  _gwtrace_attrs=x
+  [[ -o posix ]] && builtin return 1
+  { builtin exec {_gwtrace_fd}<<<''; } 2>&- || builtin return 1
+  if { builtin : >|"/proc/$BASHPID/fd/$_gwtrace_fd"; } 2>&-; then
+    _gwtrace_ok=0 _gwtrace_attrs=''
+    if builtin declare -p "$1" >|"/proc/$BASHPID/fd/$_gwtrace_fd" 2>&- \
+       && IFS= builtin read -r -u "$_gwtrace_fd" _gwtrace_d && [[ $_gwtrace_d == "declare -"* ]]; then
+      _gwtrace_d=${_gwtrace_d#declare -}
+      _gwtrace_attrs=${_gwtrace_d%% *}
+    fi
+  fi
+  builtin exec {_gwtrace_fd}<&-
+  builtin return "$_gwtrace_ok"
+}
+
+# _gwtrace_readonly_old: _gwtrace_ro_tp/_gwtrace_ro_ts from `readonly -p`,
+# read back as in _gwtrace_attrs_old (declare -p of bash < 4.4 does not show
+# a readonly variable without a value). Status 1 when it cannot tell.
+_gwtrace_readonly_old() {
+  builtin local _gwtrace_fd _gwtrace_d _gwtrace_n=0
+  [[ -o posix ]] && builtin return 1
+  { builtin exec {_gwtrace_fd}<<<''; } 2>&- || builtin return 1
+  if ! { builtin readonly -p >|"/proc/$BASHPID/fd/$_gwtrace_fd"; } 2>&-; then
+    builtin exec {_gwtrace_fd}<&-
+    builtin return 1
+  fi
+  # (bounded: a host's readonly value with many lines is not read to its end)
+  while (( _gwtrace_n++ < 1000 )) && IFS= builtin read -r -u "$_gwtrace_fd" _gwtrace_d; do
+    case $_gwtrace_d in
+      "declare -"*" TRACEPARENT"|"declare -"*" TRACEPARENT="*) _gwtrace_ro_tp=1 ;;
+      "declare -"*" TRACESTATE"|"declare -"*" TRACESTATE="*) _gwtrace_ro_ts=1 ;;
+    esac
+  done
+  builtin exec {_gwtrace_fd}<&-
+  builtin return 0
+}
+
 # _gwtrace_is_hex STRING LENGTH: lower-case hex of that length, not all zero.
 _gwtrace_is_hex() {
-  [[ ${#1} -eq $2 && $1 != *[!0-9a-f]* && $1 == *[1-9a-f]* ]]
+  [[ ${#1} -eq $2 && $1 != *[!0123456789abcdef]* && $1 == *[123456789abcdef]* ]]
 }
 
 # Read the W3C context this process was started with (TRACEPARENT and
@@ -800,7 +889,7 @@ _gwtrace_read_context() {
   _gwtrace_ver=${_gwtrace_tp:0:2} _gwtrace_tid=${_gwtrace_tp:3:32} _gwtrace_sid=${_gwtrace_tp:36:16} \
     _gwtrace_fl2=${_gwtrace_tp:53:2}
   [[ ${_gwtrace_tp:2:1}${_gwtrace_tp:35:1}${_gwtrace_tp:52:1} == --- ]] || builtin return 0
-  [[ $_gwtrace_ver != *[!0-9a-f]* && $_gwtrace_ver != ff && $_gwtrace_fl2 != *[!0-9a-f]* ]] || builtin return 0
+  [[ $_gwtrace_ver != *[!0123456789abcdef]* && $_gwtrace_ver != ff && $_gwtrace_fl2 != *[!0123456789abcdef]* ]] || builtin return 0
   if [[ $_gwtrace_ver == 00 ]]; then
     (( ${#_gwtrace_tp} == 55 )) || builtin return 0
   elif (( ${#_gwtrace_tp} > 55 )); then
@@ -808,7 +897,7 @@ _gwtrace_read_context() {
   fi
   _gwtrace_is_hex "$_gwtrace_tid" 32 && _gwtrace_is_hex "$_gwtrace_sid" 16 || builtin return 0
   # Only the sampled (01) and random (02) bits are defined; others go out as 0.
-  builtin printf -v _gwtrace_fl2 '%02x' $(( 16#$_gwtrace_fl2 & 3 ))
+  builtin printf -v _gwtrace_fl2 '%02x' "$(( 16#$_gwtrace_fl2 & 3 ))"
   _gwtrace_base_tr=$_gwtrace_tid _gwtrace_base_sp=$_gwtrace_sid _gwtrace_base_fl=$_gwtrace_fl2
   _gwtrace_base_ts=${TRACESTATE-}
   builtin return 0
@@ -844,17 +933,18 @@ _gwtrace_put_end() {
 
 _gwtrace_init() {
   builtin local _gwtrace_upt='' _gwtrace_now='' _gwtrace_nocase=0
-  if [[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0-9]* ]]; then
+  if [[ -n ${GWTRACE_BOOT_US-} && $GWTRACE_BOOT_US != *[!0123456789]* ]]; then
     _gwtrace_boot_us=$GWTRACE_BOOT_US
   elif [[ -z ${EPOCHREALTIME-} ]]; then
     IFS= builtin read -r _gwtrace_upt </proc/uptime || _gwtrace_upt=''
     _gwtrace_upt=${_gwtrace_upt%% *}
     builtin printf -v _gwtrace_now '%(%s)T' -1
-    if [[ $_gwtrace_upt == [0-9]*.[0-9][0-9] && $_gwtrace_upt != *[!0-9.]* ]]; then
+    if [[ $_gwtrace_upt == [0123456789]*.[0123456789][0123456789] && $_gwtrace_upt != *[!0123456789.]* ]]; then
       _gwtrace_boot_us=$(( _gwtrace_now * 1000000 - 10#${_gwtrace_upt/./} * 10000 ))
     fi
   fi
   (( BASH_VERSINFO[0] > 4 || (BASH_VERSINFO[0] == 4 && BASH_VERSINFO[1] >= 4) )) && _gwtrace_attr_ok=1
+  (( _gwtrace_attr_ok )) || _gwtrace_eret=1
   # Hex checks are glob matches: a host's nocasematch must not make "ABC" valid.
   if builtin shopt -q nocasematch; then
     _gwtrace_nocase=1
@@ -869,11 +959,12 @@ _gwtrace_init() {
   if [[ -o allexport ]]; then
     _gwtrace_unexport
     builtin export -n -f trace_begin trace_end trace_event trace_attr trace_run \
-      _gwtrace_attrs _gwtrace_begin _gwtrace_emit _gwtrace_end _gwtrace_esc _gwtrace_export_attrs \
+      _gwtrace_attrs _gwtrace_attrs_old _gwtrace_readonly_old _gwtrace_begin _gwtrace_emit _gwtrace_end _gwtrace_esc _gwtrace_esc_long _gwtrace_export_attrs \
       _gwtrace_init _gwtrace_is_hex _gwtrace_is_log _gwtrace_is_shell_code _gwtrace_logpath _gwtrace_newpfx _gwtrace_now \
       _gwtrace_off _gwtrace_rand64 _gwtrace_read_context _gwtrace_readonly_context _gwtrace_rekey _gwtrace_reseed \
       _gwtrace_set_tracestate _gwtrace_shrink _gwtrace_fit _gwtrace_chars _gwtrace_redacts _gwtrace_skip _gwtrace_status_of \
-      _gwtrace_trace_id _gwtrace_put_begin _gwtrace_put_end _gwtrace_userinfo _gwtrace_message _gwtrace_where || :
+      _gwtrace_trace_id _gwtrace_put_begin _gwtrace_put_end _gwtrace_userinfo _gwtrace_message _gwtrace_where \
+      _gwtrace_unexport || :
   fi
   builtin return 0
 }

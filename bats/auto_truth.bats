@@ -193,6 +193,70 @@ EOS
   assert_output "${SCRIPT##*/} code.file.path=$SCRIPT"$'\n'"bash -s "
 }
 
+@test "a script's trap - EXIT and trap '' EXIT take its handler off at every level (bash 4.2: printf -v NAME '' set nothing)" {
+  local level
+  cat >"$SCRIPT" <<'EOS'
+trap 'echo handler 1' EXIT
+f() { trap - ERR EXIT; echo in f; }
+f
+trap 'echo handler 2' EXIT
+trap '' EXIT
+echo end
+EOS
+  for level in scripts functions commands; do
+    auto_run "$level"
+    assert_success
+    assert_output $'in f\nend'
+  done
+}
+
+@test "a code.file.path of over 1000 non-ASCII characters is cut on a character boundary under LC_ALL=C, as the library cuts" {
+  local dir=$BATS_TEST_TMPDIR comp level
+  comp=$(printf 'é%.0s' {1..120})
+  for _ in 1 2 3 4 5 6 7 8 9; do dir+=/$comp; done
+  mkdir -p "$dir"
+  printf '%s\n' 'f() { return 3; }' >"$dir/lib.sh"
+  # shellcheck disable=SC2016  # expanded by the traced shell
+  printf '%s\n' 'source "${BASH_SOURCE%/*}/lib.sh"' 'f' 'true' >"$dir/s.sh"
+  for level in scripts functions commands; do
+    : >"$LOG"
+    run env LC_ALL=C BASH_ENV="$GW_ROOT/bash/gwtrace-auto.sh" GWTRACE_AUTO_LEVEL="$level" bash "$dir/s.sh"
+    assert_success
+    run "$GW_PY" - "$LOG" "$dir" <<'EOF'
+import sys
+want = sys.argv[2].encode("utf-8", "surrogateescape").decode("utf-8")
+paths = []
+for raw in open(sys.argv[1], "rb").read().split(b"\n")[:-1]:
+    for field in raw.split(b"\t")[10:]:
+        if field.startswith(b"code.file.path="):
+            value = field[len(b"code.file.path="):].decode("utf-8")  # strict: no cut character
+            assert len(value) == 1000 and want.startswith(value), (len(value), value[-5:])
+            paths.append(value)
+print(len(paths))
+EOF
+    assert_success
+    (( output >= 1 ))
+  done
+}
+
+@test "functions: a function run as an element of a pipeline, in \$(...) too, has its span ended" {
+  local level
+  cat >"$SCRIPT" <<'EOS'
+f() { echo a; echo b; }
+n=$(f | wc -l)
+f | cat >/dev/null
+echo "n=$n"
+EOS
+  for level in functions commands; do
+    : >"$LOG"
+    auto_run "$level"
+    assert_success
+    assert_output "n=2"
+    run awk -F'\t' '$2 == "B" { b[$6] = $11 } $2 == "E" { delete b[$6] } END { for (id in b) print "open: " b[id] }' "$LOG"
+    assert_output ""
+  done
+}
+
 # A bats file whose tests fail in a helper, after `run` (its `set +eET` ...
 # `set "-$flags"`), and directly: bats' own DEBUG trap builds the stack
 # frames it prints, so its output shows whether that trap saw exactly what

@@ -34,15 +34,32 @@ setup() {
     '-e'
     '%s%d%%\n'
     $'\x01\x1b[31mred\x7f'
+    $'\x01\\\t\x01\x7f\n\x01\r\x01\x01'
     $'\xff\xfe not utf-8'
     '!history !!'
     '~'
     ';|&<>(){}'
   )
-  declare -p VALS >"$BATS_TEST_TMPDIR/vals.sh"
+  # over 256 characters: escaped a piece at a time (_gwtrace_esc_long), with
+  # escapes and multi-byte characters across the pieces' edges; short enough that a line of two
+  # such fields fits the 1000 characters of a non-ASCII line
+  local i long=''
+  for i in {1..20}; do long+=$'ab\\c\td\ne\rf\xc3\xa9\xe6\x97\xa5'"$i"; done
+  VALS+=("$long")
+  write_vals
   # files for a glob to match, if anything globbed a value
   mkdir "$BATS_TEST_TMPDIR/cwd"
   touch "$BATS_TEST_TMPDIR/cwd/a.log" "$BATS_TEST_TMPDIR/cwd/b"
+}
+
+# write_vals: VALS as a script that sets them again, read back from NUL-separated
+# bytes. Not declare -p: bash 4.2's doubles a \001 (CTLESC) and puts one before
+# \177 in an array element's text; nor printf %q: 4.2's leaves a leading ~ bare.
+write_vals() {
+  printf '%s\0' "${VALS[@]}" >"$BATS_TEST_TMPDIR/vals.nul"
+  # shellcheck disable=SC2016  # expanded by the script
+  printf 'VALS=(); while IFS= read -r -d "" _val; do VALS+=("$_val"); done <%q\n' \
+    "$BATS_TEST_TMPDIR/vals.nul" >"$BATS_TEST_TMPDIR/vals.sh"
 }
 
 # check_field KIND N PREFIX: field N of the KIND lines, unescaped, equals
@@ -135,7 +152,7 @@ EOF
     msgs+=("$v")
   done
   VALS=("${msgs[@]}")
-  declare -p VALS >"$BATS_TEST_TMPDIR/vals.sh"
+  write_vals
   run_each 'trace_begin s; trace_end "$v"'
   mapfile -t lines < <(events_of E)
   assert_equal "${#lines[@]}" $(( ${#VALS[@]} + 1 ))

@@ -83,6 +83,16 @@ trace_end() {
 } 2>&-
 trace_run() { shift; "$@"; }
 EOF
+  # On bash < 4.4 a host's ERR trap, fired by a function's failing status,
+  # reports the line of the function's last command, not of the call
+  # (line_number_for_err_trap is not restored): no-op functions would show
+  # their own lines where an untraced script shows the caller's. Like the
+  # library, they return through eval with LINENO set to the caller's line.
+  # shellcheck disable=SC2016  # expanded by that bash
+  if bash -c '(( BASH_VERSINFO[0] * 100 + BASH_VERSINFO[1] < 404 ))'; then
+    sed -i -e 's/return "\$rc"/eval "return $rc${_stub_nil[LINENO=BASH_LINENO[0]]-}"/' \
+      -e 's/^trace_run() { shift; "\$@"; }$/trace_run() { shift; "$@"; eval "return $?${_stub_nil[LINENO=BASH_LINENO[0]]-}"; }/' "$1"
+  fi
 }
 
 # compare_with_stubs <<'EOF' ... EOF: run the script on stdin (which must

@@ -36,6 +36,21 @@ EOF
   assert_equal "$(count_of B)" 3
 }
 
+@test "a host's noclobber, a readonly and an unexported TRACEPARENT fork nothing (bash < 4.4 reads their attributes back from a file)" {
+  cat >"$SCRIPT" <<EOF
+set -C
+readonly TRACESTATE=rojo=1
+TRACEPARENT=$TP_VALID
+source "\$GWTRACE_LIB"
+trace_begin outer; trace_event e; trace_end
+declare -p TRACEPARENT
+EOF
+  count_forks
+  assert_equal "$FORKS" 0
+  assert_equal "$(count_of B)" 1
+  assert_equal "$(bash "$SCRIPT")" "declare -- TRACEPARENT=\"$TP_VALID\""
+}
+
 @test "the bash < 5 clock path forks nothing" {
   cat >"$SCRIPT" <<'EOF'
 unset EPOCHREALTIME SRANDOM
