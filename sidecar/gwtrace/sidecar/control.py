@@ -17,7 +17,7 @@ import signal
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional, TextIO
+from typing import Dict, List, Mapping, Optional, TextIO
 
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
 from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir, make_resources_dir
@@ -115,7 +115,11 @@ def unread_log_bytes(spool: Spool) -> int:
 
 
 def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO,
-          ship_to: Optional[str] = None) -> int:
+          ship_to: Optional[str] = None, ask: Optional[Mapping[str, str]] = None) -> int:
+    """Start the daemon and print its environment; with ``ask`` (``--ask-trace-id``), then ask the
+    controller for the glidein's decision (decide.py, at most 1 s), print it as ``gwtrace_control_*``
+    lines and hand it to the daemon through a pipe made before the fork: the decision the sidecar
+    enforces (enforce.py) never passes through a file a job could rewrite."""
     spool = _open_spool(choose_directory(directory))
     if glidein_config:
         glidein_config = os.path.abspath(glidein_config)   # the daemon runs in /
@@ -123,20 +127,54 @@ def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO,
         pid = spool.owner_pid() or 0
         print(f"gwtrace: a sidecar (pid {pid}) already runs on {spool.dir}", file=sys.stderr)
         out.write("\n".join(environment_lines(spool.dir, pid)) + "\n")
+        if ask is not None:
+            _tell_decision(glidein_config, ask, out, None)
         return 0
     read_fd, write_fd = os.pipe()
+    tell_r, tell_w = os.pipe() if ask is not None else (-1, -1)
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the daemon
         os.close(read_fd)
-        _daemonize(spool.dir, glidein_config, write_fd, ship_to)
+        if tell_w >= 0:
+            os.close(tell_w)
+        _daemonize(spool.dir, glidein_config, write_fd, ship_to, tell_r if tell_r >= 0 else None)
     os.close(write_fd)
+    if tell_r >= 0:
+        os.close(tell_r)
     os.waitpid(pid, 0)   # the intermediate child exits at once
     message = _read_ready(read_fd, READY_TIMEOUT_S)
     if not message.startswith("ready "):
+        if tell_w >= 0:
+            os.close(tell_w)
         raise ControlError(message.strip() or f"sidecar did not start; see {spool.path(LOG_NAME)}")
     daemon_pid = int(message.split()[1])
     out.write("\n".join(environment_lines(spool.dir, daemon_pid)) + "\n")
+    if ask is not None:
+        _tell_decision(glidein_config, ask, out, tell_w)
     return 0
+
+
+def _tell_decision(glidein_config: Optional[str], ask: Mapping[str, str], out: TextIO,
+                   tell_fd: Optional[int]) -> None:
+    """The glidein's one question: its answer printed for the set-up's ``eval`` and written, one JSON
+    line, into the daemon's hand-over pipe (closed either way: the daemon stops waiting at EOF)."""
+    import json
+
+    from gwtrace.sidecar.decide import glidein_decision, shell_lines
+
+    try:
+        decision = glidein_decision(glidein_config, ask)
+        out.write("\n".join(shell_lines(decision)) + "\n")
+        if tell_fd is not None:
+            line = json.dumps({"level": decision.level, "sampled": decision.sampled,
+                               "trace_id": ask.get("trace_id")}) + "\n"
+            try:
+                os.write(tell_fd, line.encode())
+            except OSError:
+                pass            # the daemon is gone: nothing to enforce
+    finally:
+        if tell_fd is not None:
+            os.close(tell_fd)
 
 
 def _read_ready(fd: int, timeout: float) -> str:
@@ -161,7 +199,7 @@ def _read_ready(fd: int, timeout: float) -> str:
 
 
 def _daemonize(directory: str, glidein_config: Optional[str], ready_fd: int,
-               ship_to: Optional[str]) -> None:  # pragma: no cover
+               ship_to: Optional[str], decision_fd: Optional[int] = None) -> None:  # pragma: no cover
     """Double fork, new session, stdio to the sidecar log; never returns.
 
     With ``--ship-to stderr`` the daemon keeps the starter's stderr (the
@@ -186,7 +224,7 @@ def _daemonize(directory: str, glidein_config: Optional[str], ready_fd: int,
         sys.stdout = os.fdopen(1, "w", buffering=1)
         sys.stderr = os.fdopen(2, "w", buffering=1)
         code = run_foreground(directory, glidein_config, ready_fd=ready_fd,
-                              ship_to=ship_stream if ship_to == "stderr" else ship_to)
+                              ship_to=ship_stream if ship_to == "stderr" else ship_to, decision_fd=decision_fd)
     except BaseException as exc:  # noqa: BLE001 - report anything to the waiting parent
         try:
             os.write(ready_fd, f"gwtrace: sidecar failed to start: {exc}\n".encode())
@@ -197,7 +235,7 @@ def _daemonize(directory: str, glidein_config: Optional[str], ready_fd: int,
 
 
 def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Optional[int] = None,
-                   ship_to: "Optional[str | TextIO]" = None) -> int:
+                   ship_to: "Optional[str | TextIO]" = None, decision_fd: Optional[int] = None) -> int:
     """Run a sidecar in this process until SIGTERM/SIGINT (``sidecar run``).
 
     It says it is ready as soon as the directory is its own and the event log
@@ -234,6 +272,8 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     stop_timeout = _float_env("GWTRACE_STOP_TIMEOUT", 10.0)
     sidecar = Sidecar(spool, make_delivery(), resource, stop_timeout=stop_timeout,
                       ship_to=_ship_stream(ship_to), identity=GlideinIdentity(config))
+    if decision_fd is not None:
+        sidecar.policy.receive(decision_fd)     # the glidein's decision from `sidecar start` (enforce.py)
     sidecar.open()
 
     def on_signal(signum: int, frame: object) -> None:
