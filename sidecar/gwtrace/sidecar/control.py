@@ -23,6 +23,7 @@ from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
 from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir, make_resources_dir
 from gwtrace.sidecar.failure import make_stderr_dir
 from gwtrace.sidecar.ask import run_with_job_asker
+from gwtrace.sidecar.decide import tell_glidein_decision
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
 from gwtrace.sidecar.status import STATUS_COUNTERS, format_counters
 from gwtrace.export.otlpenv import otlp_env
@@ -116,10 +117,8 @@ def unread_log_bytes(spool: Spool) -> int:
 
 def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO,
           ship_to: Optional[str] = None, ask: Optional[Mapping[str, str]] = None) -> int:
-    """Start the daemon and print its environment; with ``ask`` (``--ask-trace-id``), then ask the
-    controller for the glidein's decision (decide.py, at most 1 s), print it as ``gwtrace_control_*``
-    lines and hand it to the daemon through a pipe made before the fork: the decision the sidecar
-    enforces (enforce.py) never passes through a file a job could rewrite."""
+    """Start the daemon, print its environment; with ``ask`` (``--ask-trace-id``) the glidein's decision
+    too, handed to the daemon through a pipe made before the fork (decide.tell_glidein_decision)."""
     spool = _open_spool(choose_directory(directory))
     if glidein_config:
         glidein_config = os.path.abspath(glidein_config)   # the daemon runs in /
@@ -128,53 +127,32 @@ def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO,
         print(f"gwtrace: a sidecar (pid {pid}) already runs on {spool.dir}", file=sys.stderr)
         out.write("\n".join(environment_lines(spool.dir, pid)) + "\n")
         if ask is not None:
-            _tell_decision(glidein_config, ask, out, None)
+            tell_glidein_decision(glidein_config, ask, out, None)
         return 0
     read_fd, write_fd = os.pipe()
     tell_r, tell_w = os.pipe() if ask is not None else (-1, -1)
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the daemon
         os.close(read_fd)
-        if tell_w >= 0:
-            os.close(tell_w)
+        _close(tell_w)
         _daemonize(spool.dir, glidein_config, write_fd, ship_to, tell_r if tell_r >= 0 else None)
     os.close(write_fd)
-    if tell_r >= 0:
-        os.close(tell_r)
+    _close(tell_r)
     os.waitpid(pid, 0)   # the intermediate child exits at once
     message = _read_ready(read_fd, READY_TIMEOUT_S)
     if not message.startswith("ready "):
-        if tell_w >= 0:
-            os.close(tell_w)
+        _close(tell_w)
         raise ControlError(message.strip() or f"sidecar did not start; see {spool.path(LOG_NAME)}")
     daemon_pid = int(message.split()[1])
     out.write("\n".join(environment_lines(spool.dir, daemon_pid)) + "\n")
     if ask is not None:
-        _tell_decision(glidein_config, ask, out, tell_w)
+        tell_glidein_decision(glidein_config, ask, out, tell_w)
     return 0
 
 
-def _tell_decision(glidein_config: Optional[str], ask: Mapping[str, str], out: TextIO,
-                   tell_fd: Optional[int]) -> None:
-    """The glidein's one question: its answer printed for the set-up's ``eval`` and written, one JSON
-    line, into the daemon's hand-over pipe (closed either way: the daemon stops waiting at EOF)."""
-    import json
-
-    from gwtrace.sidecar.decide import glidein_decision, shell_lines
-
-    try:
-        decision = glidein_decision(glidein_config, ask)
-        out.write("\n".join(shell_lines(decision)) + "\n")
-        if tell_fd is not None:
-            line = json.dumps({"level": decision.level, "sampled": decision.sampled,
-                               "trace_id": ask.get("trace_id")}) + "\n"
-            try:
-                os.write(tell_fd, line.encode())
-            except OSError:
-                pass            # the daemon is gone: nothing to enforce
-    finally:
-        if tell_fd is not None:
-            os.close(tell_fd)
+def _close(fd: int) -> None:
+    if fd >= 0:
+        os.close(fd)
 
 
 def _read_ready(fd: int, timeout: float) -> str:
@@ -263,6 +241,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     from gwtrace.sidecar.destination import make_delivery
     from gwtrace.export.resource import GlideinIdentity, build_resource
     from gwtrace.sidecar.daemon import Sidecar
+    from gwtrace.sidecar.ship import ship_stream
 
     # Spans, events and their dicts are acyclic and short-lived: collecting
     # cycles every 700 allocations costs the sidecar ~15% of its throughput.
@@ -271,7 +250,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     resource = build_resource(config)
     stop_timeout = _float_env("GWTRACE_STOP_TIMEOUT", 10.0)
     sidecar = Sidecar(spool, make_delivery(), resource, stop_timeout=stop_timeout,
-                      ship_to=_ship_stream(ship_to), identity=GlideinIdentity(config))
+                      ship_to=ship_stream(ship_to), identity=GlideinIdentity(config))
     if decision_fd is not None:
         sidecar.policy.receive(decision_fd)     # the glidein's decision from `sidecar start` (enforce.py)
     sidecar.open()
@@ -315,46 +294,13 @@ def stop(directory: Optional[str], timeout: float, out: TextIO, ship_to: Optiona
             time.sleep(0.02)
     else:
         _drain_without_daemon(spool)
-    if ship_to:
-        _ship_leftovers(spool, ship_to)
+    if ship_to and spool.batch_seqs():   # the usual case: none, the daemon shipped or delivered it all
+        from gwtrace.sidecar.ship import ship_leftovers  # start-up cost: as in run_foreground (the SDK)
+
+        ship_leftovers(spool, ship_to)
     print(f"gwtrace: sidecar stopped: {format_counters(spool.read_status())}", file=out)
     _remove_if_done(spool, out)
     return 0
-
-
-def _ship_stream(ship_to: "Optional[str | TextIO]") -> Optional[TextIO]:
-    if ship_to is None or not isinstance(ship_to, str):
-        return ship_to
-    if ship_to == "stderr":
-        return sys.stderr
-    return open(ship_to, "a", encoding="ascii")
-
-
-def _ship_leftovers(spool: Spool, ship_to: str) -> None:
-    """Write the outbox a stopped sidecar left behind, and count it."""
-    if not spool.batch_seqs():
-        return                 # the usual case: the daemon shipped or delivered it all
-    from gwtrace.sidecar.ship import ship_outbox  # start-up cost: as in run_foreground (the SDK)
-
-    spool.acquire()
-    try:
-        stream = _ship_stream(ship_to)
-        try:
-            shipped = ship_outbox(spool, stream)
-        finally:
-            if stream is not sys.stderr:
-                stream.close()
-        cp = spool.load_checkpoint()
-        cp.counters["spans_shipped"] = cp.counters.get("spans_shipped", 0) + shipped
-        spool.save_checkpoint(cp)
-        st = spool.read_status()
-        counters = st.setdefault("counters", {})
-        counters["spans_shipped"] = counters.get("spans_shipped", 0) + shipped
-        counters["spans_pending"] = max(0, counters.get("spans_pending", 0) - shipped)
-        counters["outbox_bytes"] = 0
-        spool.write_status(st)
-    finally:
-        spool.release()
 
 
 def recover(directory: str) -> Spool:

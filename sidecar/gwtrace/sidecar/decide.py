@@ -293,6 +293,25 @@ def glidein_decision(glidein_config: Optional[str], ask: Mapping[str, str]) -> D
     return with_default(decide(question), ask.get("level") or "", ratio, trace_id)
 
 
+def tell_glidein_decision(glidein_config: Optional[str], ask: Mapping[str, str], out: Any,
+                          tell_fd: Optional[int]) -> None:
+    """``sidecar start --ask-trace-id``: the glidein's decision printed for the set-up's ``eval``, and
+    one JSON line of it written into the daemon's hand-over pipe (closed either way: the daemon stops
+    waiting at EOF). The decision the sidecar enforces (enforce.py) never passes through a file."""
+    try:
+        decision = glidein_decision(glidein_config, ask)
+        out.write("\n".join(shell_lines(decision)) + "\n")
+        if tell_fd is not None:
+            line = json.dumps({"level": decision.level, "sampled": decision.sampled, "trace_id": ask.get("trace_id")})
+            try:
+                os.write(tell_fd, line.encode() + b"\n")
+            except OSError:
+                pass            # the daemon is gone: nothing to enforce
+    finally:
+        if tell_fd is not None:
+            os.close(tell_fd)
+
+
 def shell_lines(decision: Decision) -> "list[str]":
     """The decision as shell assignments (``gwtrace_control_*``, not exported) for the set-up's ``eval``."""
     import shlex
