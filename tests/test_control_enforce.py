@@ -113,13 +113,14 @@ echo "level=${GWTRACE_AUTO_LEVEL}"
 ''' % {"trace": TRACE, "lib": LIB}
 
 
-def _job(env: Dict[str, str], tmp_path: Path, script: str, *args: str, cluster: int = 88) -> str:
+def _job(env: Dict[str, str], tmp_path: Path, script: str, *args: str, cluster: int = 88,
+         flags: str = "01") -> str:
     ad = tmp_path / f"job{cluster}.ad"
     ad.write_text(f'ClusterId = {cluster}\nProcId = 0\nOwner = "carol"\n')
     job = tmp_path / f"job{cluster}.sh"
     job.write_text(script)
     job_env = {k: v for k, v in env.items() if k != "control"}
-    job_env.update(TRACEPARENT=f"00-{TRACE}-{ROOT}-01", _CONDOR_JOB_AD=str(ad), _CONDOR_SCRATCH_DIR=str(tmp_path))
+    job_env.update(TRACEPARENT=f"00-{TRACE}-{ROOT}-{flags}", _CONDOR_JOB_AD=str(ad), _CONDOR_SCRATCH_DIR=str(tmp_path))
     out = subprocess.run(["sh", str(WRAPPER), "bash", str(job), *args], env=job_env, capture_output=True,
                          text=True, timeout=60)
     assert out.returncode == 0, out.stderr
@@ -225,3 +226,23 @@ def test_a_level_command_changes_what_the_sidecar_enforces_not_only_the_files(tm
     assert policy.job("t-s").level == "off"                          # that job's level, as its wrapper reads it
     (tmp_path / "level").write_text("commands\n")                      # a job's rewrite changes nothing here
     assert policy.glidein.level == "functions"
+
+
+def test_a_job_sampled_under_an_unsampled_glidein_is_one_whole_trace_linked_to_it(tmp_path: Path, receiver,
+                                                                                   controller) -> None:
+    """The glidein sampled out (ratio 0), the job in (its own rule, ratio 1): nothing of the glidein is
+    exported, the job's trace starts at its span (same trace id) with a link to the glidein's context."""
+    controller.answer = dict(GLIDEIN_ANSWER, sample_ratio=0.0)
+    controller.job_answer = dict(GLIDEIN_ANSWER, rule="r5", reason="carol's job")
+    env = _start(tmp_path, receiver, controller)
+    _glidein_line(env, _begin(ROOT, "-", "glidein", "glidein"))
+    _job(env, tmp_path, f'source "{LIB}"\ntrace_begin analysis\ntrace_end 0\n', flags="00")
+    _glidein_line(env, _end(ROOT))
+    _stop(env)
+    spans = {s.name: s for s in receiver.wait_for(2, timeout=30)}
+    assert set(spans) == {"user_job", "analysis"}, spans
+    job = spans["user_job"]
+    assert job.trace_id == TRACE and job.parent_id == "" and spans["analysis"].parent_id == job.span_id
+    links = list(job.proto.links)
+    assert [(link.trace_id.hex(), link.span_id.hex()) for link in links] == [(TRACE, ROOT)]
+    assert job.attributes["gwtrace.unsampled_parent.traceparent"] == f"00-{TRACE}-{ROOT}-00"
