@@ -213,8 +213,7 @@ def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List
             append(ReadableSpan(
                 name=r.name, context=ctx, parent=parent, resource=span_resource, attributes=attrs,
                 events=events, links=links, kind=_INTERNAL, start_time=r.start_us * 1000,
-                end_time=r.end_us * 1000, status=status, instrumentation_scope=SCOPE,
-            ))
+                end_time=r.end_us * 1000, status=status, instrumentation_scope=SCOPE))
     return out
 
 
