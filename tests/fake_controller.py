@@ -24,6 +24,8 @@ class FakeController:
         self.answer = answer if answer is not None else {
             "level": "commands", "sample_ratio": 1.0, "sampled": True, "rule": "r12", "reason": "shifter: site X",
             "ttl_s": 300}
+        #: The answer to a job's question, when it differs from a glidein's (``answer``).
+        self.job_answer: Optional[Dict[str, Any]] = None
         self.commands: List[Dict[str, Any]] = []
         self.requests: List[Dict[str, Any]] = []
         self.results: List[Dict[str, Any]] = []
@@ -45,7 +47,8 @@ class FakeController:
                         return
                     if fake.mode == "slow":
                         fake._stop.wait(fake.delay)
-                    self._json(fake.answer)
+                    is_job = fake.job_answer is not None and b'"subject":"job"' in body.replace(b" ", b"")
+                    self._json(fake.job_answer if is_job else fake.answer)
                 elif self.path.endswith("/v1/gwtrace/snapshot"):
                     header = json.dumps(fake.commands, separators=(",", ":"))
                     self.send_response(200)

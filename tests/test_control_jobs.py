@@ -172,3 +172,32 @@ def test_what_a_job_plants_in_the_control_directory_never_blocks_nor_is_written_
     assert time.monotonic() - begun < 2
     assert outside.read_text() == "keep\n"
     assert (ask / f"{TRACE}-{'2' * 16}.ans").read_text().startswith("commands\t1\tr12\tcontroller\t")
+
+
+def test_a_sampled_job_under_an_unsampled_glidein_starts_its_own_trace_at_its_span(node, controller) -> None:
+    """The glidein's decision sampled it out (flags 02: its spans are never exported); the job's says
+    sampled. A physicist sees one trace rooted at the job's span (same trace id: the SDK in the job
+    agrees), which names the glidein's context it would have hung under; no dangling parent."""
+    node["env"]["GWTRACE_GLIDEIN_TRACEPARENT"] = GLIDEIN_TP[:-2] + "02"
+    controller.answer = {"level": "scripts", "sample_ratio": 1.0, "rule": "r3", "reason": "carol", "ttl_s": 60}
+    asker = _asker(node, controller.url)
+    try:
+        (tp, level, sdk_sampled), _ = _job(node)
+    finally:
+        asker.stop()
+    assert tp.startswith(f"00-{TRACE}-") and tp.endswith("-03") and sdk_sampled == "True" and level == "scripts"
+    begins = [parse_line(line) for line in (node["dir"] / "events.log").read_bytes().splitlines()]
+    job = [b for b in begins if b.kind == "B" and b.name == "user_job"][0]
+    assert job.parent_id == "" and not job.parent_remote                     # the root of the job's trace
+    assert dict(job.attributes)["gwtrace.unsampled_parent.traceparent"] == GLIDEIN_TP[:-2] + "02"
+    assert tp.split("-")[2] == job.span_id                                    # the job's spans hang under it
+
+
+def test_a_job_under_a_sampled_glidein_keeps_its_parent(node, controller) -> None:
+    asker = _asker(node, controller.url)
+    try:
+        _job(node)
+    finally:
+        asker.stop()
+    job = [parse_line(line) for line in (node["dir"] / "events.log").read_bytes().splitlines()][0]
+    assert job.parent_id == "2222222222222222" and "gwtrace.unsampled_parent.traceparent" not in dict(job.attributes)

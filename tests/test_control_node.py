@@ -28,19 +28,21 @@ def controller() -> Iterator[FakeController]:
     c.stop()
 
 
-def _decide(url: str, tmp_path: Path, **question: str) -> "tuple[decide.Decision, float]":
+def _decide(url: str, tmp_path: Path, cache: "decide.DecisionCache | None" = None,
+            **question: str) -> "tuple[decide.Decision, float]":
     begun = time.monotonic()
     got = decide.decide({"subject": "glidein", "site": "Test_Site", "trace_id": TRACE, **question},
-                        str(tmp_path), env={"GWTRACE_CONTROLLER": url})
+                        cache, env={"GWTRACE_CONTROLLER": url})
     return got, time.monotonic() - begun
 
 
 def test_the_answer_decides_and_is_cached(controller, tmp_path: Path) -> None:
-    got, _ = _decide(controller.url, tmp_path)
+    cache = decide.DecisionCache()
+    got, _ = _decide(controller.url, tmp_path, cache)
     assert got.level == "commands" and got.rule == "r12" and got.source == "controller"
     assert got.sampled is sampled(TRACE, 1.0) and got.why == "rule r12: shifter: site X"
     assert controller.decide_bodies()[0] == {"subject": "glidein", "site": "Test_Site", "trace_id": TRACE}
-    again, _ = _decide(controller.url, tmp_path)
+    again, _ = _decide(controller.url, tmp_path, cache)
     assert again._replace(source="controller") == got and again.source == "cache"
     assert len(controller.decide_bodies()) == 1          # the cache answered for its ttl_s
 
@@ -178,10 +180,18 @@ def test_a_controller_that_does_not_answer_delays_the_set_up_at_most_1_1_s(glide
     assert "gwtrace.control.source" not in roots[0].attributes      # no controller: today's behaviour
 
 
-def test_decisions_json_is_private(controller, tmp_path: Path) -> None:
-    _decide(controller.url, tmp_path)
-    table = json.loads((tmp_path / "control" / "decisions.json").read_text())
-    assert len(table) == 1 and (tmp_path / "control").stat().st_mode & 0o077 == 0
+def test_the_cache_is_no_file_a_job_could_plant(controller, tmp_path: Path) -> None:
+    """Decisions are cached in the sidecar's memory only: a planted cache file decides nothing."""
+    (tmp_path / "control").mkdir()
+    planted = {"x": {"expires": time.time() + 999, "answer": {"level": "commands", "rule": "mine",
+                                                                 "sample_ratio": 1.0, "ttl_s": 999}}}
+    (tmp_path / "control" / "decisions.json").write_text(json.dumps(planted))
+    controller.answer = dict(controller.answer, level="off", rule="site-admin")
+    cache = decide.DecisionCache()
+    got, _ = _decide(controller.url, tmp_path, cache)
+    assert got.level == "off" and got.rule == "site-admin" and got.source == "controller"
+    assert sorted(p.name for p in (tmp_path / "control").iterdir()) == ["decisions.json"]   # nothing written
+    assert _decide(controller.url, tmp_path, cache)[0].source == "cache"
 
 
 def test_glidein_and_job_agree_on_sampling_through_the_real_sidecar(glidein, receiver, controller) -> None:  # noqa: F811

@@ -377,3 +377,61 @@ def test_a_live_glidein_delivers_while_it_runs(tmp_path, pyz):
     finally:
         stop_serving(area)
         server.stop()
+
+
+def _glidein_with_controller(root: Path, pyz: Path, controller: str) -> Dict[str, object]:
+    """A real glidein whose factory sets GWTRACE_CONTROLLER (a global <attr>, as docs/deploy.md says),
+    delivering to a `gwtrace serve` of its own: its root span's tags and its set-up step's duration (s)."""
+    from test_server_serve import Server
+
+    root.mkdir()
+    server = Server("--db", str(root / "serve.db"))
+    area = web_area(root, pyz, "--main-attr", f"GWTRACE_CONTROLLER={controller}", endpoint=server.url)
+    try:
+        run = root / "client_log"
+        done = harness("run-glidein", str(area), str(run), timeout=900)
+        assert done.returncode == 0, done.stderr
+        spans: List[Dict[str, object]] = []
+        deadline = time.monotonic() + 60
+        while not any(s["operationName"] == "glidein" for s in spans) and time.monotonic() < deadline:
+            spans = _jaeger_spans(server.url)
+            time.sleep(0.5)
+    finally:
+        stop_serving(area)
+        server.stop()
+    glidein = next(s for s in spans if s["operationName"] == "glidein")
+    setup = next(s for s in spans if s["operationName"] == "main/gwtrace_setup.sh")
+    return {"tags": {t["key"]: t["value"] for t in glidein["tags"]}, "setup_s": setup["duration"] / 1e6,
+            "names": {s["operationName"] for s in spans}}
+
+
+def test_the_factorys_controller_decides_the_real_glidein_and_a_silent_one_costs_under_1_s(tmp_path, pyz):
+    """Issue 32 on the real glidein_startup.sh: GWTRACE_CONTROLLER through the factory's attributes; the
+    controller's rule (a real `gwtrace serve`, `gwtrace control set`) lands on the root span; a controller
+    that accepts and never answers is the factory's default, recorded, within 1 s of set-up time."""
+    from test_server_serve import Server
+    from fake_controller import FakeController
+
+    controller = Server("--db", str(tmp_path / "controller.db"))
+    try:
+        done = subprocess.run([GWTRACE, "control", "--server", controller.url, "set", "entry=TEST_ENTRY",
+                               "--level", "scripts", "--ratio", "1", "--reason", "shifter: TEST_ENTRY"],
+                              env=clean_env(), capture_output=True, text=True, timeout=60)
+        assert done.returncode == 0, done.stderr
+        decided = _glidein_with_controller(tmp_path / "decided", pyz, controller.url)
+    finally:
+        controller.stop()
+    tags = decided["tags"]
+    assert (tags["gwtrace.control.level"], tags["gwtrace.control.rule"]) == ("scripts", "r1"), tags
+    assert tags["gwtrace.control.source"] == "controller" and "shifter: TEST_ENTRY" in tags["gwtrace.control.reason"]
+    hung = FakeController(mode="hang").start()
+    try:
+        silent = _glidein_with_controller(tmp_path / "silent", pyz, hung.url)
+    finally:
+        hung.stop()
+    tags = silent["tags"]
+    assert (tags["gwtrace.control.source"], tags["gwtrace.control.reason"]) == ("default", "timed out"), tags
+    assert "main/cat_consts.sh" in silent["names"] or "entry/cat_consts.sh" in silent["names"]
+    print(f"gwtrace_setup.sh step: {decided['setup_s']:.3f} s with an answer, {silent['setup_s']:.3f} s "
+          "with a controller that never answers")
+    assert silent["setup_s"] - decided["setup_s"] <= 1.0, (decided["setup_s"], silent["setup_s"])

@@ -61,13 +61,9 @@ def main(argv: List[str]) -> int:
                       file=sys.stderr)
                 return 2
             ask = {"trace_id": args.ask_trace_id, "level": args.default_level, "ratio": args.default_ratio}
-        code = control.start(args.dir, args.glidein_config, sys.stdout, args.ship_to)
-        if ask is not None and code == 0:        # the glidein's one question (at most 0.85 s), after the start
-            from gwtrace.sidecar.decide import glidein_decision, shell_lines
-
-            directory = args.dir or os.environ.get("GWTRACE_DIR")
-            print("\n".join(shell_lines(glidein_decision(directory, args.glidein_config, ask))))
-        return code
+        # With --ask-trace-id, the glidein's one question (at most 0.85 s) after the start; its decision
+        # printed and handed to the daemon, which enforces it.
+        return control.start(args.dir, args.glidein_config, sys.stdout, args.ship_to, ask=ask)
     if args.action == "run":
         directory = control.choose_directory(args.dir)
         return control.run_foreground(directory, args.glidein_config)

@@ -24,7 +24,7 @@ from opentelemetry.sdk.trace import Event as SdkEvent
 from opentelemetry.sdk.trace import ReadableSpan
 from opentelemetry.sdk.trace.export import SpanExporter, SpanExportResult
 from opentelemetry.sdk.util.instrumentation import InstrumentationScope
-from opentelemetry.trace import SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
+from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 
 from gwtrace import __version__
 from gwtrace.wire.span import SpanRecord
@@ -137,6 +137,24 @@ def _service_resource(attrs: Dict[str, Any], resource: Resource, services: Dict[
     return found
 
 
+#: The job wrapper's attribute on a job sampled under an unsampled parent (the root of its own trace):
+#: exported as a link to that parent's context as well (docs/shim.md).
+UNSAMPLED_PARENT_KEY = "gwtrace.unsampled_parent.traceparent"
+
+
+def _links(value: object) -> Tuple[Link, ...]:
+    """A link to the context a ``00-<trace>-<span>-<flags>`` value names; none for anything else."""
+    parts = str(value).split("-")
+    try:
+        if len(parts) == 4 and parts[0] == "00" and len(parts[1]) == 32 and len(parts[2]) == 16:
+            ctx = SpanContext(int(parts[1], 16), int(parts[2], 16), True, TraceFlags(int(parts[3], 16) & 0x01))
+            if ctx.is_valid:
+                return (Link(ctx, {"gwtrace.link": "unsampled_parent"}),)
+    except ValueError:
+        pass
+    return ()
+
+
 def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List[ReadableSpan]:
     """Build SDK spans carrying exactly the ids, parents and times bash chose (a span with ``SERVICE_KEY``:
     the resource with that ``service.name``). The attribute dicts are handed over as plain dicts: the
@@ -187,15 +205,15 @@ def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List
             attrs["gwtrace.dropped_events"] = r.dropped_events
         events = [SdkEvent(name, attributes=a, timestamp=ts * 1000) for name, ts, a in r.events] \
             if r.events else ()
+        links = _links(attrs[UNSAMPLED_PARENT_KEY]) if UNSAMPLED_PARENT_KEY in attrs else ()
         if positional:
-            append(ReadableSpan(r.name, ctx, parent, span_resource, attrs, events, (), _INTERNAL, None, status,
+            append(ReadableSpan(r.name, ctx, parent, span_resource, attrs, events, links, _INTERNAL, None, status,
                                 r.start_us * 1000, r.end_us * 1000, SCOPE))
         else:                  # an SDK whose ReadableSpan takes other parameters
             append(ReadableSpan(
                 name=r.name, context=ctx, parent=parent, resource=span_resource, attributes=attrs,
-                events=events, kind=_INTERNAL, start_time=r.start_us * 1000,
-                end_time=r.end_us * 1000, status=status, instrumentation_scope=SCOPE,
-            ))
+                events=events, links=links, kind=_INTERNAL, start_time=r.start_us * 1000,
+                end_time=r.end_us * 1000, status=status, instrumentation_scope=SCOPE))
     return out
 
 

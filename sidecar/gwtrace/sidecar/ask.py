@@ -28,8 +28,9 @@ import time
 from typing import Any, Dict, Mapping, Optional
 
 from gwtrace.sidecar.commands import make_control_dirs
-from gwtrace.sidecar.decide import (CONTROL_DIR, AskError, Decision, controller_base, decide, glidein_identity,
-                                    read_small, write_replace)
+from gwtrace.sidecar.decide import (CONTROL_DIR, AskError, Decision, DecisionCache, controller_base, decide,
+                                    glidein_identity, read_small, write_replace)
+from gwtrace.sidecar.enforce import Policy
 
 log = logging.getLogger("gwtrace.sidecar.ask")
 
@@ -81,9 +82,10 @@ class JobAsker:
     """The thread answering job wrappers' questions for one state directory."""
 
     def __init__(self, directory: str, glidein_config: Optional[str],
-                 env: Optional[Mapping[str, str]] = None) -> None:
+                 env: Optional[Mapping[str, str]] = None, policy: Optional[Policy] = None) -> None:
         self.dir = os.path.join(directory, CONTROL_DIR, ASK_DIR)
-        self.cache_dir = directory
+        self.cache = DecisionCache()
+        self.policy = policy              # the sidecar's: what it exports of the job follows this answer
         self.mark = os.path.join(directory, CONTROL_DIR, MARK)
         self.identity = glidein_identity(glidein_config)
         self.env = env
@@ -185,7 +187,10 @@ class JobAsker:
 
     def _answer(self, answer_path: str, question: Dict[str, str]) -> None:
         try:
-            decision = decide({**self.identity, **question}, self.cache_dir, JOB_BUDGET_S, self.env)
+            decision = decide({**self.identity, **question}, self.cache, JOB_BUDGET_S, self.env)
+            if self.policy is not None:       # before the wrapper can read the answer
+                self.policy.set_job(os.path.basename(answer_path)[:-4], question.get("job_id"),
+                                    decision.level, decision.sampled)
             write_replace(answer_path, answer_line(decision))
         except OSError as exc:
             log.warning("job question not answered: %s", exc)
@@ -218,7 +223,7 @@ def run_with_job_asker(sidecar: Any, directory: str, glidein_config: Optional[st
     try:
         make_control_dirs(directory)
         if controller_base():
-            asker = JobAsker(directory, glidein_config).start()
+            asker = JobAsker(directory, glidein_config, policy=getattr(sidecar, "policy", None)).start()
     except (AskError, OSError) as exc:
         log.warning("jobs will not ask the controller: %s", exc)
     try:

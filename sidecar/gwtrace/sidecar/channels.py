@@ -48,6 +48,7 @@ class JobChannel:
         self.reader = EventLogReader(path, offset, inode)
         self.trace_id = trace_id
         self.root = root
+        self.name = f"{trace_id}-{root}"      # the job's span: the key of its decision (enforce.py)
         self.began: Dict[str, None] = dict.fromkeys(spans or [])     # insertion-ordered set
 
     def allows(self, event: Event) -> bool:

@@ -32,6 +32,7 @@ from collections import OrderedDict
 from typing import Any, Callable, Dict, List, Mapping, Optional
 
 from gwtrace.sidecar.decide import CONTROL_DIR, LEVELS, RESULTS_PATH, AskError, post_json, read_small, write_replace
+from gwtrace.sidecar.enforce import Policy
 from gwtrace.sidecar.tail import TailRefused, file_tail
 
 log = logging.getLogger("gwtrace.sidecar.commands")
@@ -81,8 +82,9 @@ class CommandRunner:
 
     def __init__(self, directory: str, results_url: str, key: str,
                  env: Optional[Mapping[str, str]] = None,
-                 post: Optional[Callable[[str, Any], Any]] = None) -> None:
+                 post: Optional[Callable[[str, Any], Any]] = None, policy: Optional[Policy] = None) -> None:
         self.dir = directory
+        self.policy = policy              # the sidecar's: the level it enforces changes here, not in a file
         self.results_url = results_url
         self.key = key
         self.env = env
@@ -143,6 +145,8 @@ class CommandRunner:
         if level not in LEVELS:
             raise TailRefused(f"level must be one of {', '.join(LEVELS)}")
         job = self._job(command)
+        if self.policy is not None:
+            self.policy.set_level(level, job)
         control = os.path.join(self.dir, CONTROL_DIR)
         if job is None:
             write_replace(os.path.join(self.dir, LEVEL_FILE), level + "\n")

@@ -17,12 +17,13 @@ import signal
 import sys
 import tempfile
 import time
-from typing import Dict, List, Optional, TextIO
+from typing import Dict, List, Mapping, Optional, TextIO
 
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
 from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir, make_resources_dir
 from gwtrace.sidecar.failure import make_stderr_dir
 from gwtrace.sidecar.ask import run_with_job_asker
+from gwtrace.sidecar.decide import tell_glidein_decision
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
 from gwtrace.sidecar.status import STATUS_COUNTERS, format_counters
 from gwtrace.export.otlpenv import otlp_env
@@ -115,7 +116,9 @@ def unread_log_bytes(spool: Spool) -> int:
 
 
 def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO,
-          ship_to: Optional[str] = None) -> int:
+          ship_to: Optional[str] = None, ask: Optional[Mapping[str, str]] = None) -> int:
+    """Start the daemon, print its environment; with ``ask`` (``--ask-trace-id``) the glidein's decision
+    too, handed to the daemon through a pipe made before the fork (decide.tell_glidein_decision)."""
     spool = _open_spool(choose_directory(directory))
     if glidein_config:
         glidein_config = os.path.abspath(glidein_config)   # the daemon runs in /
@@ -123,20 +126,33 @@ def start(directory: Optional[str], glidein_config: Optional[str], out: TextIO,
         pid = spool.owner_pid() or 0
         print(f"gwtrace: a sidecar (pid {pid}) already runs on {spool.dir}", file=sys.stderr)
         out.write("\n".join(environment_lines(spool.dir, pid)) + "\n")
+        if ask is not None:
+            tell_glidein_decision(glidein_config, ask, out, None)
         return 0
     read_fd, write_fd = os.pipe()
+    tell_r, tell_w = os.pipe() if ask is not None else (-1, -1)
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the daemon
         os.close(read_fd)
-        _daemonize(spool.dir, glidein_config, write_fd, ship_to)
+        _close(tell_w)
+        _daemonize(spool.dir, glidein_config, write_fd, ship_to, tell_r if tell_r >= 0 else None)
     os.close(write_fd)
+    _close(tell_r)
     os.waitpid(pid, 0)   # the intermediate child exits at once
     message = _read_ready(read_fd, READY_TIMEOUT_S)
     if not message.startswith("ready "):
+        _close(tell_w)
         raise ControlError(message.strip() or f"sidecar did not start; see {spool.path(LOG_NAME)}")
     daemon_pid = int(message.split()[1])
     out.write("\n".join(environment_lines(spool.dir, daemon_pid)) + "\n")
+    if ask is not None:
+        tell_glidein_decision(glidein_config, ask, out, tell_w)
     return 0
+
+
+def _close(fd: int) -> None:
+    if fd >= 0:
+        os.close(fd)
 
 
 def _read_ready(fd: int, timeout: float) -> str:
@@ -161,7 +177,7 @@ def _read_ready(fd: int, timeout: float) -> str:
 
 
 def _daemonize(directory: str, glidein_config: Optional[str], ready_fd: int,
-               ship_to: Optional[str]) -> None:  # pragma: no cover
+               ship_to: Optional[str], decision_fd: Optional[int] = None) -> None:  # pragma: no cover
     """Double fork, new session, stdio to the sidecar log; never returns.
 
     With ``--ship-to stderr`` the daemon keeps the starter's stderr (the
@@ -186,7 +202,7 @@ def _daemonize(directory: str, glidein_config: Optional[str], ready_fd: int,
         sys.stdout = os.fdopen(1, "w", buffering=1)
         sys.stderr = os.fdopen(2, "w", buffering=1)
         code = run_foreground(directory, glidein_config, ready_fd=ready_fd,
-                              ship_to=ship_stream if ship_to == "stderr" else ship_to)
+                              ship_to=ship_stream if ship_to == "stderr" else ship_to, decision_fd=decision_fd)
     except BaseException as exc:  # noqa: BLE001 - report anything to the waiting parent
         try:
             os.write(ready_fd, f"gwtrace: sidecar failed to start: {exc}\n".encode())
@@ -197,7 +213,7 @@ def _daemonize(directory: str, glidein_config: Optional[str], ready_fd: int,
 
 
 def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Optional[int] = None,
-                   ship_to: "Optional[str | TextIO]" = None) -> int:
+                   ship_to: "Optional[str | TextIO]" = None, decision_fd: Optional[int] = None) -> int:
     """Run a sidecar in this process until SIGTERM/SIGINT (``sidecar run``).
 
     It says it is ready as soon as the directory is its own and the event log
@@ -225,6 +241,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     from gwtrace.sidecar.destination import make_delivery
     from gwtrace.export.resource import GlideinIdentity, build_resource
     from gwtrace.sidecar.daemon import Sidecar
+    from gwtrace.sidecar.ship import ship_stream
 
     # Spans, events and their dicts are acyclic and short-lived: collecting
     # cycles every 700 allocations costs the sidecar ~15% of its throughput.
@@ -233,7 +250,9 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     resource = build_resource(config)
     stop_timeout = _float_env("GWTRACE_STOP_TIMEOUT", 10.0)
     sidecar = Sidecar(spool, make_delivery(), resource, stop_timeout=stop_timeout,
-                      ship_to=_ship_stream(ship_to), identity=GlideinIdentity(config))
+                      ship_to=ship_stream(ship_to), identity=GlideinIdentity(config))
+    if decision_fd is not None:
+        sidecar.policy.receive(decision_fd)     # the glidein's decision from `sidecar start` (enforce.py)
     sidecar.open()
 
     def on_signal(signum: int, frame: object) -> None:
@@ -275,46 +294,13 @@ def stop(directory: Optional[str], timeout: float, out: TextIO, ship_to: Optiona
             time.sleep(0.02)
     else:
         _drain_without_daemon(spool)
-    if ship_to:
-        _ship_leftovers(spool, ship_to)
+    if ship_to and spool.batch_seqs():   # the usual case: none, the daemon shipped or delivered it all
+        from gwtrace.sidecar.ship import ship_leftovers  # start-up cost: as in run_foreground (the SDK)
+
+        ship_leftovers(spool, ship_to)
     print(f"gwtrace: sidecar stopped: {format_counters(spool.read_status())}", file=out)
     _remove_if_done(spool, out)
     return 0
-
-
-def _ship_stream(ship_to: "Optional[str | TextIO]") -> Optional[TextIO]:
-    if ship_to is None or not isinstance(ship_to, str):
-        return ship_to
-    if ship_to == "stderr":
-        return sys.stderr
-    return open(ship_to, "a", encoding="ascii")
-
-
-def _ship_leftovers(spool: Spool, ship_to: str) -> None:
-    """Write the outbox a stopped sidecar left behind, and count it."""
-    if not spool.batch_seqs():
-        return                 # the usual case: the daemon shipped or delivered it all
-    from gwtrace.sidecar.ship import ship_outbox  # start-up cost: as in run_foreground (the SDK)
-
-    spool.acquire()
-    try:
-        stream = _ship_stream(ship_to)
-        try:
-            shipped = ship_outbox(spool, stream)
-        finally:
-            if stream is not sys.stderr:
-                stream.close()
-        cp = spool.load_checkpoint()
-        cp.counters["spans_shipped"] = cp.counters.get("spans_shipped", 0) + shipped
-        spool.save_checkpoint(cp)
-        st = spool.read_status()
-        counters = st.setdefault("counters", {})
-        counters["spans_shipped"] = counters.get("spans_shipped", 0) + shipped
-        counters["spans_pending"] = max(0, counters.get("spans_pending", 0) - shipped)
-        counters["outbox_bytes"] = 0
-        spool.write_status(st)
-    finally:
-        spool.release()
 
 
 def recover(directory: str) -> Spool:

@@ -35,6 +35,7 @@ from gwtrace.wire.span import SpanRecord
 from gwtrace.sidecar.channels import JobChannels, make_jobs_dir
 from gwtrace.sidecar.failure import FailureNotes, make_stderr_dir
 from gwtrace.sidecar.delivering import DeliveryHalf
+from gwtrace.sidecar.enforce import DroppedSpans, Policy
 from gwtrace.sidecar.eventlog import EventLogReader, create_event_log
 from gwtrace.sidecar.gone import CHECK_INTERVAL_S, GoneProcesses
 from gwtrace.sidecar.reading import ReadingHalf
@@ -126,6 +127,8 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
         self.gone = GoneProcesses()               # bash processes replaced by exec (gone.py)
         self.resources: Optional[ResourceMonitor] = None   # what the glidein and jobs use (resources.py)
         self._gone_at = 0.0
+        self.policy = Policy()                    # the controller's decisions, enforced (enforce.py)
+        self._dropped = DroppedSpans()
 
     # -- life cycle ------------------------------------------------------------
 
@@ -165,7 +168,8 @@ class Sidecar(ReadingHalf, DeliveryHalf, StatusHalf):
     def _start_snapshots(self) -> None:
         """Live snapshots, if configured; trouble setting them up is logged and counted, never fatal."""
         try:
-            self.snapshots, line = make_snapshotter(self.delivery, dict(self.resource.attributes), self.spool.dir)
+            self.snapshots, line = make_snapshotter(self.delivery, dict(self.resource.attributes), self.spool.dir,
+                                                    policy=self.policy)
             log.info("%s", line)
         except Exception as exc:  # noqa: BLE001
             self.counters.add("snapshot_failures")

@@ -11,8 +11,9 @@ time-out bounds each connect, send and read, and a server that trickles one
 byte a second would hold the caller for ever. The request runs in a daemon
 thread; whoever asked waits at most ``ASK_BUDGET_S`` and goes on with the
 factory's default (``source=default``, and why: "controller unreachable",
-"timed out", "HTTP 500"). An answer is cached (``control/decisions.json`` in
-the state directory) for its ``ttl_s``; a cached one is ``source=cache``.
+"timed out", "HTTP 500"). The sidecar keeps an answer in its memory
+(DecisionCache, never a file a job could rewrite) for its ``ttl_s``; a cached
+one is ``source=cache``.
 
 Standard library only, Python 3.9-compatible: this runs on worker nodes
 before anything else is loaded.
@@ -45,8 +46,7 @@ MAX_ANSWER_BYTES = 64 * 1024
 MAX_FIELD = 256
 MAX_TTL_S = 24 * 3600.0
 CONTROL_DIR = "control"
-CACHE_NAME = "decisions.json"
-MAX_CACHE_BYTES = 1024 * 1024
+MAX_CACHE_ENTRIES = 4096
 #: glidein_config attribute -> the decide body's field (docs/protocol.md).
 IDENTITY_KEYS = {"GLIDECLIENT_Name": "frontend", "GLIDEIN_Factory": "factory", "GLIDEIN_Entry_Name": "entry",
                  "GLIDEIN_Site": "site", "GLIDEIN_UUID": "glidein_id"}
@@ -199,54 +199,44 @@ def write_replace(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _cache_path(directory: str) -> str:
-    return os.path.join(directory, CONTROL_DIR, CACHE_NAME)
-
-
 def _cache_key(question: Mapping[str, Any]) -> str:
     fields = {k: v for k, v in question.items() if k != "trace_id"}
     return hashlib.sha256(json.dumps(fields, sort_keys=True).encode()).hexdigest()[:24]
 
 
-def cached(directory: Optional[str], question: Mapping[str, Any], now: float) -> Optional[Dict[str, Any]]:
-    """The cached answer to the same question (trace id aside), if not expired."""
-    if not directory:
+class DecisionCache:
+    """Answers kept for their ``ttl_s``, in this process's memory only.
+
+    Not a file: a job runs as the pilot's user and could rewrite any file of
+    the state directory, and a cached answer it planted would decide the next
+    job (docs/protocol.md, "Trust boundary"). Bounded: the entries that
+    expire first go when MAX_CACHE_ENTRIES are kept."""
+
+    def __init__(self) -> None:
+        self.entries: Dict[str, "tuple[float, Dict[str, Any]]"] = {}
+        self._lock = threading.Lock()
+
+    def get(self, question: Mapping[str, Any], now: float) -> Optional[Dict[str, Any]]:
+        """The cached answer to the same question (trace id aside), if not expired."""
+        with self._lock:
+            entry = self.entries.get(_cache_key(question))
+        if entry is not None and entry[0] > now:
+            return entry[1]
         return None
-    try:
-        table = json.loads(read_small(_cache_path(directory), MAX_CACHE_BYTES))
-        entry = table.get(_cache_key(question))
-        if isinstance(entry, dict) and float(entry.get("expires", 0)) > now:
-            answer = entry.get("answer")
-            return answer if isinstance(answer, dict) else None
-    except (OSError, ValueError, AttributeError, TypeError):
-        pass
-    return None
+
+    def put(self, question: Mapping[str, Any], answer: Mapping[str, Any], ttl: float, now: float) -> None:
+        if ttl <= 0 or not isinstance(answer, Mapping):
+            return
+        with self._lock:
+            self.entries[_cache_key(question)] = (now + ttl, dict(answer))
+            if len(self.entries) > MAX_CACHE_ENTRIES:
+                for key in [k for k, (expires, _) in self.entries.items() if expires <= now]:
+                    del self.entries[key]
+                while len(self.entries) > MAX_CACHE_ENTRIES:
+                    del self.entries[min(self.entries, key=lambda k: self.entries[k][0])]
 
 
-def remember(directory: Optional[str], question: Mapping[str, Any], answer: Mapping[str, Any],
-             ttl: float, now: float) -> None:
-    """Cache an answer for ``ttl`` s (expired entries dropped; written atomically; trouble ignored)."""
-    if not directory or ttl <= 0:
-        return
-    path = _cache_path(directory)
-    try:
-        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
-        try:
-            table = json.loads(read_small(path, MAX_CACHE_BYTES))
-            if not isinstance(table, dict):
-                table = {}
-        except (OSError, ValueError):
-            table = {}
-        table = {k: v for k, v in table.items() if isinstance(v, dict) and float(v.get("expires", 0)) > now}
-        table[_cache_key(question)] = {"expires": now + ttl, "answer": dict(answer)}
-        while len(json.dumps(table)) > MAX_CACHE_BYTES // 2 and len(table) > 1:
-            del table[min(table, key=lambda k: float(table[k].get("expires", 0)))]
-        write_replace(path, json.dumps(table))
-    except (OSError, ValueError, TypeError):
-        pass
-
-
-def decide(question: Mapping[str, Any], directory: Optional[str] = None, budget: float = ASK_BUDGET_S,
+def decide(question: Mapping[str, Any], cache: Optional[DecisionCache] = None, budget: float = ASK_BUDGET_S,
            env: Optional[Mapping[str, str]] = None) -> Decision:
     """The decision for ``question`` (the contract's body): cached, asked, or the default and why.
 
@@ -260,7 +250,7 @@ def decide(question: Mapping[str, Any], directory: Optional[str] = None, budget:
     if not base:
         return Decision(None, None, None, None, "default", "no controller configured")
     now = time.time()
-    answer = cached(directory, question, now)
+    answer = cache.get(question, now) if cache is not None else None
     if answer is not None:
         try:
             return parse_answer(answer, trace_id)._replace(source="cache")
@@ -272,7 +262,8 @@ def decide(question: Mapping[str, Any], directory: Optional[str] = None, budget:
         decision = parse_answer(answer, trace_id)
     except AskError as exc:
         return Decision(None, None, None, None, "default", str(exc))
-    remember(directory, question, answer, decision.ttl_s, now)
+    if cache is not None:
+        cache.put(question, answer, decision.ttl_s, now)
     return decision
 
 
@@ -288,7 +279,7 @@ def with_default(decision: Decision, level: str, ratio: float, trace_id: Optiona
     return out
 
 
-def glidein_decision(directory: Optional[str], glidein_config: Optional[str], ask: Mapping[str, str]) -> Decision:
+def glidein_decision(glidein_config: Optional[str], ask: Mapping[str, str]) -> Decision:
     """The glidein's one question (``sidecar start --ask-trace-id``): its identity from glidein_config,
     its trace id, the factory's default level and ratio (``ask``) for what the controller leaves open."""
     try:
@@ -299,7 +290,26 @@ def glidein_decision(directory: Optional[str], glidein_config: Optional[str], as
         ratio = 1.0
     trace_id = ask["trace_id"]
     question = {"subject": "glidein", **glidein_identity(glidein_config), "trace_id": trace_id}
-    return with_default(decide(question, directory), ask.get("level") or "", ratio, trace_id)
+    return with_default(decide(question), ask.get("level") or "", ratio, trace_id)
+
+
+def tell_glidein_decision(glidein_config: Optional[str], ask: Mapping[str, str], out: Any,
+                          tell_fd: Optional[int]) -> None:
+    """``sidecar start --ask-trace-id``: the glidein's decision printed for the set-up's ``eval``, and
+    one JSON line of it written into the daemon's hand-over pipe (closed either way: the daemon stops
+    waiting at EOF). The decision the sidecar enforces (enforce.py) never passes through a file."""
+    try:
+        decision = glidein_decision(glidein_config, ask)
+        out.write("\n".join(shell_lines(decision)) + "\n")
+        if tell_fd is not None:
+            line = json.dumps({"level": decision.level, "sampled": decision.sampled, "trace_id": ask.get("trace_id")})
+            try:
+                os.write(tell_fd, line.encode() + b"\n")
+            except OSError:
+                pass            # the daemon is gone: nothing to enforce
+    finally:
+        if tell_fd is not None:
+            os.close(tell_fd)
 
 
 def shell_lines(decision: Decision) -> "list[str]":

@@ -19,10 +19,11 @@ from gwtrace.export.otlp import SERVICE_KEY
 from gwtrace.sidecar.assembler import Assembler, Counters
 from gwtrace.wire.span import SpanRecord
 from gwtrace.sidecar.channels import JobChannels
+from gwtrace.sidecar.enforce import DroppedSpans, Policy, Verdict, allowed, span_kind
 from gwtrace.sidecar.eventlog import EventLogReader
 from gwtrace.sidecar.failure import REGISTERED, FailureNotes
 from gwtrace.sidecar.statedir import Checkpoint, Spool
-from gwtrace.wire.events import parse_text
+from gwtrace.wire.events import Event, parse_text
 
 log = logging.getLogger("gwtrace.sidecar.daemon")
 
@@ -79,12 +80,31 @@ class ReadingHalf:
     _exporting: Optional[int]
     _cap_warned: bool
     _lock: threading.Condition
+    policy: Policy
+    _dropped: DroppedSpans
+
+    def _passes(self, event: Event, verdict: Optional[Verdict] = None) -> bool:
+        """Does the enforced decision (enforce.py) let this event through? A ``B`` is judged (the
+        glidein's rule, or a job's ``verdict``); the later events of a dropped span follow it."""
+        key = (event.trace_id, event.span_id)
+        if event.kind != "B":
+            return key not in self._dropped
+        if verdict is None:
+            ok = self.policy.glidein_allows(event)
+        else:
+            ok = allowed(verdict, span_kind(event))
+        if not ok:
+            self._dropped.add(key)
+            self.counters.add("spans_dropped_control")
+        return ok
 
     def step(self, force_flush: bool = False) -> int:
         """Read what is new in the log; return the number of lines handled,
         at least 1 when the offset moved (a step that only skipped part of an
         oversized line made progress too: the drain loops go on)."""
         assert self.reader is not None
+        if self.policy.waiting() and not force_flush:
+            return 0                               # the glidein's decision first (at most enforce.HANDOVER_S)
         before = (self.reader.offset, self.reader.resets)
         lines, oversized = self.reader.read_lines(STEP_BYTES)
         moved = (self.reader.offset, self.reader.resets) != before
@@ -98,10 +118,14 @@ class ReadingHalf:
             self.failures.sample()                 # where registered stderr files end now (failure.py)
         feed = self.assembler.feed
         malformed = finished = 0
+        check = self.policy.active
         for raw in lines:
             try:
                 # The reader already dropped lines over MAX_LINE_BYTES (parse_line's check).
-                span = feed(parse_text(raw.decode("utf-8", "replace")), raw)
+                event = parse_text(raw.decode("utf-8", "replace"))
+                if check and not self._passes(event):
+                    continue
+                span = feed(event, raw)
             except Exception:  # noqa: BLE001 - ProtocolError or worse: input must never kill the sidecar
                 malformed += 1
                 continue
@@ -141,7 +165,9 @@ class ReadingHalf:
         handled = received = malformed = rejected = finished = 0
         ready = self._ready
         was_empty = not ready
+        policy = self.policy
         for channel in channels:
+            verdict = policy.job(channel.name) if policy.active else None
             before = (channel.reader.offset, channel.reader.resets)
             lines, oversized = channel.reader.read_lines(STEP_BYTES)
             handled += len(lines) + oversized + int((channel.reader.offset, channel.reader.resets) != before)
@@ -159,6 +185,8 @@ class ReadingHalf:
                     continue
                 if not channel.allows(event):
                     rejected += 1
+                    continue
+                if verdict is not None and not self._passes(event, verdict):
                     continue
                 received += 1
                 try:

@@ -7,7 +7,8 @@ side, so the format imports neither.
 
 from __future__ import annotations
 
-from typing import Any, List, Sequence, TextIO, Tuple
+import sys
+from typing import Any, List, Optional, Sequence, TextIO, Tuple
 
 from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
 from opentelemetry.sdk.resources import Resource
@@ -58,3 +59,35 @@ def ship_metrics(requests: Sequence[Tuple[Any, int]], out: TextIO) -> int:
         out.flush()
         shipped += points
     return shipped
+
+
+def ship_stream(ship_to: "Optional[str | TextIO]") -> Optional[TextIO]:
+    """Where ``--ship-to`` ships: a stream as it is, ``stderr``, else a file opened for appending."""
+    if ship_to is None or not isinstance(ship_to, str):
+        return ship_to
+    if ship_to == "stderr":
+        return sys.stderr
+    return open(ship_to, "a", encoding="ascii")
+
+
+def ship_leftovers(spool: Spool, ship_to: str) -> None:
+    """Write the outbox a stopped sidecar left behind (``sidecar stop --ship-to``), and count it."""
+    spool.acquire()
+    try:
+        stream = ship_stream(ship_to)
+        try:
+            shipped = ship_outbox(spool, stream)
+        finally:
+            if stream is not sys.stderr:
+                stream.close()
+        cp = spool.load_checkpoint()
+        cp.counters["spans_shipped"] = cp.counters.get("spans_shipped", 0) + shipped
+        spool.save_checkpoint(cp)
+        st = spool.read_status()
+        counters = st.setdefault("counters", {})
+        counters["spans_shipped"] = counters.get("spans_shipped", 0) + shipped
+        counters["spans_pending"] = max(0, counters.get("spans_pending", 0) - shipped)
+        counters["outbox_bytes"] = 0
+        spool.write_status(st)
+    finally:
+        spool.release()

@@ -241,7 +241,8 @@ class Snapshotter:
 
 
 def make_snapshotter(delivery: Any, resource: Mapping[str, Any], directory: str,
-                     env: Optional[Mapping[str, str]] = None) -> Tuple[Optional[Snapshotter], str]:
+                     env: Optional[Mapping[str, str]] = None,
+                     policy: Any = None) -> Tuple[Optional[Snapshotter], str]:
     """The configured Snapshotter (None when off) and a line for the log saying where snapshots go."""
     kind, value = snapshot_target(env)
     if kind == "off":
@@ -258,7 +259,7 @@ def make_snapshotter(delivery: Any, resource: Mapping[str, Any], directory: str,
     if kind == "url":
         from gwtrace.sidecar.commands import CommandRunner, results_url
 
-        runner = CommandRunner(directory, results_url(value), snap.key, env)
+        runner = CommandRunner(directory, results_url(value), snap.key, env, policy=policy)
         snap.counters.update(runner.counters)
         runner.counters = snap.counters          # `gwtrace sidecar status` shows them with the snapshots'
         snap.on_commands = runner.handle

@@ -31,6 +31,7 @@ STATUS_COUNTERS = (
     "spans_finished", "spans_exported", "spans_retried", "spans_shipped", "spans_incomplete",
     "spans_dropped", "spans_rejected", "spans_dropped_outbox_cap", "spans_maybe_duplicated",
     "export_failures", "log_resets", "bash_accel_unverified",
+    "spans_dropped_control",
 )
 
 

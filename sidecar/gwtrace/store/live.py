@@ -7,7 +7,7 @@ the trace's summary. So ``live_snapshots`` holds one row per glidein (the
 snapshot's key: its uuid, else its sidecar), replaced by each snapshot, with
 what ``gwtrace now`` needs already worked out at write time (site, entry, the
 phase and since when, the jobs running), and the snapshot itself (OTLP
-bytes, kept for a detail view; no command reads it yet). Nothing here is
+bytes: the controller reads a job's owner there). Nothing here is
 ever read as a span by traces, search or the Jaeger API.
 
 A row goes away when the glidein's root span (``root_trace_id``,
@@ -167,6 +167,17 @@ def rows(conn: sqlite3.Connection) -> List[Dict[str, Any]]:
     return out
 
 
+def open_spans(conn: sqlite3.Connection, key: str) -> List[Dict[str, Any]]:
+    """The open spans of one glidein's last snapshot (name, ids, start, attributes so far): the
+    controller finds there whose job a back channel command names (controller/book.py)."""
+    row = conn.execute("SELECT body FROM live_snapshots WHERE key = ?", (key,)).fetchone()
+    if row is None:
+        return []
+    req = ExportTraceServiceRequest()
+    req.ParseFromString(bytes(row[0]))
+    return [_span(s) for s in req.resource_spans[0].scope_spans[0].spans]
+
+
 class LiveSnapshots:
     """The live snapshots of a ``TraceStore``: each running glidein's open spans, until its root span arrives."""
 
@@ -183,3 +194,7 @@ class LiveSnapshots:
     def live_snapshots(self) -> List[Dict[str, Any]]:
         """The latest snapshot of every glidein whose real root span has not arrived yet."""
         return rows(self._connections.reader())
+
+    def live_open_spans(self, key: str) -> List[Dict[str, Any]]:
+        """The open spans of one glidein's latest snapshot (the back channel's owner check)."""
+        return open_spans(self._connections.reader(), key)
