@@ -76,6 +76,15 @@ def test_nowhere_to_talk_to_and_no_store_are_one_line(capsys: Any, tmp_path: Pat
     assert code == 2 and "--server URL" in err
     code, _, err = run(capsys, "--store", str(tmp_path / "none.db"), "list")
     assert code == 1 and len(err.splitlines()) == 1 and err.startswith("gwtrace control: no store")
+    assert not (tmp_path / "none.db").exists()          # reading never makes an empty store
+
+
+def test_an_admin_sets_the_default_before_serve_ever_ran(capsys: Any, tmp_path: Path) -> None:
+    db = str(tmp_path / "fresh.db")
+    code, out, _ = run(capsys, "--store", db, "set", "--level", "scripts", "--ratio", "0.1", "--reason", "default")
+    assert code == 0 and out.startswith("set r1 ")
+    code, out, _ = run(capsys, "--store", db, "list")
+    assert code == 0 and "level=scripts ratio=0.1" in out
 
 
 @pytest.fixture

@@ -177,7 +177,7 @@ def main(argv: List[str]) -> int:
     args = build_parser().parse_args(argv)
     try:
         if args.store:
-            backend: Any = Local(args.store)
+            backend: Any = Local(args.store, create=args.action == "set")
         elif args.server:
             backend = Remote(args.server, find_token(args.token))
         else:

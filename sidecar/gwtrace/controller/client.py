@@ -97,11 +97,16 @@ class Remote:
 
 
 class Local:
-    """A store file, as an admin under the login name."""
+    """A store file, as an admin under the login name.
 
-    def __init__(self, path: str):
+    ``create``: make the store when there is none yet (``set``: an admin may
+    write the default rule before ``gwtrace serve`` first runs on that file);
+    reading commands never make an empty store.
+    """
+
+    def __init__(self, path: str, create: bool = False):
         try:
-            self.store = TraceStore(path, create=False)
+            self.store = TraceStore(path, create=create)
         except StoreUnreadable as exc:
             raise ControlFailed(str(exc)) from None
         self.ctl = Controller(self.store, recheck_s=0.0)
