@@ -304,6 +304,6 @@ def make_resource_monitor(directory: str, glidein_config: Optional[str], deliver
     make_resources_dir(directory)      # job wrappers register there even with sampling off: harmless
     if not interval:
         return None
-    sampler = Sampler(directory, interval, glidein_pid(glidein_config))
+    sampler = Sampler(directory, interval, glidein_pid(glidein_config), glidein_config=glidein_config)
     return ResourceMonitor(sampler, Buffer(max_points_from_env()), base,
                            resolve=lambda: make_metrics_send(delivery))
