@@ -480,3 +480,16 @@ def test_ship_home_sidecar_writes_metrics_blocks_at_stop(tmp_path: Path) -> None
     assert count_points(request) == int(blocks[0].meta["points"]) >= 3 * 8      # 2 samples, and the stop's
     attrs = {kv.key: any_value(kv.value) for kv in request.resource_metrics[0].resource.attributes}
     assert attrs["gwtrace.subject"] == "glidein" and attrs["gwtrace.resources.source"] == "proc"
+
+
+def test_a_glidein_trace_published_after_the_last_round_still_rides_home_with_its_samples(tmp_path: Path) -> None:
+    config = tmp_path / "glidein_config"
+    config.write_text(f"GLIDEIN_STARTUP_PID {os.getpid()}\n")
+    sampler = Sampler(None, 30.0, glidein=os.getpid(), glidein_config=str(config))
+    monitor = ResourceMonitor(sampler, Buffer(10_000), lambda: {"glidein.uuid": "u-8"})
+    monitor.round(now=100.0, force=True)
+    config.write_text(f"GLIDEIN_STARTUP_PID {os.getpid()}\nTRACEPARENT 00-{TRACE}-{SPAN}-01\n")
+    assert monitor.close(1.0)                 # the stop's round looks once more
+    (request, points), = monitor.leftover_requests()
+    attrs = {kv.key: any_value(kv.value) for kv in request.resource_metrics[0].resource.attributes}
+    assert attrs["gwtrace.trace_id"] == TRACE and attrs["gwtrace.span_id"] == SPAN and points > 0

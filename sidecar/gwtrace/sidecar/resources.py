@@ -235,6 +235,7 @@ class ResourceMonitor:
             self._resolve_destination()      # a sidecar stopped before its thread got to it
             if self.refused:
                 return True
+            self.sampler.discover()          # the glidein's trace, if published since the last look
             samples = self.sampler.sample(force=True)
             self.counters["resource_samples"] += len(samples)
             self.buffer.add(samples)
