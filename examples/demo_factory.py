@@ -427,12 +427,12 @@ OVERSUBSCRIBED = 3
 
 
 def _metric_points(scope: object, name: str, points: List[Tuple[int, float]], attrs: Optional[Dict[str, str]] = None,
-                   total: bool = False) -> None:
+                   total: bool = False, monotonic: bool = True) -> None:
     metric = scope.metrics.add(name=name)  # type: ignore[attr-defined]
     data = metric.sum if total else metric.gauge
     if total:
         data.aggregation_temporality = 2          # cumulative
-        data.is_monotonic = True
+        data.is_monotonic = monotonic
     for t, v in points:
         point = data.data_points.add(time_unix_nano=t * 10**9, as_double=float(v))
         for key, value in (attrs or {}).items():
@@ -490,10 +490,11 @@ def metrics_blocks(g: Glidein, story: Optional[str], oversubscribed: bool, rng: 
         start, end = g.condor_start or g.started, g.condor_end or g.ended
         times = list(range(start, end, max(60, (end - start) // 60)))
         cores = g.entry.cpus * (2 if oversubscribed else 1)
-        scope = _subject(req, {**base, "gwtrace.subject": "glidein", "host.cpu.count": cores, "gwtrace.trace_id": trace_id})
+        scope = _subject(req, {**base, "gwtrace.subject": "glidein", "gwtrace.trace_id": trace_id})
         load = (3.0 if oversubscribed else 0.8) * cores
         _metric_points(scope, "system.cpu.load_average.1m", [(t, load * (0.9 + 0.2 * rng.random())) for t in times])
-        points += len(times)
+        _metric_points(scope, "system.cpu.logical.count", [(times[0], cores)], total=True, monotonic=False)
+        points += len(times) + 1
     if not points:
         return ""
     return frame("metrics", req.SerializeToString(), host=base["host.name"]).replace(

@@ -61,12 +61,12 @@ def series_of(times_s: Sequence[float], values: Sequence[float], t0: int = T0) -
 
 
 def add_metric(scope: Any, name: str, points: Iterable[Point], *, kind: str = "gauge", unit: str = "",
-               attributes: Optional[Dict[str, Any]] = None) -> None:
+               attributes: Optional[Dict[str, Any]] = None, monotonic: bool = True) -> None:
     metric = scope.metrics.add(name=name, unit=unit)
     data = metric.gauge if kind == "gauge" else metric.sum
     if kind == "sum":
         data.aggregation_temporality = metrics_pb2.AGGREGATION_TEMPORALITY_CUMULATIVE
-        data.is_monotonic = True
+        data.is_monotonic = monotonic
     for t, v in points:
         point = data.data_points.add(time_unix_nano=t)
         if isinstance(v, int) and not isinstance(v, bool):
@@ -79,8 +79,10 @@ def add_metric(scope: Any, name: str, points: Iterable[Point], *, kind: str = "g
 
 def subject(attrs: Dict[str, Any], *, rss: Iterable[Point] = (), peak: Iterable[Point] = (),
             cpu_user: Iterable[Point] = (), cpu_system: Iterable[Point] = (), load: Iterable[Point] = (),
+            cores: Optional[int] = None,
             other: Sequence[Tuple[str, Iterable[Point]]] = ()) -> metrics_pb2.ResourceMetrics:
-    """One ResourceMetrics with the given series (RSS and peak in bytes, CPU in cumulative seconds)."""
+    """One ResourceMetrics with the given series (RSS and peak in bytes, CPU in cumulative seconds); ``cores``:
+    the machine's logical CPUs, sent with each load sample as the sidecar does (``system.cpu.logical.count``)."""
     rm = metrics_pb2.ResourceMetrics()
     for k, v in attrs.items():
         rm.resource.attributes.append(_kv(k, v))
@@ -95,7 +97,11 @@ def subject(attrs: Dict[str, Any], *, rss: Iterable[Point] = (), peak: Iterable[
     if peak:
         add_metric(scope, "process.memory.peak", peak, unit="By")
     if load:
+        load = list(load)
         add_metric(scope, "system.cpu.load_average.1m", load, unit="{run_queue_item}")
+        if cores is not None:
+            add_metric(scope, "system.cpu.logical.count", [(t, cores) for t, _ in load], kind="sum", unit="{cpu}",
+                       monotonic=False)
     for name, points in other:
         add_metric(scope, name, points)
     return rm

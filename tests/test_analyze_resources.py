@@ -72,10 +72,10 @@ def test_memory_over_request_names_the_owner_sites_worst_case_and_a_request(tmp_
 
 def test_an_oversubscribed_node_is_found_per_site_only_when_its_cores_are_known(tmp_path: Path) -> None:
     times = [i * 30 for i in range(10)]
-    busy = subject(resource("glidein", glidein="g-busy", extra={"host.cpu.count": 8}),
-                   load=series_of(times, [24.0] * 10))
-    calm = subject(resource("glidein", glidein="g-calm", extra={"host.cpu.count": 8}),
-                   load=series_of(times, [6.0] * 10))
+    busy = subject(resource("glidein", glidein="g-busy"),
+                   load=series_of(times, [24.0] * 10), cores=8)
+    calm = subject(resource("glidein", glidein="g-calm"),
+                   load=series_of(times, [6.0] * 10), cores=8)
     unknown = subject(resource("glidein", glidein="g-what", site="SiteC"), load=series_of(times, [90.0] * 10))
     found = _hints(tmp_path, busy, calm, unknown)
     hint = found["oversubscribed_node"]

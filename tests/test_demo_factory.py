@@ -88,3 +88,27 @@ def test_a_clean_factory_plants_nothing(tmp_path, capsys):
     assert "  planted " not in capsys.readouterr().out
     assert sum(r.status == "ERROR" for r in records) / len(records) < 0.05
     assert all(not r.incomplete for r in records if r.status in ("OK", "ERROR"))
+
+
+def test_the_demos_metrics_blocks_give_the_four_resource_hints(tmp_path, monkeypatch):
+    """The demo's kind=metrics blocks, in the contract's names (the machine's CPUs as system.cpu.logical.count),
+    ingested as `demo.sh` does, give every resource hint docs/resources.md says the demo shows."""
+    import io
+
+    from gwtrace.analysis.resources import resource_hints
+    from gwtrace.factory.ingest import ingest_outputs
+    from gwtrace.store import TraceStore
+
+    assert demo.main(["--out", str(tmp_path / "factory"), "--glideins", "400", "--end", "1790000000"]) == 0
+    monkeypatch.setenv("GWTRACE_HOME", str(tmp_path / "home"))
+    for var in ("OTEL_EXPORTER_OTLP_ENDPOINT", "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT", "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"):
+        monkeypatch.delenv(var, raising=False)
+    db = tmp_path / "home" / "traces.db"
+    err = io.StringIO()
+    assert ingest_outputs([str(tmp_path / "factory")], None, str(tmp_path / "ledger"), 0, err) == 0, err.getvalue()
+    assert "metrics block(s)" in err.getvalue() and "malformed" not in err.getvalue()
+    with TraceStore(db) as store:
+        kinds = {h.kind for h in resource_hints(store)}
+        glideins = store.metric_loads()
+    assert kinds == {"memory_over_request", "cores_over_request", "memory_leak", "oversubscribed_node"}, kinds
+    assert glideins and all(g["cores"] and g["trace_id"] for g in glideins)

@@ -2,8 +2,8 @@
 OTLP/HTTP metrics exporter to a ``gwtrace serve`` process on loopback, then found by ``gwtrace analyze`` (a job
 that allocates memory step by step is a leak; an idle one is not) and shown by ``gwtrace job``'s store reads.
 
-The sampler here is the test's own (the node-side sampler is another half of issue 33): what matters is that
-what the contract describes, sent by a real exporter, is received, kept and read back."""
+The first test samples with the SDK's own MeterProvider (what any OpenTelemetry process would send); the last has
+no stand-in at all: the real sidecar samples a job run by the real job wrapper and sends to `gwtrace serve`."""
 
 from __future__ import annotations
 
@@ -132,3 +132,66 @@ def test_gwtrace_ingest_forwards_metrics_blocks_to_the_collectors_v1_metrics(tmp
     with TraceStore(db, create=False) as store:
         job, = store.metric_subjects(trace_id="c" * 32)
         assert sum(len(s["points"]) for s in store.metric_series(job["id"])) == 16
+
+
+@pytest.mark.skipif(not os.path.exists("/proc/self/statm"), reason="reads /proc")
+def test_a_real_sidecars_job_reaches_gwtrace_serve_job_and_the_page(tmp_path) -> None:
+    """No stand-in: `gwtrace sidecar start` samples a job run by the real job wrapper (allocating 16 MiB a step)
+    and sends spans and metrics to a `gwtrace serve`; `gwtrace job` says the peak against request_memory and
+    /ui/api/resources charts the job's memory for its trace."""
+    import json
+    import urllib.request
+
+    import journey_gen as gen
+    from conftest import GWTRACE, REPO, Sidecar, clean_env
+    from test_journey import ingest, job as job_json
+
+    steps = ("import time\nheld = []\nfor i in range(6):\n    held.append(bytearray(b'x' * (16 << 20)))\n"
+             "    time.sleep(0.5)\ntime.sleep(1.5)\n")
+    now = int(time.time())
+    db = tmp_path / "serve.db"
+    condor_log = tmp_path / "job.log"           # the schedd's word: the job, and the trace its journey is in
+    condor_log.write_text(gen.submitted(88, 0, now - 20) + gen.executing(88, 0, now - 10))
+    ingest(db, condor_log, schedd="submit.example.org")
+    trace = job_json(db, "88.0", now=now)["job"]["trace_id"]
+    span = "10f067aa0ba902b7"
+    server = Server("--db", str(db))
+    ad = tmp_path / ".job.ad"
+    ad.write_text(f'ClusterId = 88\nProcId = 0\nOwner = "alice"\nRequestCpus = 1\nRequestMemory = 64\n'
+                  f'TraceParent = "00-{trace}-{span}-01"\n')
+    env = clean_env(OTEL_EXPORTER_OTLP_TRACES_ENDPOINT=server.url + "/v1/traces", GWTRACE_HOME=str(tmp_path / "home"),
+                    OTEL_EXPORTER_OTLP_TIMEOUT="5000", GWTRACE_STOP_TIMEOUT="10", GWTRACE_GLIDEIN_PID=str(os.getpid()))
+    sidecar = Sidecar(tmp_path / "gw", env)
+    try:
+        job_env = sidecar.start()
+        job_env.update(_CONDOR_JOB_AD=str(ad), GWTRACE_JOB_RESOURCE_INTERVAL="1")
+        job = subprocess.run(["dash", str(REPO / "shim" / "gwtrace-job-wrapper"), sys.executable, "-c", steps],
+                             env=job_env, capture_output=True, timeout=60)
+        assert job.returncode == 0, job.stderr
+        stopped = sidecar.stop()
+        assert stopped.returncode == 0, stopped.stderr
+        with urllib.request.urlopen(f"{server.url}/ui/api/resources/{trace}", timeout=10) as answer:
+            charts = json.load(answer)["subjects"]
+        glidein_uuid = [s for s in charts if s.get("job_id") == "88.0"][0]["glidein"]
+        with urllib.request.urlopen(f"{server.url}/ui/api/resources/{trace}?glidein={glidein_uuid}",
+                                    timeout=10) as answer:
+            node = [s for s in json.load(answer)["subjects"] if s["kind"] == "glidein"]
+    finally:
+        if sidecar.pid is not None:
+            sidecar.stop()
+        rc, err = server.stop()
+    assert rc == 0, err
+    job, = [s for s in charts if s.get("job_id") == "88.0"]
+    assert job["trace_id"] == trace and job["request_memory_mb"] == 64
+    assert node and node[0]["load"] and node[0]["machine_cores"] == os.cpu_count()     # the node's side of the chart
+    rss = [mb for _, mb in job["rss_mb"]]
+    assert len(rss) >= 3 and rss[-1] - rss[0] >= 48, rss            # 16 MiB a step, sampled every second
+    out = subprocess.run([GWTRACE, "job", "88.0", "--store", str(db), "--format", "json"], capture_output=True,
+                         text=True, timeout=60, env=clean_env(GWTRACE_HOME=str(tmp_path / "home")))
+    assert out.returncode == 0, out.stderr
+    figures, = json.loads(out.stdout)["resources"]["figures"]
+    assert figures["request_memory_mb"] == 64 and figures["peak_mb"] >= max(rss) > 64, figures
+    assert figures["memory_ratio"] > 1 and figures["requests_from"] != "job ad"
+    text = subprocess.run([GWTRACE, "job", "88.0", "--store", str(db)], capture_output=True, text=True, timeout=60,
+                          env=clean_env(GWTRACE_HOME=str(tmp_path / "home"))).stdout
+    assert "resources: job 88.0" in text and "of 64 MB requested" in text and "OVER the request" in text, text

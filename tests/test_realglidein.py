@@ -213,6 +213,8 @@ def live_and_backfill_join(run: Path, glidein, home: Path) -> None:
     for args in (["--factory-logs", str(run)], [str(run / "job.7.0.err")]):
         done = subprocess.run([GWTRACE, "ingest", *args], env=env, capture_output=True, text=True, timeout=120)
         assert done.returncode == 0, done.stderr
+    assert "metrics block(s)" in done.stderr and "malformed" not in done.stderr, done.stderr
+    offline_metrics_found(home, expected, glidein.resource.get("glidein.uuid"))
     with TraceStore(home / "traces.db") as store:
         assert store.trace_count() == 1
         spans = store.get_trace(expected)
@@ -230,6 +232,29 @@ def live_and_backfill_join(run: Path, glidein, home: Path) -> None:
         assert len(steps) == len(step_names(run))
         after = step_names(run)[step_names(run).index("main/gwtrace_setup.sh") + 1:]
         assert all(s["start_ns"] % 1_000_000_000 for s in steps if s["name"] in after)
+
+
+def offline_metrics_found(home: Path, trace_id: str, uuid: Optional[str]) -> None:
+    """The glidein's samples, come home as kind=metrics blocks, are in the store under the glidein's uuid and
+    trace (its root's, from glidein_config) with the machine's CPUs, and `gwtrace analyze` finds them: with the
+    load threshold lowered to nothing, the oversubscription hint names this glidein and links to its trace."""
+    import json
+
+    from gwtrace.store import TraceStore
+
+    with TraceStore(home / "traces.db") as store:
+        subjects = store.metric_subjects(trace_id=trace_id)
+        assert [(s["kind"], s["glidein"]) for s in subjects] == [("glidein", uuid)], subjects
+        assert subjects[0]["cores"] == os.cpu_count() and subjects[0]["span_id"]
+        (load,) = store.metric_loads()
+        assert load["load_points"] >= 2            # the first round, and the stop's
+    done = subprocess.run([GWTRACE, "analyze", "--store", str(home / "traces.db"), "--hints", "--format", "json",
+                           "--threshold", "load_per_core=0.0001", "--threshold", "load_min_points=1"],
+                          env=clean_env(GWTRACE_HOME=str(home)), capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    hints = [h for h in json.loads(done.stdout)["hints"] if h["kind"] == "oversubscribed_node"]
+    assert hints and hints[0]["glideins"][0]["trace_id"] == trace_id, hints
+    assert hints[0]["glideins"][0]["glidein"] == uuid
 
 
 def starter_job_environment(condor_config: Path) -> Dict[str, str]:

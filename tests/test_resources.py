@@ -88,7 +88,8 @@ def test_a_job_on_three_cores_with_one_requested(tmp_path: Path) -> None:
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:           # until the spinners are reaped (sh is in its sleep)
         samples += job_samples(sampler.sample(force=True))
-        if max(s.procs for s in samples) >= 4 and samples[-1].procs <= 2:
+        # twice: a scan reads sh's stat, then a spinner reaped meanwhile is in neither (its CPU shows next time)
+        if max(s.procs for s in samples) >= 4 and len(samples) > 1 and samples[-1].procs <= 2 >= samples[-2].procs:
             break
         time.sleep(0.1)
     _, _, usage = os.wait4(job.pid, 0)
@@ -289,8 +290,11 @@ def test_metrics_carry_the_contracts_names_and_attributes(tmp_path: Path) -> Non
     assert metrics["process.memory.usage"].unit == "By" and metrics["process.memory.usage"].gauge.data_points
     for name in ("process.memory.peak", "process.thread.count", "process.count", "process.disk.io"):
         assert name in metrics
-    assert "system.cpu.load_average.1m" not in metrics
-    assert "system.cpu.load_average.1m" in by_subject["glidein"][1]
+    assert "system.cpu.load_average.1m" not in metrics and "system.cpu.logical.count" not in metrics
+    glidein = by_subject["glidein"][1]
+    assert "system.cpu.load_average.1m" in glidein
+    cpus = glidein["system.cpu.logical.count"]                            # an UpDownCounter: non-monotonic sum
+    assert cpus.unit == "{cpu}" and not cpus.sum.is_monotonic and cpus.sum.data_points[0].as_int == os.cpu_count()
 
 
 def test_metrics_endpoint_rules() -> None:
@@ -393,7 +397,8 @@ def test_a_collector_that_fails_keeps_the_points_one_that_refuses_stops_the_samp
         receiver.stop()
 
 
-def test_the_embedded_store_gets_metrics_only_if_it_keeps_them(tmp_path: Path, monkeypatch) -> None:
+def test_the_embedded_store_keeps_a_sidecars_metrics(tmp_path: Path, monkeypatch) -> None:
+    """A sidecar whose destination is a store file: the real TraceStore.put_metrics, read back by trace."""
     from gwtrace.sidecar.destination import make_delivery, make_metrics_send
     from gwtrace.store import TraceStore
 
@@ -401,20 +406,52 @@ def test_the_embedded_store_gets_metrics_only_if_it_keeps_them(tmp_path: Path, m
         monkeypatch.delenv(name)
     monkeypatch.setenv("GWTRACE_HOME", str(tmp_path / "home"))
     delivery = make_delivery()
-    if not hasattr(TraceStore, "put_metrics"):          # the factory side's store/metrics.py not here yet
+    try:
         send, where = make_metrics_send(delivery)
-        assert send is None and "keeps no metrics" in where
-    kept: list = []
-    monkeypatch.setattr(TraceStore, "put_metrics", lambda self, request: kept.append(request) or
-                        count_points(request), raising=False)
-    send, where = make_metrics_send(delivery)
-    assert send is not None and where.startswith("embedded store")
-    register(tmp_path, os.getpid(), job_id="9.0")
-    monitor = ResourceMonitor(Sampler(str(tmp_path), 30.0), Buffer(10_000), dict, send, where)
-    monitor.round(force=True)
-    assert kept and isinstance(kept[0], ExportMetricsServiceRequest)
-    assert monitor.counters["resource_points_exported"] == count_points(kept[0]) > 0
-    delivery.shutdown()
+        assert send is not None and where.startswith("embedded store"), where
+        register(tmp_path, os.getpid(), job_id="9.0", request_memory_mb="64")
+        monitor = ResourceMonitor(Sampler(str(tmp_path), 30.0), Buffer(10_000), lambda: {"glidein.uuid": "u-9"},
+                                  send, where)
+        monitor.round(now=100.0, force=True)
+        monitor.round(now=200.0, force=True)
+        exported = monitor.counters["resource_points_exported"]
+        assert exported > 0 and monitor.buffer.points == 0 and monitor.counters["resource_export_failures"] == 0
+    finally:
+        delivery.shutdown()
+    with TraceStore(where[len("embedded store "):]) as store:
+        jobs = store.metric_subjects(trace_id=TRACE)
+        assert [(j["kind"], j["job_id"], j["span_id"], j["glidein"]) for j in jobs] == [("job", "9.0", SPAN, "u-9")]
+        series = {s["name"]: s for s in store.metric_series(jobs[0]["id"])}
+        assert len(series["process.memory.usage"]["points"]) == 2
+        assert sum(len(s["points"]) for s in store.metric_series(jobs[0]["id"])) == exported
+        peak = store.metric_peaks(ids=[jobs[0]["id"]])[0]
+        assert peak["request_memory_mb"] == 64 and peak["peak_mb"] > 1
+
+
+def test_the_glideins_cores_and_trace_reach_the_store(tmp_path: Path) -> None:
+    """Node and factory agree on the names: the machine's CPUs (system.cpu.logical.count, for the
+    oversubscription hint) and the glidein's trace (published in glidein_config after the sidecar started)."""
+    from gwtrace.store import TraceStore
+
+    config = tmp_path / "glidein_config"
+    config.write_text(f"GLIDEIN_STARTUP_PID {os.getpid()}\n")
+    sampler = Sampler(None, 30.0, glidein=os.getpid(), glidein_config=str(config))
+    base = {"service.name": "glidein", "glidein.uuid": "u-7", "glidein.site": "SiteA"}
+    sampler.discover()
+    early = sampler.sample(now=1.0, force=True)
+    config.write_text(f"GLIDEIN_STARTUP_PID {os.getpid()}\nTRACEPARENT 00-{TRACE}-{SPAN}-01\n")
+    sampler.discover()
+    late = sampler.sample(now=2.0, force=True)
+    with TraceStore(str(tmp_path / "store.db")) as store:
+        for samples in (early, late):
+            store.put_metrics(to_request(to_metrics_data(samples, sampler.subjects_for_export(), base)))
+        glideins = store.metric_subjects(glidein="u-7")
+        assert len(glideins) == 1, glideins                      # one subject, before and after its trace was known
+        assert glideins[0]["trace_id"] == TRACE and glideins[0]["span_id"] == SPAN
+        assert glideins[0]["cores"] == os.cpu_count()
+        assert [g["glidein"] for g in store.metric_subjects(trace_id=TRACE)] == ["u-7"]
+        loads = store.metric_loads()
+        assert loads[0]["cores"] == os.cpu_count() and loads[0]["load_points"] == 2
 
 
 def test_ship_home_sidecar_writes_metrics_blocks_at_stop(tmp_path: Path) -> None:
@@ -443,3 +480,16 @@ def test_ship_home_sidecar_writes_metrics_blocks_at_stop(tmp_path: Path) -> None
     assert count_points(request) == int(blocks[0].meta["points"]) >= 3 * 8      # 2 samples, and the stop's
     attrs = {kv.key: any_value(kv.value) for kv in request.resource_metrics[0].resource.attributes}
     assert attrs["gwtrace.subject"] == "glidein" and attrs["gwtrace.resources.source"] == "proc"
+
+
+def test_a_glidein_trace_published_after_the_last_round_still_rides_home_with_its_samples(tmp_path: Path) -> None:
+    config = tmp_path / "glidein_config"
+    config.write_text(f"GLIDEIN_STARTUP_PID {os.getpid()}\n")
+    sampler = Sampler(None, 30.0, glidein=os.getpid(), glidein_config=str(config))
+    monitor = ResourceMonitor(sampler, Buffer(10_000), lambda: {"glidein.uuid": "u-8"})
+    monitor.round(now=100.0, force=True)
+    config.write_text(f"GLIDEIN_STARTUP_PID {os.getpid()}\nTRACEPARENT 00-{TRACE}-{SPAN}-01\n")
+    assert monitor.close(1.0)                 # the stop's round looks once more
+    (request, points), = monitor.leftover_requests()
+    attrs = {kv.key: any_value(kv.value) for kv in request.resource_metrics[0].resource.attributes}
+    assert attrs["gwtrace.trace_id"] == TRACE and attrs["gwtrace.span_id"] == SPAN and points > 0

@@ -482,14 +482,14 @@ def test_checkpoints_run_in_a_background_thread(tmp_path, monkeypatch):
     path = tmp_path / "traces.db"
     s = TraceStore(path)
     try:
-        size_before = path.stat().st_size
+        before = path.read_bytes()         # a new store is made whole (its schema in the file, not the WAL)
         s.ingest(make_request([dict(span=i, start=i) for i in range(1, 200)]))
         thread = s._connections.checkpoints.thread
         assert thread is not None and thread.name == "gwtrace-checkpoint"
         deadline = time.time() + 10
-        while path.stat().st_size <= size_before and time.time() < deadline:
+        while path.read_bytes() == before and time.time() < deadline:
             time.sleep(0.01)
-        assert path.stat().st_size > size_before  # the chunk's pages reached the database file
+        assert path.read_bytes() != before  # the chunk's pages reached the database file
         assert s.span_count() == 199
     finally:
         s.close()
@@ -615,3 +615,54 @@ def test_search_window_matches_on_span_start_times(store):
     # With a span-level condition, the matching span itself must start inside the window.
     assert store.find_traces(min_duration_ns=1, **around) == []
     assert len(store.find_traces(min_duration_ns=1, start_ns=T0 + 90, end_ns=T0 + 110)) == 1
+
+
+def test_a_new_store_appears_complete_never_empty(tmp_path, monkeypatch):
+    """A sidecar says "ready" before it makes its embedded store; a reader looking then (gwtrace job, a page, a
+    test polling it) must find no store or a whole one, never an empty file ("not a gwtrace store")."""
+    import threading
+
+    import gwtrace.store as store_module
+
+    seen = []
+    real_migrate = store_module.migrate
+
+    def watching(conn, path):
+        seen.append(os.path.exists(tmp_path / "first.db"))      # the final path while the schema is written
+        return real_migrate(conn, path)
+
+    monkeypatch.setattr(store_module, "migrate", watching)
+    TraceStore(tmp_path / "first.db").close()
+    assert seen and seen[0] is False
+    monkeypatch.setattr(store_module, "migrate", real_migrate)
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []     # nothing left beside it
+
+    problems = []
+    for i in range(20):                       # bounded: 20 stores, each read while two threads make it
+        path = tmp_path / f"s{i}" / "traces.db"
+        done = threading.Event()
+
+        def make():
+            TraceStore(path).close()
+
+        def read():
+            while not done.is_set():
+                if path.exists():
+                    try:
+                        TraceStore(path, create=False).close()
+                    except Exception as exc:  # noqa: BLE001
+                        problems.append(f"{type(exc).__name__}: {exc}")
+                    return
+
+        reader = threading.Thread(target=read)
+        reader.start()
+        makers = [threading.Thread(target=make) for _ in range(2)]
+        for t in makers:
+            t.start()
+        for t in makers:
+            t.join(30)
+        done.set()
+        reader.join(30)
+        with TraceStore(path, create=False) as store:
+            assert store.trace_count() == 0
+    assert problems == []

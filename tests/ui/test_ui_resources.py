@@ -27,8 +27,8 @@ def served(tmp_path_factory):
         job = subject(resource(glidein="u-1", trace_id=TRACE, request_cpus=1, request_memory_mb=1000),
                       rss=series_of(times, [int((200 + 10 * (t - 100)) * MB) for t in times], t0=T0),
                       cpu_user=series_of(times, [3.0 * (t - 100) for t in times], t0=T0))
-        node = subject(resource("glidein", glidein="u-1", extra={"host.cpu.count": 8}),
-                       load=series_of([0, 300, 600], [4.0, 12.0, 6.0], t0=T0))
+        node = subject(resource("glidein", glidein="u-1"),
+                       load=series_of([0, 300, 600], [4.0, 12.0, 6.0], t0=T0), cores=8)
         store.put_metrics(request([job, node]))
     proc, url = start_server(db)
     yield url

@@ -7,7 +7,7 @@ scope ``gwtrace.resources``, with the semantic conventions' metric names:
 ``process.cpu.time`` (cumulative, ``cpu.mode``), ``process.memory.usage``,
 ``process.memory.pss``, ``process.memory.peak``, ``process.disk.io`` (cumulative,
 ``disk.io.direction``), ``process.thread.count``, ``process.count`` and, on the
-glidein's, ``system.cpu.load_average.1m``.
+glidein's, ``system.cpu.load_average.1m`` and ``system.cpu.logical.count``.
 
 Why the SDK's data classes and not its MeterProvider: a reader collects what
 instruments in *this* process aggregated, one point per collection and series,
@@ -76,6 +76,7 @@ class ResourceSample(NamedTuple):
     threads: Optional[int]
     procs: Optional[int]
     load1: Optional[float]
+    cpus: Optional[int] = None   # the machine's logical CPUs (the glidein's: what its load average is over)
 
     @property
     def points(self) -> int:
@@ -88,10 +89,11 @@ def _point(value: Any, start_ns: int, time_ns: int, attrs: Optional[Dict[str, st
                                   time_unix_nano=time_ns, value=value)
 
 
-def _sum(name: str, unit: str, description: str, points: List[NumberDataPoint]) -> Metric:
+def _sum(name: str, unit: str, description: str, points: List[NumberDataPoint], monotonic: bool = True) -> Metric:
     sdk = _sdk()
     return sdk.Metric(name=name, description=description, unit=unit,
-                      data=sdk.Sum(data_points=points, aggregation_temporality=sdk.CUMULATIVE, is_monotonic=True))
+                      data=sdk.Sum(data_points=points, aggregation_temporality=sdk.CUMULATIVE,
+                                   is_monotonic=monotonic))
 
 
 def _gauge(name: str, unit: str, description: str, points: List[NumberDataPoint]) -> Metric:
@@ -116,7 +118,8 @@ def _metrics(samples: Sequence[ResourceSample], start_ns: int) -> List[Metric]:
             io.append(_point(s.io_write, start_ns, t, {"disk.io.direction": "write"}))
         for name, value in (("process.memory.usage", s.rss), ("process.memory.pss", s.pss),
                             ("process.memory.peak", s.peak), ("process.thread.count", s.threads),
-                            ("process.count", s.procs), ("system.cpu.load_average.1m", s.load1)):
+                            ("process.count", s.procs), ("system.cpu.load_average.1m", s.load1),
+                            ("system.cpu.logical.count", s.cpus)):
             if value is not None:
                 gauges.setdefault(name, []).append(_point(value, start_ns, t))
     out = []
@@ -133,6 +136,9 @@ def _metrics(samples: Sequence[ResourceSample], start_ns: int) -> List[Metric]:
     for name, (unit, description) in described.items():
         if name in gauges:
             out.append(_gauge(name, unit, description, gauges[name]))
+    if "system.cpu.logical.count" in gauges:      # an UpDownCounter in the conventions: a non-monotonic sum
+        out.append(_sum("system.cpu.logical.count", "{cpu}", "the machine's logical CPUs (what the load is over)",
+                        gauges["system.cpu.logical.count"], monotonic=False))
     if io:
         out.append(_sum("process.disk.io", "By", "bytes read from and written to storage", io))
     return out

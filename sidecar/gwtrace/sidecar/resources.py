@@ -235,6 +235,7 @@ class ResourceMonitor:
             self._resolve_destination()      # a sidecar stopped before its thread got to it
             if self.refused:
                 return True
+            self.sampler.discover()          # the glidein's trace, if published since the last look
             samples = self.sampler.sample(force=True)
             self.counters["resource_samples"] += len(samples)
             self.buffer.add(samples)
@@ -304,6 +305,6 @@ def make_resource_monitor(directory: str, glidein_config: Optional[str], deliver
     make_resources_dir(directory)      # job wrappers register there even with sampling off: harmless
     if not interval:
         return None
-    sampler = Sampler(directory, interval, glidein_pid(glidein_config))
+    sampler = Sampler(directory, interval, glidein_pid(glidein_config), glidein_config=glidein_config)
     return ResourceMonitor(sampler, Buffer(max_points_from_env()), base,
                            resolve=lambda: make_metrics_send(delivery))

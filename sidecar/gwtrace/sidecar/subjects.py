@@ -13,7 +13,7 @@ import logging
 import os
 import re
 import time
-from typing import Any, Dict, List, Optional
+from typing import Any, Dict, List, Optional, Tuple
 
 from gwtrace.export.metrics import ResourceSample, Subject
 from gwtrace.sidecar import procfs
@@ -30,19 +30,35 @@ _JOB_ID = re.compile(r"\A[0-9]{1,12}\.[0-9]{1,9}\Z")
 _OWNER = re.compile(r"\A[A-Za-z0-9._@+-]{1,64}\Z")
 
 
-def glidein_pid(glidein_config: Optional[str]) -> Optional[int]:
-    """The glidein's top process: ``GWTRACE_GLIDEIN_PID``, else glidein_config's ``GLIDEIN_STARTUP_PID``."""
-    raw = (os.environ.get("GWTRACE_GLIDEIN_PID") or "").strip()
-    if not raw and glidein_config:
+_TRACEPARENT = re.compile(r"\A\s*00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}\s*\Z")
+
+
+def config_value(glidein_config: Optional[str], name: str) -> str:
+    """The last value of ``name`` in glidein_config ("" without one; a later line overrides)."""
+    raw = ""
+    if glidein_config:
         try:
             with open(glidein_config, encoding="utf-8", errors="replace") as f:
                 for line in f:
                     key, _, value = line.rstrip("\n").partition(" ")
-                    if key == "GLIDEIN_STARTUP_PID":
+                    if key == name:
                         raw = value.strip()
         except OSError:
             pass
+    return raw
+
+
+def glidein_pid(glidein_config: Optional[str]) -> Optional[int]:
+    """The glidein's top process: ``GWTRACE_GLIDEIN_PID``, else glidein_config's ``GLIDEIN_STARTUP_PID``."""
+    raw = (os.environ.get("GWTRACE_GLIDEIN_PID") or "").strip() or config_value(glidein_config, "GLIDEIN_STARTUP_PID")
     return int(raw) if raw.isdigit() and int(raw) > 1 else None
+
+
+def glidein_context(glidein_config: Optional[str]) -> Optional[Tuple[str, str]]:
+    """The glidein's root span (trace id, span id, hex): glidein_config's ``TRACEPARENT``, which
+    gwtrace_setup.sh publishes after the sidecar has started (so it is looked for until found)."""
+    m = _TRACEPARENT.match(config_value(glidein_config, "TRACEPARENT"))
+    return (m.group(1), m.group(2)) if m else None
 
 
 class Tracked:
@@ -88,7 +104,10 @@ class Sampler:
     """The subjects and one round of sampling (no thread: ResourceMonitor runs it). Paths injectable."""
 
     def __init__(self, directory: Optional[str], interval: float, glidein: Optional[int] = None,
-                 proc: str = "/proc", cgroup_root: str = "/sys/fs/cgroup", pss: bool = True) -> None:
+                 proc: str = "/proc", cgroup_root: str = "/sys/fs/cgroup", pss: bool = True,
+                 glidein_config: Optional[str] = None) -> None:
+        self.glidein_config = glidein_config
+        self.cpus = os.cpu_count()     # the machine's logical CPUs: what its load average is over
         self.dir = os.path.join(directory, RESOURCES_DIR) if directory else None
         self.interval = interval
         self.proc = proc
@@ -113,7 +132,8 @@ class Sampler:
     # -- jobs ----------------------------------------------------------------------------------------------
 
     def discover(self) -> None:
-        """Pick up registrations made since the last look; forget the ones removed."""
+        """Pick up registrations made since the last look; forget the ones removed; the glidein's trace."""
+        self._glidein_trace()
         if self.dir is None:
             return
         try:
@@ -127,6 +147,17 @@ class Sampler:
             if key in self.subjects or not _REG_NAME.match(name):
                 continue
             self._register(name, os.path.join(self.dir, name))
+
+    def _glidein_trace(self) -> None:
+        """The glidein's ``gwtrace.trace_id``/``gwtrace.span_id`` (its root span: the hints and the trace
+        page link to it), once glidein_config has them."""
+        glidein = self.subjects.get("glidein")
+        if glidein is None or self.glidein_config is None or "gwtrace.trace_id" in glidein.subject.attributes:
+            return
+        context = glidein_context(self.glidein_config)
+        if context is not None:
+            attrs = dict(glidein.subject.attributes, **{"gwtrace.trace_id": context[0], "gwtrace.span_id": context[1]})
+            glidein.subject = Subject(attrs, glidein.subject.start_ns)
 
     def _register(self, name: str, path: str) -> None:
         m = _REG_NAME.match(name)
@@ -208,14 +239,14 @@ class Sampler:
     def _sample_one(self, t: Tracked, stats: Dict[int, procfs.ProcStat], t_ns: int,
                     load: Optional[float]) -> Optional[ResourceSample]:
         if t.pid is None:
-            return ResourceSample(t.key, t_ns, "proc", *([None] * 9), load) if t.load else None
+            return ResourceSample(t.key, t_ns, "proc", *([None] * 9), load, self.cpus) if t.load else None
         root = stats.get(t.pid)
         if root is None or root.start != t.start:
             if t.path:                 # the job's wrapper is gone (or its pid reused): the job is over
                 self._end(t.key)
             else:
                 t.pid = None
-            return ResourceSample(t.key, t_ns, "proc", *([None] * 9), load) if t.load else None
+            return ResourceSample(t.key, t_ns, "proc", *([None] * 9), load, self.cpus) if t.load else None
         usage = procfs.tree_usage(procfs.tree(t.pid, stats), stats, self.proc, self.pss)
         cg = procfs.read_cgroup(t.cgroup, self.cgroup_root) if t.cgroup is not None else None
         source, user, system, rss, threads, procs = \
@@ -237,7 +268,7 @@ class Sampler:
             io_read, io_write = t.io
         return ResourceSample(t.key, t_ns, source, t.cpu[0], t.cpu[1], rss, usage.pss,
                               peak if peak is not None else t.peak, io_read, io_write, threads, procs,
-                              load if t.load else None)
+                              load if t.load else None, self.cpus if t.load else None)
 
     def subjects_for_export(self) -> Dict[str, Subject]:
         out = dict(self.ended)

@@ -61,7 +61,7 @@ import pathlib
 import sqlite3
 from typing import Any, Optional
 
-from gwtrace.home import check_store_files, gwtrace_home, open_own_file
+from gwtrace.home import SQLITE_COMPANIONS, check_store_files, gwtrace_home, open_own_file
 from . import glidein_summaries, metrics, parts
 from .connections import BUSY_TIMEOUT_MS, CHECKPOINT_BYTES, Connections
 from .glidein_records import GlideinRecords
@@ -206,6 +206,47 @@ def create_store_file(path: pathlib.Path) -> None:
     """The store's directory and file, owner-only: traces carry host names, user
     names and job ids. Only a private directory and files of the user's own,
     never a symbolic link (home.py: another user's link planted as traces.db
-    would have their file turned into a database)."""
+    would have their file turned into a database).
+
+    A new store is built beside its path and linked into place complete, so that
+    a reader never finds it empty: a sidecar says "ready" before it makes its
+    embedded store, and `gwtrace job`, the pages or a test may look at that
+    moment (an empty file is "not a gwtrace store" to them)."""
+    if not os.path.lexists(path):
+        _build_new_store(path)
     os.close(open_own_file(path, os.O_CREAT | os.O_RDWR))
     check_store_files(path)
+
+
+def _build_new_store(path: pathlib.Path) -> None:
+    """A store with its schema in a private file beside ``path``, hard-linked to ``path`` (atomic; a store
+    another process made first stays, this one is dropped)."""
+    import threading
+
+    tmp = path.with_name(f".{path.name}.new-{os.getpid()}-{threading.get_ident()}")
+    for suffix in ("",) + SQLITE_COMPANIONS:
+        _unlink(f"{tmp}{suffix}")              # left by a process killed while building
+    os.close(open_own_file(tmp, os.O_CREAT | os.O_EXCL | os.O_RDWR))
+    try:
+        connections = Connections(tmp)
+        try:
+            with connections.transaction() as conn:
+                migrate(conn, tmp)
+        finally:
+            connections.close()                # the last connection: SQLite folds the WAL into the file
+        try:
+            os.link(tmp, path)
+        except FileExistsError:
+            pass
+        except OSError:         # a file system without hard links: made in place, as before
+            pass
+    finally:
+        for suffix in ("",) + SQLITE_COMPANIONS:
+            _unlink(f"{tmp}{suffix}")
+
+
+def _unlink(name: str) -> None:
+    try:
+        os.unlink(name)
+    except FileNotFoundError:
+        pass

@@ -22,6 +22,8 @@ CPU_TIME = "process.cpu.time"
 MEMORY_USAGE = "process.memory.usage"
 MEMORY_PEAK = "process.memory.peak"
 LOAD_1M = "system.cpu.load_average.1m"
+#: the machine's logical CPUs, on the glidein's samples (the subject's ``cores``: what its load is over)
+CPU_COUNT = "system.cpu.logical.count"
 
 
 def hex_id(value: Any, pattern: "re.Pattern[str]") -> Optional[bytes]:

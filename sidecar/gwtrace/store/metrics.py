@@ -34,7 +34,7 @@ from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from . import limits, parts
 from .metric_reads import (  # noqa: F401  (re-exported: the reads are the store's too)
-    CPU_TIME, HEX16, HEX32, LOAD_1M, MEMORY_PEAK, MEMORY_USAGE, SUBJECT_COLUMNS, hex_id, loads, peaks, rss_fits,
+    CPU_COUNT, CPU_TIME, HEX16, HEX32, LOAD_1M, MEMORY_PEAK, MEMORY_USAGE, SUBJECT_COLUMNS, hex_id, loads, peaks, rss_fits,
     series, subjects,
 )
 from .values import any_value_to_python
@@ -150,12 +150,12 @@ def subject_of(resource: Dict[str, Any]) -> Dict[str, Any]:
         "source": _text(resource.get("gwtrace.resources.source")),
         "request_cpus": _number(resource.get("job.request_cpus"), 4096),
         "request_memory_mb": _number(resource.get("job.request_memory_mb"), 1e8),
-        # the machine's cores, which its load average is over (not in the contract yet: read when given)
-        "cores": _number(resource.get("host.cpu.count") or resource.get("system.cpu.logical.count"), 1e5),
+        "cores": None,      # the machine's, which its load is over: the metric CPU_COUNT (``put``)
     }
     anonymous = (_text(resource.get("host.name")) or "") if not glidein and not subject["job_id"] else ""
-    subject["key"] = "\x1f".join([kind, glidein or "", subject["job_id"] or "", (subject["trace_id"] or b"").hex(),
-                                  anonymous])
+    # a glidein is its uuid: its trace id may come after its first samples (published once the sidecar runs)
+    trace = "" if kind == "glidein" and glidein else (subject["trace_id"] or b"").hex()
+    subject["key"] = "\x1f".join([kind, glidein or "", subject["job_id"] or "", trace, anonymous])
     return subject
 
 
@@ -206,7 +206,8 @@ def _upsert_subject(conn: sqlite3.Connection, subject: Dict[str, Any], first: in
     conn.execute(
         "INSERT INTO metric_subjects (key, kind, glidein, job_id, trace_id, span_id, owner, site, entry, host, "
         "source, request_cpus, request_memory_mb, cores, first_ns, last_ns) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?) "
-        "ON CONFLICT(key) DO UPDATE SET span_id = coalesce(excluded.span_id, span_id), "
+        "ON CONFLICT(key) DO UPDATE SET trace_id = coalesce(trace_id, excluded.trace_id), "
+        "span_id = coalesce(excluded.span_id, span_id), "
         "owner = coalesce(excluded.owner, owner), site = coalesce(excluded.site, site), "
         "entry = coalesce(excluded.entry, entry), host = coalesce(excluded.host, host), "
         "source = coalesce(excluded.source, source), "
@@ -270,7 +271,10 @@ def put(conn: sqlite3.Connection, request: Any) -> MetricsResult:
         if not rows:
             continue
         resource = {kv.key: any_value_to_python(kv.value) for kv in rm.resource.attributes[:limits.MAX_ATTRIBUTES]}
-        subject = _upsert_subject(conn, subject_of(resource), min(r[2] for r in rows), max(r[2] for r in rows))
+        about = subject_of(resource)
+        cores = [(t, v) for name, _, t, v in rows if name == CPU_COUNT]
+        about["cores"] = _number(max(cores)[1], 1e5) if cores else None
+        subject = _upsert_subject(conn, about, min(r[2] for r in rows), max(r[2] for r in rows))
         series = {(n, a): i for i, n, a in conn.execute(
             "SELECT id, name, attrs FROM metric_series WHERE subject = ?", (subject,))}
         stored = conn.execute("SELECT count(*) FROM metric_rows WHERE subject = ?", (subject,)).fetchone()[0]
