@@ -181,6 +181,24 @@ def test_against_serve_and_a_jobs_file_tail_through_the_back_channel(server: str
                                                                  "command.queue"]
 
 
+def test_operation_rules_against_serve(server: str) -> None:
+    cli = [GWTRACE, "control", "--server", server]
+
+    def control(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(cli + list(argv), env=clean_env(), capture_output=True, text=True, timeout=60)
+
+    done = control("set", "owner=alice", "--operation", "cmsRun", "--ratio", "0.5")
+    assert done.returncode == 0 and "owner=alice operation=cmsRun  level=- ratio=0.5" in done.stdout, done.stderr
+    out = control("explain", "owner=alice", "--operation", "cmsRun").stdout.splitlines()
+    assert out[2].startswith("operation cmsRun: sample_ratio=0.5 rule=r1: sample_ratio 0.5 for operation cmsRun")
+    answer = requests.get(server + "/api/sampling", params={"service": "cmsRun;owner=alice"}, timeout=10).json()
+    assert answer["operationSampling"]["perOperationStrategies"] == [
+        {"operation": "cmsRun", "probabilisticSampling": {"samplingRate": 0.5}}]
+    refused = control("set", "owner=alice", "--operation", "cmsRun", "--level", "off")
+    assert refused.returncode == 1 and refused.stderr.startswith("gwtrace control: 400: an operation rule sets only")
+    assert len(refused.stderr.splitlines()) == 1
+
+
 def test_a_refusal_from_the_server_is_one_line(server: str) -> None:
     done = subprocess.run([GWTRACE, "control", "--server", server, "rm", "r5"], env=clean_env(),
                           capture_output=True, text=True, timeout=60)

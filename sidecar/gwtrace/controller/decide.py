@@ -165,7 +165,7 @@ def decide_operations(index: RuleIndex, query: Mapping[str, Any], now: float, de
     by_name: Dict[str, List[Rule]] = {}
     for rule in live:
         by_name.setdefault(rule.operation or "", []).append(rule)
-    out = {}
+    out: Dict[str, FieldChoice] = {}
     for name in sorted(by_name):
         choice = _choose("sample_ratio", by_name[name], plain)
         if decision.level.value == "off":
@@ -239,7 +239,7 @@ def explain(index: RuleIndex, query: Mapping[str, Any], now: float,
         said = [_status(rule, decision, now)] if rule.operation is None else []
         return "; ".join(s for s in said + _operation_notes(rule, decision, operations) if s)
 
-    out = {
+    out: Dict[str, Any] = {
         "question": {k: query[k] for k in SCOPE_FIELDS if query.get(k)},
         "level": decision.level.value,
         "sample_ratio": decision.sample_ratio.value,
