@@ -232,6 +232,36 @@ def test_jaeger_sampling_answer_follows_the_rules_and_jaegers_schema(served: Any
                             JAEGER_STRATEGY_SCHEMA)
 
 
+def test_jaeger_sampling_answers_per_operation_strategies_from_operation_rules(served: Any, issuer: Issuer) -> None:
+    client, _ = served
+    admin, bob = bearer(issuer, "root", ["/vo/admins"]), bearer(issuer, "bob", ["/vo/sites/S1"])
+    alice = bearer(issuer, "alice")
+    put = [({"scope": {"site": "S1"}, "sample_ratio": 0.25}, bob),
+           ({"scope": {"site": "S1"}, "operation": "stageout", "sample_ratio": 1.0}, admin),
+           ({"scope": {}, "operation": "merge", "sample_ratio": 0.5}, admin),
+           ({"scope": {"owner": "alice"}, "operation": "cmsRun", "sample_ratio": 1.0}, alice),
+           ({"scope": {"site": "S2"}, "level": "off"}, admin)]
+    for body, who in put:
+        assert client.post("/api/control/rules", json=body, headers=who).status_code == 201
+    cases = {"cmsRun;site=S1;owner=alice": (0.25, {"cmsRun": 0.25, "merge": 0.5, "stageout": 1.0}),  # capped by bob
+             "cmsRun;owner=alice": (1.0, {"cmsRun": 1.0, "merge": 0.5}),
+             "x;site=S2;owner=alice": (0.0, {"cmsRun": 0.0, "merge": 0.0}),                        # level off
+             "x": (1.0, {"merge": 0.5})}
+    for service, (rate, per_op) in cases.items():
+        answer = client.get("/api/sampling", query_string={"service": service}).get_json()
+        jsonschema.validate(answer, JAEGER_STRATEGY_SCHEMA)
+        sampling = answer["operationSampling"]
+        assert (sampling["defaultSamplingProbability"], sampling["defaultLowerBoundTracesPerSecond"]) == (rate, 0.0)
+        assert sampling["perOperationStrategies"] == [
+            {"operation": name, "probabilisticSampling": {"samplingRate": r}} for name, r in per_op.items()]
+    # the nodes' decisions never see an operation rule
+    assert decide(client, {"subject": "job", "owner": "alice"}).get_json()["sample_ratio"] is None
+    # a level beside an operation is one line, refused
+    resp = client.post("/api/control/rules", json={"scope": {}, "operation": "merge", "level": "off"},
+                       headers=admin)
+    assert resp.status_code == 400 and resp.get_json()["error"].startswith("an operation rule sets only a sample")
+
+
 def test_decide_does_no_sql_per_question_and_sees_changes(served: Any, issuer: Issuer) -> None:
     client, store = served
     ctl = controller_for(store)

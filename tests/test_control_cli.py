@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import re
 import signal
+import sqlite3
 import subprocess
 import sys
 import time
@@ -55,6 +56,49 @@ def test_admin_on_a_store_file_sets_lists_explains_and_removes(capsys: Any, db: 
     assert actions == [["rule.set", "r1"], ["rule.set", "r2"], ["rule.remove", "r1"]]
 
 
+def test_operation_rules_are_set_listed_and_explained(capsys: Any, db: str) -> None:
+    assert run(capsys, "--store", db, "set", "site=S1", "--ratio", "0.2")[0] == 0
+    code, out, _ = run(capsys, "--store", db, "set", "site=S1", "--operation", "cmsRun", "--ratio", "0.9",
+                       "--reason", "look closer")
+    assert code == 0 and out.startswith("set r2     site=S1 operation=cmsRun  level=- ratio=0.9")
+    code, out, _ = run(capsys, "--store", db, "list")
+    assert out.splitlines()[1].startswith("r2     site=S1 operation=cmsRun  level=- ratio=0.9")
+    code, out, _ = run(capsys, "--store", db, "explain", "site=S1", "--operation", "cmsRun")
+    lines = out.splitlines()
+    assert code == 0 and lines[0] == "level=- sample_ratio=0.2 rule=r1"
+    assert lines[2] == "operation cmsRun: sample_ratio=0.9 rule=r2: sample_ratio 0.9 for operation cmsRun from r2: " \
+                       "look closer"
+    assert lines[3].split() == ["r2", "won", "operation", "cmsRun"]
+    code, out, _ = run(capsys, "--format", "json", "--store", db, "explain", "site=S1", "--operation", "merge")
+    assert json.loads(out)["operation"]["why"] == "no operation rule for merge: the service's ratio applies"
+
+
+def test_an_old_store_keeps_its_rules_and_takes_operation_rules(tmp_path: Path, capsys: Any) -> None:
+    """A store made before operation rules (the controller's tables at version 1) is migrated, its rules kept."""
+    path = tmp_path / "old.db"
+    TraceStore(path).close()
+    assert run(capsys, "--store", str(path), "list")[0] == 0             # the controller's tables made
+    conn = sqlite3.connect(path)
+    with conn:
+        conn.execute("DROP TABLE control_rules")
+        conn.execute("CREATE TABLE control_rules (n INTEGER PRIMARY KEY AUTOINCREMENT, scope TEXT NOT NULL, "
+                     "level TEXT, sample_ratio REAL, expires REAL, reason TEXT NOT NULL, set_by TEXT NOT NULL, "
+                     "role TEXT NOT NULL, created REAL NOT NULL)")
+        conn.execute("INSERT INTO control_rules (scope, level, sample_ratio, expires, reason, set_by, role, created) "
+                     "VALUES ('{\"site\": \"S1\"}', 'off', NULL, NULL, 'old', 'root', 'admin', 1.0)")
+        conn.execute("UPDATE store_parts SET version = 1 WHERE name = 'controller'")
+    conn.close()
+    code, out, err = run(capsys, "--store", str(path), "list")
+    assert code == 0, err
+    assert out.startswith("r1     site=S1  level=off ratio=-") and "old" in out
+    assert run(capsys, "--store", str(path), "set", "--operation", "cmsRun", "--ratio", "0.5")[0] == 0
+    code, out, _ = run(capsys, "--store", str(path), "list")
+    assert [line.split()[:2] for line in out.splitlines()] == [["r1", "site=S1"], ["r2", "(everything)"]]
+    conn = sqlite3.connect(path)
+    assert conn.execute("SELECT version FROM store_parts WHERE name = 'controller'").fetchone() == (2,)
+    conn.close()
+
+
 @pytest.mark.parametrize("argv, status, words", [
     (["set", "site"], 2, "is not FIELD=VALUE"),
     (["set", "colour=red", "--level", "off"], 2, "is not FIELD=VALUE"),
@@ -62,6 +106,9 @@ def test_admin_on_a_store_file_sets_lists_explains_and_removes(capsys: Any, db: 
     (["set", "site=S1", "--level", "off", "--expires", "5x"], 2, "length of time"),
     (["set", "site=S1", "--ratio", "lots"], 2, "--ratio"),
     (["set", "site=S1"], 1, "sets a level, a sample_ratio or both"),
+    (["set", "site=S1", "--operation", "cmsRun", "--level", "off"], 1, "an operation rule sets only a sample_ratio"),
+    (["set", "site=S1", "--operation", "", "--ratio", "0.5"], 1, "operation is empty"),
+    (["explain", "site=S1", "--operation", "a\x1bb"], 1, "operation holds control characters"),
     (["rm", "r99"], 1, "no rule r99"),
     (["tail", "nokey", "1.0", "x"], 1, "no live glidein"),
 ])
@@ -141,6 +188,24 @@ def test_against_serve_and_a_jobs_file_tail_through_the_back_channel(server: str
     audit = subprocess.run(cli + ["audit"], env=env, capture_output=True, text=True, timeout=60).stdout
     assert [line.split()[-2] for line in audit.splitlines()] == ["rule.set", "command.queue", "command.result",
                                                                  "command.queue"]
+
+
+def test_operation_rules_against_serve(server: str) -> None:
+    cli = [GWTRACE, "control", "--server", server]
+
+    def control(*argv: str) -> subprocess.CompletedProcess:
+        return subprocess.run(cli + list(argv), env=clean_env(), capture_output=True, text=True, timeout=60)
+
+    done = control("set", "owner=alice", "--operation", "cmsRun", "--ratio", "0.5")
+    assert done.returncode == 0 and "owner=alice operation=cmsRun  level=- ratio=0.5" in done.stdout, done.stderr
+    out = control("explain", "owner=alice", "--operation", "cmsRun").stdout.splitlines()
+    assert out[2].startswith("operation cmsRun: sample_ratio=0.5 rule=r1: sample_ratio 0.5 for operation cmsRun")
+    answer = requests.get(server + "/api/sampling", params={"service": "cmsRun;owner=alice"}, timeout=10).json()
+    assert answer["operationSampling"]["perOperationStrategies"] == [
+        {"operation": "cmsRun", "probabilisticSampling": {"samplingRate": 0.5}}]
+    refused = control("set", "owner=alice", "--operation", "cmsRun", "--level", "off")
+    assert refused.returncode == 1 and refused.stderr.startswith("gwtrace control: 400: an operation rule sets only")
+    assert len(refused.stderr.splitlines()) == 1
 
 
 def test_a_refusal_from_the_server_is_one_line(server: str) -> None:

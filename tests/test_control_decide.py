@@ -7,7 +7,7 @@ from typing import Any
 
 import pytest
 
-from gwtrace.controller.decide import DEFAULT_TTL_S, RuleIndex, decide, explain
+from gwtrace.controller.decide import DEFAULT_TTL_S, RuleIndex, decide, decide_operations, explain
 from gwtrace.controller.rules import BadRule, Rule, rule_from_request, specificity
 
 NOW = 1_800_000_000.0
@@ -15,9 +15,9 @@ ALICE_AT_S1 = {"owner": "alice", "site": "S1", "entry": "E1", "factory": "F", "f
 
 
 def rule(rid: str, scope: dict, level: Any = None, ratio: Any = None, role: str = "admin", created: float = 0.0,
-         expires: Any = None, set_by: str = "x") -> Rule:
+         expires: Any = None, set_by: str = "x", operation: Any = None) -> Rule:
     return Rule(scope=scope, level=level, sample_ratio=ratio, role=role, created=NOW - 1000 + created, id=rid,
-                expires=expires, set_by=set_by)
+                expires=expires, set_by=set_by, operation=operation)
 
 
 def made(*rules: Rule, query: dict = ALICE_AT_S1) -> Any:
@@ -127,6 +127,13 @@ def test_a_request_cannot_name_its_author_or_role() -> None:
     ({"scope": {}}, "sets a level, a sample_ratio or both"),
     ({"scope": {}, "level": "off", "expires": NOW - 1}, "in the past"),
     ({"scope": {"site": "a\nb"}, "level": "off"}, "control characters"),
+    ({"scope": {}, "operation": "cmsRun", "level": "off", "sample_ratio": 0.5}, "sets only a sample_ratio"),
+    ({"scope": {}, "operation": "cmsRun", "level": "commands"}, "sets only a sample_ratio"),
+    ({"scope": {}, "operation": "cmsRun"}, "sets only a sample_ratio"),
+    ({"scope": {}, "operation": "", "sample_ratio": 0.5}, "operation is empty"),
+    ({"scope": {}, "operation": 7, "sample_ratio": 0.5}, "operation must be a string"),
+    ({"scope": {}, "operation": "x" * 257, "sample_ratio": 0.5}, "operation is longer than 256"),
+    ({"scope": {}, "operation": "a\tb", "sample_ratio": 0.5}, "operation holds control characters"),
 ])
 def test_bad_rules_are_one_clear_line(body: dict, words: str) -> None:
     with pytest.raises(BadRule, match=words):
@@ -137,3 +144,81 @@ def test_the_index_finds_only_matching_rules_among_many() -> None:
     many = [rule(f"j{i}", {"job_id": f"{i}.0"}, "commands") for i in range(5000)]
     index = RuleIndex(many + [rule("g", {}, "scripts")])
     assert [r.id for r in index.candidates({"job_id": "42.0"})] == ["g", "j42"]
+
+
+# ------------------------------------------------------------------ operation rules (Jaeger per-operation)
+
+
+def ops(*rules: Rule, query: dict = ALICE_AT_S1) -> dict:
+    index = RuleIndex(rules)
+    return {name: (c.value, c.rule.id, c.capped_by.id if c.capped_by else None)
+            for name, c in decide_operations(index, query, NOW, decide(index, query, NOW)).items()}
+
+
+def test_an_operation_rule_is_kept_from_a_request_and_never_decides_for_a_node() -> None:
+    kept = rule_from_request({"scope": {"site": "S1"}, "operation": "cmsRun", "sample_ratio": 0.5}, NOW)
+    assert (kept.operation, kept.sample_ratio, kept.level) == ("cmsRun", 0.5, None)
+    assert kept.to_dict()["operation"] == "cmsRun"
+    d = made(rule("r1", {"job_id": "7.0"}, ratio=1.0, operation="cmsRun"), rule("r2", {"site": "S1"}, ratio=0.1))
+    assert (d.sample_ratio.value, d.sample_ratio.rule.id) == (0.1, "r2")     # a node's question: no operation
+    assert made(rule("r1", {}, ratio=1.0, operation="cmsRun")).sample_ratio.value is None
+
+
+def test_an_operation_rule_beats_the_services_rule_and_the_most_specific_newest_one_wins() -> None:
+    service = rule("r1", {"owner": "alice", "job_id": "7.0"}, ratio=0.1)
+    assert ops(service, rule("r2", {"frontend": "VO"}, ratio=0.9, operation="cmsRun")) == {
+        "cmsRun": (0.9, "r2", None)}                                       # however specific the service's
+    many = [rule("r2", {}, ratio=0.2, operation="cmsRun"), rule("r3", {"site": "S1"}, ratio=0.3, operation="cmsRun"),
+            rule("r4", {"site": "S1"}, ratio=0.4, operation="cmsRun", created=5),
+            rule("r5", {"site": "S1"}, ratio=0.5, operation="stageout", expires=NOW - 1),
+            rule("r6", {"site": "S2"}, ratio=0.6, operation="merge"), rule("r7", {}, ratio=0.7, operation="merge")]
+    for order in (many, many[::-1]):
+        assert ops(service, *order) == {"cmsRun": (0.4, "r4", None), "merge": (0.7, "r7", None)}
+    assert ops(service, *many, query=dict(ALICE_AT_S1, site="S2"))["merge"] == (0.6, "r6", None)
+
+
+@pytest.mark.parametrize("limit_role", ["siteadmin", "admin"])
+def test_a_site_ceiling_binds_a_users_operation_rule(limit_role: str) -> None:
+    mine = rule("r2", {"owner": "alice"}, ratio=1.0, role="user", operation="cmsRun", created=5)
+    # the site's ratio without an operation binds it, as it binds the user's other rules
+    assert ops(rule("r1", {"site": "S1"}, ratio=0.1, role=limit_role), mine) == {"cmsRun": (0.1, "r2", "r1")}
+    # a ceiling for that same operation too, one for another operation not
+    assert ops(rule("r1", {"site": "S1"}, ratio=0.2, role=limit_role, operation="cmsRun"), mine) == {
+        "cmsRun": (0.2, "r2", "r1"), }
+    assert ops(rule("r1", {"site": "S1"}, ratio=0.2, role=limit_role, operation="merge"), mine)["cmsRun"] == (
+        1.0, "r2", None)
+    # asking for less is always allowed; elsewhere the ceiling does not apply
+    lower = rule("r3", {"owner": "alice"}, ratio=0.05, role="user", operation="cmsRun", created=9)
+    assert ops(rule("r1", {"site": "S1"}, ratio=0.1, role=limit_role), lower) == {"cmsRun": (0.05, "r3", None)}
+    assert ops(rule("r1", {"site": "S1"}, ratio=0.1, role=limit_role), mine,
+               query=dict(ALICE_AT_S1, site="S2")) == {"cmsRun": (1.0, "r2", None)}
+
+
+def test_a_shifters_operation_rule_is_not_capped_and_level_off_is_zero_for_every_operation() -> None:
+    limit = rule("r1", {"site": "S1"}, ratio=0.1, role="siteadmin")
+    assert ops(limit, rule("r2", {"owner": "alice"}, ratio=1.0, role="shifter", operation="cmsRun")) == {
+        "cmsRun": (1.0, "r2", None)}
+    off = rule("r3", {"site": "S1"}, "off", role="siteadmin")
+    assert ops(off, rule("r2", {"owner": "alice"}, ratio=1.0, role="shifter", operation="cmsRun")) == {
+        "cmsRun": (0.0, "r2", "r3")}
+
+
+def test_explain_says_which_operation_rule_applied() -> None:
+    rules = RuleIndex([rule("r1", {"site": "S1"}, ratio=0.1, role="siteadmin"),
+                       rule("r2", {"owner": "alice"}, ratio=1.0, role="user", operation="cmsRun"),
+                       rule("r3", {}, ratio=0.5, operation="cmsRun"),
+                       rule("r4", {}, ratio=0.7, operation="merge")])
+    out = explain(rules, ALICE_AT_S1, NOW, "cmsRun")
+    assert out["operation"] == {"name": "cmsRun", "sample_ratio": 0.1, "rule": "r2",
+                                "why": "sample_ratio 0.1 for operation cmsRun from r2 (asked 1.0; capped by r1, "
+                                       "a siteadmin's limit)"}
+    status = {m["rule"]["id"]: m["status"] for m in out["matched"]}
+    assert status == {"r2": "won operation cmsRun but was capped by r1", "r3": "lost operation cmsRun: less "
+                      "specific than r2", "r1": "won sample_ratio; capped operation cmsRun of r2 (a siteadmin's "
+                      "limit binds users' rules)"}                          # merge's rule: not this operation's
+    assert [m["rule"]["id"] for m in out["matched"]] == ["r2", "r3", "r1"]
+    none = explain(rules, ALICE_AT_S1, NOW, "stageout")["operation"]
+    assert none == {"name": "stageout", "sample_ratio": None, "rule": None,
+                    "why": "no operation rule for stageout: the service's ratio applies"}
+    every = {m["rule"]["id"]: m["status"] for m in explain(rules, ALICE_AT_S1, NOW)["matched"]}
+    assert every["r4"] == "won operation merge" and "operation" not in explain(rules, ALICE_AT_S1, NOW)

@@ -79,6 +79,18 @@ def test_who_may_set_which_rule(client: Any, tokens: Dict[str, str], who: str, s
         assert "\n" not in resp.get_json()["error"]
 
 
+@pytest.mark.parametrize("who, scope, allowed", SET_CASES)
+def test_who_may_set_which_operation_rule(client: Any, tokens: Dict[str, str], who: str, scope: Dict[str, str],
+                                          allowed: bool) -> None:
+    """An operation rule's scope is checked exactly as any rule's: the operation widens nobody's reach."""
+    resp = put(client, tokens[who], {"scope": scope, "operation": "cmsRun", "sample_ratio": 1.0, "reason": "test"})
+    assert resp.status_code == (201 if allowed else 403), resp.get_json()
+    if allowed:
+        assert resp.get_json()["rule"]["operation"] == "cmsRun"
+    else:
+        assert "\n" not in resp.get_json()["error"]
+
+
 def test_nobody_names_their_own_role_or_author(client: Any, tokens: Dict[str, str], issuer: Issuer) -> None:
     for field, value in (("role", "admin"), ("set_by", "root")):
         resp = put(client, tokens["user"], {"scope": {"owner": "alice"}, "level": "off", field: value})
@@ -134,6 +146,35 @@ def test_who_may_remove_whose_rule(client: Any, tokens: Dict[str, str], owner: s
     assert resp.status_code == (200 if allowed else 403), resp.get_json()
     listed = [r["id"] for r in client.get("/api/control/rules", headers=auth(tokens["admin"])).get_json()["rules"]]
     assert (rid in listed) is not allowed
+
+
+@pytest.mark.parametrize("owner, remover, allowed", REMOVE_CASES)
+def test_who_may_remove_whose_operation_rule(client: Any, tokens: Dict[str, str], owner: str, remover: str,
+                                             allowed: bool) -> None:
+    body = {"scope": {"site": "S1", "owner": "alice"}, "operation": "cmsRun", "sample_ratio": 0.5}
+    rid = put(client, tokens[owner], body).get_json()["rule"]["id"]
+    resp = client.delete(f"/api/control/rules/{rid}", headers=auth(tokens[remover]))
+    assert resp.status_code == (200 if allowed else 403), resp.get_json()
+    listed = [r["id"] for r in client.get("/api/control/rules", headers=auth(tokens["admin"])).get_json()["rules"]]
+    assert (rid in listed) is not allowed
+
+
+def test_a_users_operation_rule_cannot_lift_a_site_admins_ratio(client: Any, tokens: Dict[str, str]) -> None:
+    put(client, tokens["siteadmin"], {"scope": {"site": "S1"}, "sample_ratio": 0.1})
+    put(client, tokens["user"], {"scope": {"owner": "alice"}, "operation": "cmsRun", "sample_ratio": 1.0})
+    answer = client.get("/api/sampling", query_string={"service": "cmsRun;site=S1;owner=alice"}).get_json()
+    assert answer["operationSampling"]["perOperationStrategies"] == [
+        {"operation": "cmsRun", "probabilisticSampling": {"samplingRate": 0.1}}]
+    explained = client.get("/api/control/explain?owner=alice&site=S1&operation=cmsRun",
+                           headers=auth(tokens["user"])).get_json()["operation"]
+    assert (explained["sample_ratio"], explained["rule"]) == (0.1, "r2") and "capped by r1" in explained["why"]
+    # a shifter's operation rule is not capped
+    put(client, tokens["shifter"], {"scope": {"owner": "alice", "site": "S1"}, "operation": "cmsRun",
+                                    "sample_ratio": 0.9})
+    answer = client.get("/api/sampling", query_string={"service": "cmsRun;site=S1;owner=alice"}).get_json()
+    assert answer["operationSampling"]["perOperationStrategies"][0]["probabilisticSampling"]["samplingRate"] == 0.9
+    bad = client.get("/api/control/explain?owner=alice&operation=a%0Ab", headers=auth(tokens["user"]))
+    assert bad.status_code == 400 and "operation holds control characters" in bad.get_json()["error"]
 
 
 def test_a_user_rule_cannot_lift_a_site_admins_off(client: Any, tokens: Dict[str, str]) -> None:

@@ -34,6 +34,7 @@ def server(tmp_path_factory):
         ctl.set_rule(Principal("alice", "user"), {"scope": {"owner": "alice", "job_id": "7.0"},
                                                   "level": "commands", "sample_ratio": 1.0, "reason": HOSTILE})
         ctl.remove_rule(Principal("root", "admin"), "r1")
+        ctl.set_rule(Principal("sam", "shifter"), {"scope": {"site": "S1"}, "operation": HOSTILE, "sample_ratio": 0.5})
     proc, url = start_server(db)
     yield url
     stop_server(proc)
@@ -43,16 +44,21 @@ def test_control_page_shows_rules_and_audit_as_text(server, driver):  # noqa: F8
     d = driver
     open_page(d, server + "/control")
     rows = css(d, "#rules tbody tr")
-    assert [r.get_attribute("data-rule") for r in rows] == ["r2"]
+    assert [r.get_attribute("data-rule") for r in rows] == ["r2", "r3"]
+    headers = [h.text for h in css(d, "#rules thead th")]
+    assert headers[:5] == ["Id", "Scope", "Operation", "Level", "Ratio"]
     cells = [c.text for c in rows[0].find_elements("css selector", "td")]
-    assert cells[:4] == ["r2", "job_id=7.0 owner=alice", "commands", "1"]
-    assert cells[5] == "alice (user)" and cells[6] == HOSTILE          # shown, not run
+    assert cells[:5] == ["r2", "job_id=7.0 owner=alice", "", "commands", "1"]
+    assert cells[6] == "alice (user)" and cells[7] == HOSTILE          # shown, not run
+    cells = [c.text for c in rows[1].find_elements("css selector", "td")]
+    assert cells[:5] == ["r3", "site=S1", HOSTILE, "", "0.5"]          # an operation rule: its span name, as text
     assert d.execute_script("return window.__gwtraceXss") is None
     audit = [[c.text for c in r.find_elements("css selector", "td")] for r in css(d, "#audit tbody tr")]
-    assert [(a[0], a[2], a[3], a[4]) for a in audit] == [("3", "root (admin)", "rule.remove", "r1"),
+    assert [(a[0], a[2], a[3], a[4]) for a in audit] == [("4", "sam (shifter)", "rule.set", "r3"),
+                                                          ("3", "root (admin)", "rule.remove", "r1"),
                                                           ("2", "alice (user)", "rule.set", "r2"),
                                                           ("1", "bob (siteadmin)", "rule.set", "r1")]
-    assert "scratch disk full" in audit[0][5]                          # the removed rule, before
+    assert "scratch disk full" in audit[1][5]                          # the removed rule, before
     assert css(d, "#control-who")[0].text == "You: local (admin)"
     assert [a.text for a in css(d, ".topbar nav a")][-1] == "Control"
     assert severe_console_messages(d) == []

@@ -42,12 +42,16 @@ def build_parser() -> argparse.ArgumentParser:
     st.add_argument("scope", nargs="*", metavar="FIELD=VALUE", help=f"fields: {', '.join(SCOPE_FIELDS)}")
     st.add_argument("--level", help=f"{'|'.join(LEVELS)}|none")
     st.add_argument("--ratio", help="sampling ratio 0..1, or none")
+    st.add_argument("--operation", metavar="NAME", help="only spans of this name (a Jaeger per-operation strategy; "
+                    "sets a ratio only)")
     st.add_argument("--expires", help="how long it lasts: 30m, 2h, 7d (default: never)")
     st.add_argument("--reason", default="", help="why, for the audit log and explain")
     rm = sub.add_parser("rm", help="remove a rule by id")
     rm.add_argument("rule_id", metavar="ID")
     ex = sub.add_parser("explain", help="which rule decides for a glidein or job, and why")
     ex.add_argument("scope", nargs="*", metavar="FIELD=VALUE")
+    ex.add_argument("--operation", metavar="NAME", help="also which operation rule gives spans of this name their "
+                    "ratio")
     au = sub.add_parser("audit", help="the audit log: every change, command and result")
     au.add_argument("--limit", type=int, default=50)
     au.add_argument("--after", type=int, default=0, help="entries after this sequence number")
@@ -92,6 +96,8 @@ def _number_or_none(text: Optional[str]) -> Any:
 
 def rule_body(args: argparse.Namespace) -> Dict[str, Any]:
     body: Dict[str, Any] = {"scope": scope_of(args.scope), "reason": args.reason}
+    if args.operation is not None:
+        body["operation"] = args.operation
     if args.level is not None:
         body["level"] = args.level
     if args.ratio is not None:
@@ -107,6 +113,8 @@ def _when(seconds: Optional[float]) -> str:
 
 def rule_line(rule: Dict[str, Any]) -> str:
     scope = " ".join(f"{k}={v}" for k, v in rule["scope"].items()) or "(everything)"
+    if rule.get("operation") is not None:
+        scope += f" operation={rule['operation']}"
     ratio = "-" if rule["sample_ratio"] is None else f"{rule['sample_ratio']:g}"
     return (f"{rule['id']:<6} {scope}  level={rule['level'] or '-'} ratio={ratio} "
             f"expires={_when(rule['expires'])}  by {rule['set_by']} ({rule['role']})"
@@ -133,10 +141,14 @@ def _run(args: argparse.Namespace, backend: Any) -> int:
         rule = backend.remove_rule(args.rule_id)
         _print(args, rule, ["removed " + rule_line(rule)])
     elif args.action == "explain":
-        out = backend.explain(scope_of(args.scope))
+        out = backend.explain(scope_of(args.scope), args.operation)
         lines = [f"level={out['level'] or '-'} sample_ratio="
                  f"{'-' if out['sample_ratio'] is None else out['sample_ratio']} rule={out['rule'] or '-'}",
                  f"why: {out['why']}"]
+        if "operation" in out:
+            op = out["operation"]
+            lines.append(f"operation {op['name']}: sample_ratio={'-' if op['sample_ratio'] is None else op['sample_ratio']}"
+                         f" rule={op['rule'] or '-'}: {op['why']}")
         lines += [f"  {m['rule']['id']:<6} {m['status']}" for m in out["matched"]]
         _print(args, out, lines)
     elif args.action == "audit":

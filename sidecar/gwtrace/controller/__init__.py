@@ -9,6 +9,7 @@ rules, audit), ``commands`` the back channel's commands and results,
 
 from gwtrace.store import parts as _store_parts
 
-from .table import SCHEMA
+from .table import SCHEMA, VERSION, migrate
 
-_store_parts.register(_store_parts.StorePart("controller", version=1, schema=SCHEMA))
+_store_parts.register(_store_parts.StorePart("controller", version=VERSION, schema=SCHEMA,
+                                                migrate=migrate))

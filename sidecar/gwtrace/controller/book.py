@@ -21,7 +21,7 @@ from . import table
 from .commands import COMMAND_TTL_S, command_from_request, header_value, results_from_request
 from .decide import RuleIndex, decide, explain
 from .roles import Principal, may_command, may_read_audit, may_remove, may_set
-from .rules import SCOPE_FIELDS, BadRule, Rule, rule_from_request
+from .rules import SCOPE_FIELDS, BadRule, Rule, check_operation, rule_from_request
 
 _JOB_ID_KEYS = ("htcondor.job.id", "condor.job_id", "condor.job.id")
 _OWNER_KEYS = ("htcondor.job.owner", "condor.owner")
@@ -79,8 +79,9 @@ class Controller:
     def decide(self, query: Mapping[str, Any]) -> Any:
         return decide(self.index(), query, self.clock())
 
-    def explain(self, query: Mapping[str, Any]) -> Dict[str, Any]:
-        return explain(self.index(), query, self.clock())
+    def explain(self, query: Mapping[str, Any], operation: Optional[str] = None) -> Dict[str, Any]:
+        """Why the rules decide as they do for ``query`` (and ``operation``, a span name: BadRule when malformed)."""
+        return explain(self.index(), query, self.clock(), check_operation(operation))
 
     def rules(self, include_expired: bool = False, who: Optional[Principal] = None) -> List[Rule]:
         """The rules; a user (``who``) sees those about no one in particular and their own, not other users'."""
@@ -96,7 +97,7 @@ class Controller:
         now = self.clock()
         asked = rule_from_request(body, now)
         new = Rule(scope=asked.scope, level=asked.level, sample_ratio=asked.sample_ratio, expires=asked.expires,
-                   reason=asked.reason, set_by=who.name, role=who.role, created=now)
+                   reason=asked.reason, set_by=who.name, role=who.role, created=now, operation=asked.operation)
         why = may_set(who, new)
         if why is not None:
             raise Refused(why)

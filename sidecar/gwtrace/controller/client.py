@@ -83,8 +83,9 @@ class Remote:
     def remove_rule(self, rule_id: str) -> Dict[str, Any]:
         return self._call("DELETE", "/api/control/rules", params={"id": rule_id})["removed"]
 
-    def explain(self, scope: Mapping[str, str]) -> Dict[str, Any]:
-        return self._call("GET", "/api/control/explain", params=dict(scope))
+    def explain(self, scope: Mapping[str, str], operation: Optional[str] = None) -> Dict[str, Any]:
+        params = dict(scope, operation=operation) if operation is not None else dict(scope)
+        return self._call("GET", "/api/control/explain", params=params)
 
     def audit(self, after: int, limit: int) -> List[Dict[str, Any]]:
         return self._call("GET", "/api/control/audit", params={"after": after, "limit": limit})["audit"]
@@ -127,8 +128,8 @@ class Local:
     def remove_rule(self, rule_id: str) -> Dict[str, Any]:
         return self._do(self.ctl.remove_rule, self.who, rule_id).to_dict()
 
-    def explain(self, scope: Mapping[str, str]) -> Dict[str, Any]:
-        return self.ctl.explain(scope)
+    def explain(self, scope: Mapping[str, str], operation: Optional[str] = None) -> Dict[str, Any]:
+        return self._do(self.ctl.explain, scope, operation)
 
     def audit(self, after: int, limit: int) -> List[Dict[str, Any]]:
         return self.ctl.audit(self.who, after, limit)

@@ -1,4 +1,5 @@
-"""A controller rule: where it applies (its scope), what it sets (level, sampling ratio), until when, and who set it.
+"""A controller rule: where it applies (its scope, perhaps one operation), what it sets (level, sampling ratio),
+until when, and who set it.
 
 A rule is data a person typed or an API client sent: every field is checked
 here, once, so that the rest of the controller (``decide``, the store, the
@@ -32,7 +33,13 @@ class BadRule(ValueError):
 
 @dataclass(frozen=True)
 class Rule:
-    """One rule. ``level`` or ``sample_ratio`` None: the rule does not set that field."""
+    """One rule. ``level`` or ``sample_ratio`` None: the rule does not set that field.
+
+    ``operation`` (a span name, as in Jaeger's per-operation strategies) makes it an operation rule: it sets
+    only a ratio, for spans of that name in its scope, and speaks only in the Jaeger sampling answer
+    (``sampling.strategy``); the nodes' decisions (``decide.decide``) are about whole glideins and jobs and
+    never see it.
+    """
 
     scope: Mapping[str, str]
     level: Optional[str] = None
@@ -43,6 +50,7 @@ class Rule:
     role: str = ""
     created: float = 0.0                     # unix seconds; ties between equally specific rules go to the newest
     id: str = ""
+    operation: Optional[str] = None
     _mask: int = field(default=0, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -133,6 +141,13 @@ def check_ratio(value: Any) -> Optional[float]:
     return ratio
 
 
+def check_operation(value: Any) -> Optional[str]:
+    """An operation (a span name, as the SDK names it): a printable string of 1..256 characters, or None."""
+    if value is None:
+        return None
+    return _text("operation", value, allow_empty=False)
+
+
 def check_expires(value: Any, now: float) -> Optional[float]:
     if value is None:
         return None
@@ -152,12 +167,16 @@ def rule_from_request(body: Mapping[str, Any], now: float) -> Rule:
     for forbidden in ("set_by", "role", "id", "created"):
         if forbidden in body:
             raise BadRule(f"{forbidden} is not yours to set: it comes from your token and the server")
-    unknown = set(body) - {"scope", "level", "sample_ratio", "expires", "reason"}
+    unknown = set(body) - {"scope", "operation", "level", "sample_ratio", "expires", "reason"}
     if unknown:
         raise BadRule(f"unknown field {sorted(unknown)[0][:40]!r}")
     level = check_level(body.get("level"))
     ratio = check_ratio(body.get("sample_ratio"))
+    operation = check_operation(body.get("operation"))
+    if operation is not None and (level is not None or ratio is None):
+        raise BadRule("an operation rule sets only a sample_ratio (Jaeger's per-operation strategies have no "
+                      "level): drop the level, give the ratio")
     if level is None and ratio is None:
         raise BadRule("a rule sets a level, a sample_ratio or both")
-    return Rule(scope=check_scope(body.get("scope")), level=level, sample_ratio=ratio,
+    return Rule(scope=check_scope(body.get("scope")), level=level, sample_ratio=ratio, operation=operation,
                 expires=check_expires(body.get("expires"), now), reason=_text("reason", body.get("reason")))

@@ -8,9 +8,11 @@ agrees with the glidein and the controller on the job's trace.
 The answer is the JSON of Jaeger's ``SamplingStrategyResponse``
 (jaegertracing/jaeger-idl, proto/api_v2/sampling.proto): ``strategyType``
 ``PROBABILISTIC``, ``probabilisticSampling.samplingRate`` and the same ratio in
-``operationSampling.defaultSamplingProbability``. gwtrace's rules have no
-operation field, so ``perOperationStrategies`` is empty: every operation gets
-the default.
+``operationSampling.defaultSamplingProbability``, and one
+``perOperationStrategies`` entry (``{"operation", "probabilisticSampling":
+{"samplingRate"}}``) per operation a rule in the service's scope names (its
+ratio decided by ``decide.decide_operations``); other operations get the
+default.
 
 Service to scope: the rules' scope fields are read from the service name
 written as ``NAME;field=value;...`` (``cmsRun;site=T2_US_Nebraska;owner=alice``)
@@ -23,7 +25,7 @@ from __future__ import annotations
 
 from typing import Any, Dict, Mapping
 
-from .decide import RuleIndex, decide
+from .decide import RuleIndex, decide, decide_operations
 from .rules import SCOPE_FIELDS, BadRule
 
 #: What ``defaultLowerBoundTracesPerSecond`` promises: nothing beyond the ratio.
@@ -53,12 +55,14 @@ def strategy(index: RuleIndex, question: Mapping[str, str], now: float) -> Dict[
     decision = decide(index, question, now)
     ratio = decision.sample_ratio.value
     rate = 0.0 if decision.level.value == "off" else 1.0 if ratio is None else float(ratio)
+    operations = [{"operation": name, "probabilisticSampling": {"samplingRate": float(choice.value)}}
+                  for name, choice in decide_operations(index, question, now, decision).items()]
     return {
         "strategyType": "PROBABILISTIC",
         "probabilisticSampling": {"samplingRate": rate},
         "operationSampling": {
             "defaultSamplingProbability": rate,
             "defaultLowerBoundTracesPerSecond": LOWER_BOUND_PER_S,
-            "perOperationStrategies": [],
+            "perOperationStrategies": operations,
         },
     }

@@ -1,6 +1,7 @@
 """The controller's tables in the store (registered through ``store.parts`` by ``gwtrace.controller``).
 
-``control_rules``     one row per rule (``r<n>``; numbers never reused)
+``control_rules``     one row per rule (``r<n>``; numbers never reused); ``operation`` since version 2
+                      (``migrate`` adds it to an older store, whose rules keep it NULL: no operation)
 ``control_audit``     every change and every back-channel command and result: who, role, when, what,
                       before and after (JSON)
 ``control_commands``  back-channel commands (``c<n>``) for a glidein (the live key), pending until the
@@ -26,7 +27,8 @@ CREATE TABLE IF NOT EXISTS control_rules (
     reason       TEXT NOT NULL,
     set_by       TEXT NOT NULL,
     role         TEXT NOT NULL,
-    created      REAL NOT NULL
+    created      REAL NOT NULL,
+    operation    TEXT
 );
 CREATE TABLE IF NOT EXISTS control_audit (
     seq     INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -53,8 +55,19 @@ CREATE INDEX IF NOT EXISTS control_commands_pending ON control_commands (state, 
 CREATE TABLE IF NOT EXISTS control_meta (name TEXT PRIMARY KEY, value INTEGER NOT NULL) WITHOUT ROWID;
 """
 
-_RULE_COLUMNS = "n, scope, level, sample_ratio, expires, reason, set_by, role, created"
+#: The version of these tables ``store.parts`` records: 2 added ``control_rules.operation``.
+VERSION = 2
+
+_RULE_COLUMNS = "n, scope, level, sample_ratio, expires, reason, set_by, role, created, operation"
 _COMMAND_COLUMNS = "n, key, body, queued, set_by, role, state, result, done_at"
+
+
+def migrate(conn: sqlite3.Connection) -> None:
+    """Bring an older store's tables to ``VERSION`` (run by ``store.parts`` when the store has another version;
+    safe to run again: a store made by this SCHEMA already has the column)."""
+    columns = {row[1] for row in conn.execute("PRAGMA table_info(control_rules)")}
+    if "operation" not in columns:
+        conn.execute("ALTER TABLE control_rules ADD COLUMN operation TEXT")
 
 
 def rev(conn: sqlite3.Connection) -> int:
@@ -68,10 +81,11 @@ def bump(conn: sqlite3.Connection) -> None:
 
 
 def _rule(row: Any) -> Rule:
-    n, scope, level, ratio, expires, reason, set_by, role, created = row
+    n, scope, level, ratio, expires, reason, set_by, role, created, operation = row
     stored = json.loads(scope)
-    return Rule(scope={k: stored[k] for k in SCOPE_FIELDS if k in stored}, level=level, sample_ratio=ratio, expires=expires, reason=reason,
-                set_by=set_by, role=role, created=created, id=f"r{n}")
+    return Rule(scope={k: stored[k] for k in SCOPE_FIELDS if k in stored}, level=level, sample_ratio=ratio,
+                expires=expires, reason=reason, set_by=set_by, role=role, created=created, id=f"r{n}",
+                operation=operation)
 
 
 def rules(conn: sqlite3.Connection) -> List[Rule]:
@@ -93,10 +107,10 @@ def number(ident: str, prefix: str) -> int:
 
 def insert_rule(conn: sqlite3.Connection, new: Rule) -> Rule:
     cur = conn.execute(
-        "INSERT INTO control_rules (scope, level, sample_ratio, expires, reason, set_by, role, created) "
-        "VALUES (?,?,?,?,?,?,?,?)",
+        "INSERT INTO control_rules (scope, level, sample_ratio, expires, reason, set_by, role, created, operation) "
+        "VALUES (?,?,?,?,?,?,?,?,?)",
         (json.dumps(dict(new.scope), sort_keys=True), new.level, new.sample_ratio, new.expires, new.reason,
-         new.set_by, new.role, new.created))
+         new.set_by, new.role, new.created, new.operation))
     return rule(conn, f"r{cur.lastrowid}")  # type: ignore[return-value]
 
 

@@ -246,7 +246,7 @@ def explain() -> Response:
     asked = question(request.args)
     if who.role == "user" and asked.get("owner", who.name) != who.name:
         raise _Answer(403, f"a user explains decisions for their own jobs (owner={who.name})")
-    return json_response(_controller().explain(asked))
+    return json_response(_controller().explain(asked, request.args.get("operation") or None))
 
 
 @bp.route("/api/control/audit")

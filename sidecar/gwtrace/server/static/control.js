@@ -25,7 +25,8 @@
     const body = clear(document.querySelector("#rules tbody"));
     for (const r of rules) {
       body.append(el("tr", { dataset: { rule: r.id } },
-        el("td", { text: r.id }), el("td", { text: scopeText(r.scope) }), el("td", { text: r.level || "" }),
+        el("td", { text: r.id }), el("td", { text: scopeText(r.scope) }), el("td", { text: r.operation || "" }),
+        el("td", { text: r.level || "" }),
         el("td", { className: "num", text: r.sample_ratio === null ? "" : String(r.sample_ratio) }),
         el("td", { text: when(r.expires) }), el("td", { text: r.set_by + " (" + r.role + ")" }),
         el("td", { text: r.reason })));
