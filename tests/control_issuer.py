@@ -9,12 +9,17 @@ from __future__ import annotations
 import json
 import threading
 import time
+from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Dict, Iterator, Optional
+from typing import Any, Dict, Iterator, Optional, Tuple
 
 import jwt
 from cryptography.hazmat.primitives.asymmetric import rsa
 from jwt.algorithms import RSAAlgorithm
+
+from gwtrace.controller.tokens import RoleMap, TokenVerifier
+from gwtrace.server.app import create_app
+from gwtrace.store import TraceStore
 
 AUDIENCE = "https://gwtrace.example.org"
 
@@ -87,3 +92,16 @@ def issuer_fixture() -> Iterator[Issuer]:
         yield issuer
     finally:
         issuer.close()
+
+
+@contextmanager
+def controlled_client(path: Any, issuer: Issuer, pilot_token: str) -> Iterator[Tuple[Any, TraceStore]]:
+    """A test client of an app over a new store in ``path`` whose controller trusts ``issuer`` (``ROLE_MAP``),
+    and the store; the store is closed after."""
+    store = TraceStore(path / "traces.db")
+    try:
+        app = create_app(store, pilot_token,
+                         control_verifier=TokenVerifier(issuer.url, AUDIENCE, RoleMap.from_dict(ROLE_MAP)))
+        yield app.test_client(), store
+    finally:
+        store.close()

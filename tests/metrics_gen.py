@@ -9,24 +9,17 @@ from __future__ import annotations
 from typing import Any, Dict, Iterable, List, Optional, Sequence, Tuple
 
 from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
-from opentelemetry.proto.common.v1.common_pb2 import KeyValue
 from opentelemetry.proto.metrics.v1 import metrics_pb2
+from synthetic import set_attr
 
 MB = 1 << 20
 T0 = 1_760_000_000 * 10**9          # 2025-10-09: a sample time well inside any retention test's window
 
 
-def _kv(key: str, value: Any) -> KeyValue:
-    kv = KeyValue(key=key)
-    if isinstance(value, bool):
-        kv.value.bool_value = value
-    elif isinstance(value, int):
-        kv.value.int_value = value
-    elif isinstance(value, float):
-        kv.value.double_value = value
-    else:
-        kv.value.string_value = str(value)
-    return kv
+def _add_attrs(kvs: Any, attrs: Dict[str, Any]) -> None:
+    """``attrs`` as KeyValues (``synthetic.set_attr``'s typing); anything but a bool or a number as its text."""
+    for key, value in attrs.items():
+        set_attr(kvs, key, value if isinstance(value, (bool, int, float)) else str(value))
 
 
 def resource(kind: str = "job", *, glidein: str = "g-1", job_id: Optional[str] = "123.0", owner: str = "alice",
@@ -73,8 +66,7 @@ def add_metric(scope: Any, name: str, points: Iterable[Point], *, kind: str = "g
             point.as_int = v
         else:
             point.as_double = v
-        for k, value in (attributes or {}).items():
-            point.attributes.append(_kv(k, value))
+        _add_attrs(point.attributes, attributes or {})
 
 
 def subject(attrs: Dict[str, Any], *, rss: Iterable[Point] = (), peak: Iterable[Point] = (),
@@ -84,8 +76,7 @@ def subject(attrs: Dict[str, Any], *, rss: Iterable[Point] = (), peak: Iterable[
     """One ResourceMetrics with the given series (RSS and peak in bytes, CPU in cumulative seconds); ``cores``:
     the machine's logical CPUs, sent with each load sample as the sidecar does (``system.cpu.logical.count``)."""
     rm = metrics_pb2.ResourceMetrics()
-    for k, v in attrs.items():
-        rm.resource.attributes.append(_kv(k, v))
+    _add_attrs(rm.resource.attributes, attrs)
     scope = rm.scope_metrics.add()
     scope.scope.name = "gwtrace.resources"
     if cpu_user:

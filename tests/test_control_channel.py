@@ -11,10 +11,8 @@ from typing import Any, Dict, Iterator
 import jsonschema
 import pytest
 
-from control_issuer import AUDIENCE, ROLE_MAP, Issuer, issuer_fixture
+from control_issuer import Issuer, controlled_client, issuer_fixture
 from gwtrace.controller.book import controller_for
-from gwtrace.controller.tokens import RoleMap, TokenVerifier
-from gwtrace.server.app import create_app
 from gwtrace.store import TraceStore
 from gwtrace.wire.sampling import new_trace_id, sampled
 from test_live_store import request, span
@@ -30,11 +28,8 @@ def issuer() -> Iterator[Issuer]:
 
 @pytest.fixture
 def served(tmp_path: Any, issuer: Issuer) -> Iterator[Any]:
-    store = TraceStore(tmp_path / "traces.db")
-    app = create_app(store, "pilot-secret",
-                     control_verifier=TokenVerifier(issuer.url, AUDIENCE, RoleMap.from_dict(ROLE_MAP)))
-    yield app.test_client(), store
-    store.close()
+    with controlled_client(tmp_path, issuer, "pilot-secret") as served:
+        yield served
 
 
 def bearer(issuer: Issuer, name: str, groups: Any = None) -> Dict[str, str]:

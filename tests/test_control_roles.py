@@ -15,7 +15,7 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import rsa
 
-from control_issuer import AUDIENCE, ROLE_MAP, Issuer, issuer_fixture
+from control_issuer import AUDIENCE, ROLE_MAP, Issuer, controlled_client, issuer_fixture
 from gwtrace.controller.tokens import BadRoleMap, RoleMap, TokenVerifier
 from gwtrace.server.app import create_app
 from gwtrace.store import TraceStore
@@ -30,11 +30,8 @@ def issuer() -> Iterator[Issuer]:
 
 @pytest.fixture
 def client(tmp_path: Any, issuer: Issuer) -> Iterator[Any]:
-    store = TraceStore(tmp_path / "traces.db")
-    verifier = TokenVerifier(issuer.url, AUDIENCE, RoleMap.from_dict(ROLE_MAP))
-    app = create_app(store, PILOT_TOKEN, control_verifier=verifier)
-    yield app.test_client()
-    store.close()
+    with controlled_client(tmp_path, issuer, PILOT_TOKEN) as (test_client, _):
+        yield test_client
 
 
 @pytest.fixture(scope="module")

@@ -14,6 +14,7 @@ from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceResponse,
 )
 
+import metrics_gen
 from gwtrace.server import create_app
 from gwtrace.store import TraceStore
 from test_store import TRACE_A, TRACE_B, damaged_store, make_request, sid
@@ -255,6 +256,21 @@ def test_damaged_store_is_503_with_retry_after_never_500(tmp_path):
         resp = client.get(f"/api/traces/{TRACE_A.hex()}")
         assert resp.status_code == 503 and resp.headers["Retry-After"] == "5"
         assert "malformed" in resp.get_json()["errors"][0]["msg"]
+
+
+@pytest.mark.parametrize("path", ["/v1/traces", "/v1/metrics"])
+def test_traces_and_metrics_are_received_alike(tmp_path, path):
+    """Both signals go through one receiving path (``otlp_http.receive_export``): the same 415 for a media
+    type neither takes, the same 503 with Retry-After for a damaged store, in the request's content type."""
+    body = (two_spans() if path == "/v1/traces" else
+            metrics_gen.request([metrics_gen.subject(metrics_gen.resource(), rss=metrics_gen.series_of([0], [1.0]))]))
+    with TraceStore(damaged_store(tmp_path / "traces.db")) as store:
+        client = create_app(store).test_client()
+        resp = client.post(path, data=body.SerializeToString(), headers={"Content-Type": "text/plain"})
+        assert resp.status_code == 415 and b"send application/x-protobuf or application/json" in resp.data
+        resp = client.post(path, data=body.SerializeToString(), headers={"Content-Type": PB})
+        assert resp.status_code == 503 and resp.headers["Retry-After"] == "5"
+        assert "trace store busy or unavailable" in pb_status(resp).message
 
 
 def test_token_protects_ingest_and_reads(store):

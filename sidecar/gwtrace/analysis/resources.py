@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
-from typing import Any, Dict, Iterable, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterable, Iterator, List, Optional, Tuple
 
 from .hints import OVERUSE, PILOT, Hint, Thresholds
 
@@ -146,66 +146,71 @@ def _round_up(value: float, step: float) -> float:
     return math.ceil(value / step) * step
 
 
-def memory_over_request(jobs: List[Dict[str, Any]], t: Thresholds) -> List[Hint]:
-    """Per owner: jobs whose peak memory passed ``request_memory`` (× ``memory_over_ratio``)."""
+def _over_request(jobs: List[Dict[str, Any]], t: Thresholds, used: str, request: str,
+                  is_over: Callable[[float, float], bool]) -> Iterator[Tuple[str, List[Dict[str, Any]], int]]:
+    """Per owner with ``resource_min_jobs`` jobs or more over their request: (owner, those jobs most over first,
+    how many of the owner's jobs were sampled). Why one: memory and cores are judged alike (a job counts as
+    sampled when it has both the figure and the request), only the figure and the test differ."""
     by_owner: Dict[str, List[Dict[str, Any]]] = defaultdict(list)
     sampled: Dict[str, int] = defaultdict(int)
     for r in jobs:
-        if r.get("request_memory_mb") and r.get("peak_mb") is not None:
+        if r.get(request) and r.get(used) is not None:
             sampled[r.get("owner") or "?"] += 1
-            if r["peak_mb"] > r["request_memory_mb"] * t.memory_over_ratio:
+            if is_over(r[used], r[request]):
                 by_owner[r.get("owner") or "?"].append(r)
-    out = []
     for owner, rows in by_owner.items():
-        if len(rows) < t.resource_min_jobs:
-            continue
-        rows.sort(key=lambda r: -(r["peak_mb"] - r["request_memory_mb"]))
+        if len(rows) >= t.resource_min_jobs:
+            rows.sort(key=lambda r: -(r[used] - r[request]))
+            yield owner, rows, sampled[owner]
+
+
+def _over_request_hint(kind: str, owner: str, rows: List[Dict[str, Any]], sampled: int, excess_h: float,
+                       summary: str, action: str, suggested: Dict[str, Any],
+                       glideins: List[Dict[str, Any]]) -> Hint:
+    """An over-request hint: its cost is the over-use in the group's own period; its evidence counts and sites."""
+    days = _period_days(rows)
+    return Hint(kind=kind, scope={"owner": owner}, summary=summary, action=action,
+                cost_per_day=excess_h / days, cost_unit=OVERUSE, period_days=days, count=len(rows),
+                evidence={"jobs_over": len(rows), "jobs_sampled": sampled, "by_site": _sites(rows), **suggested},
+                glideins=glideins)
+
+
+def memory_over_request(jobs: List[Dict[str, Any]], t: Thresholds) -> List[Hint]:
+    """Per owner: jobs whose peak memory passed ``request_memory`` (× ``memory_over_ratio``)."""
+    out = []
+    for owner, rows, sampled in _over_request(jobs, t, "peak_mb", "request_memory_mb",
+                                              lambda peak, request: peak > request * t.memory_over_ratio):
         peaks = sorted(r["peak_mb"] for r in rows)
         wanted = _round_up(peaks[min(len(peaks) - 1, int(0.95 * len(peaks)))] * 1.1, 100)
         excess_h = sum((r["peak_mb"] - r["request_memory_mb"]) / CANONICAL_MB * _hours(r) for r in rows)
-        days = _period_days(rows)
         worst = rows[0]
-        out.append(Hint(
-            kind="memory_over_request", scope={"owner": owner},
-            summary=f"{len(rows)} of {owner}'s {sampled[owner]} sampled job(s) used more memory than they requested "
+        out.append(_over_request_hint(
+            "memory_over_request", owner, rows, sampled, excess_h,
+            summary=f"{len(rows)} of {owner}'s {sampled} sampled job(s) used more memory than they requested "
                     f"(worst: {_mb(worst['peak_mb'])} peak for {_mb(worst['request_memory_mb'])} requested)",
             action=f"request_memory = {wanted:.0f} (MB; 10% over the 95th percentile of their peaks) in {owner}'s "
                    "submit files, or find what makes them grow",
-            cost_per_day=excess_h / days, cost_unit=OVERUSE, period_days=days, count=len(rows),
-            evidence={"jobs_over": len(rows), "jobs_sampled": sampled[owner], "by_site": _sites(rows),
-                      "suggested_request_memory_mb": wanted},
+            suggested={"suggested_request_memory_mb": wanted},
             glideins=[_job(r, peak_mb=round(r["peak_mb"]), request_memory_mb=r["request_memory_mb"]) for r in rows[:10]]))
     return out
 
 
 def cores_over_request(jobs: List[Dict[str, Any]], t: Thresholds) -> List[Hint]:
     """Per owner: jobs that kept more cores busy than ``request_cpus`` (by ``cores_over`` at least)."""
-    by_owner: Dict[str, List[Dict[str, Any]]] = defaultdict(list)
-    sampled: Dict[str, int] = defaultdict(int)
-    for r in jobs:
-        if r.get("request_cpus") and r.get("cores_used") is not None:
-            sampled[r.get("owner") or "?"] += 1
-            if r["cores_used"] >= r["request_cpus"] + t.cores_over:
-                by_owner[r.get("owner") or "?"].append(r)
     out = []
-    for owner, rows in by_owner.items():
-        if len(rows) < t.resource_min_jobs:
-            continue
-        rows.sort(key=lambda r: -(r["cores_used"] - r["request_cpus"]))
+    for owner, rows, sampled in _over_request(jobs, t, "cores_used", "request_cpus",
+                                              lambda cores, request: cores >= request + t.cores_over):
         used = sorted(r["cores_used"] for r in rows)
         wanted = max(1, math.ceil(used[min(len(used) - 1, int(0.9 * len(used)))] - 0.1))
         excess_h = sum((r["cores_used"] - r["request_cpus"]) * _hours(r) for r in rows)
-        days = _period_days(rows)
         worst = rows[0]
-        out.append(Hint(
-            kind="cores_over_request", scope={"owner": owner},
-            summary=f"{len(rows)} of {owner}'s {sampled[owner]} sampled job(s) used more cores than they requested "
+        out.append(_over_request_hint(
+            "cores_over_request", owner, rows, sampled, excess_h,
+            summary=f"{len(rows)} of {owner}'s {sampled} sampled job(s) used more cores than they requested "
                     f"(worst: {worst['cores_used']:.1f} cores busy for request_cpus = {worst['request_cpus']:g})",
             action=f"request_cpus = {wanted} in {owner}'s submit files, or limit the job's threads to its request "
                    "(OMP_NUM_THREADS, the application's own option)",
-            cost_per_day=excess_h / days, cost_unit=OVERUSE, period_days=days, count=len(rows),
-            evidence={"jobs_over": len(rows), "jobs_sampled": sampled[owner], "by_site": _sites(rows),
-                      "suggested_request_cpus": wanted},
+            suggested={"suggested_request_cpus": wanted},
             glideins=[_job(r, cores_used=round(r["cores_used"], 2), request_cpus=r["request_cpus"],
                            cpu_efficiency=round(r["cpu_efficiency"], 2)) for r in rows[:10]]))
     return out

@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Dict, List, Mapping, NamedTuple, Optional
 
 from gwtrace import __version__
 from gwtrace.export.otlpenv import OtlpEnv, otlp_env
+from gwtrace.wire.metric_points import count_points  # noqa: F401  (re-exported: what a block holds)
 
 if TYPE_CHECKING:
     from opentelemetry.sdk.metrics.export import Metric, MetricsData, NumberDataPoint
@@ -176,18 +177,6 @@ def to_metrics_data(samples: Sequence[ResourceSample], subjects: Mapping[str, Su
 def to_request(data: MetricsData) -> Any:
     """The ``ExportMetricsServiceRequest`` of ``data`` (for the store and the ship-home blocks)."""
     return _sdk().encode_metrics(data)
-
-
-def count_points(request: Any) -> int:
-    """Data points in an ``ExportMetricsServiceRequest``."""
-    n = 0
-    for rm in request.resource_metrics:
-        for sm in rm.scope_metrics:
-            for m in sm.metrics:
-                kind = m.WhichOneof("data")
-                if kind:
-                    n += len(getattr(m, kind).data_points)
-    return n
 
 
 class MetricsOutcome(NamedTuple):

@@ -71,12 +71,17 @@ def events_to_requests(payload: bytes, host: str) -> "tuple[List[ExportTraceServ
     return requests, len(spans), malformed
 
 
-def otlp_block_request(payload: bytes) -> ExportTraceServiceRequest:
-    """A block's OTLP request, decoded only if decoding it stays within the server's own bound."""
+def _within_decode_bound(payload: bytes) -> None:
+    """Refuse (``limits.TooLarge``) a block whose decoding would cost more than the server's own bound."""
     cost = limits.decode_cost(payload)
     if cost > limits.MAX_DECODE_COST:
         raise limits.TooLarge(f"over the limit: would take ~{cost >> 20} MiB to decode "
                               f"(at most {limits.MAX_DECODE_COST >> 20} MiB)")
+
+
+def otlp_block_request(payload: bytes) -> ExportTraceServiceRequest:
+    """A block's OTLP request, decoded only if decoding it stays within the server's own bound."""
+    _within_decode_bound(payload)
     from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import ExportTraceServiceRequest
 
     return ExportTraceServiceRequest.FromString(payload)
@@ -84,10 +89,7 @@ def otlp_block_request(payload: bytes) -> ExportTraceServiceRequest:
 
 def metrics_block_request(payload: bytes) -> Any:
     """A ``kind=metrics`` block's ``ExportMetricsServiceRequest``, decoded within the server's own bound."""
-    cost = limits.decode_cost(payload)
-    if cost > limits.MAX_DECODE_COST:
-        raise limits.TooLarge(f"over the limit: would take ~{cost >> 20} MiB to decode "
-                              f"(at most {limits.MAX_DECODE_COST >> 20} MiB)")
+    _within_decode_bound(payload)
     from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import ExportMetricsServiceRequest
 
     return ExportMetricsServiceRequest.FromString(payload)

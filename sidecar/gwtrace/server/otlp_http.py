@@ -33,7 +33,7 @@ from http import HTTPStatus
 from typing import Any, Callable, Dict, Iterable, Iterator, Optional, Tuple
 
 from google.protobuf import json_format
-from google.protobuf.message import DecodeError
+from google.protobuf.message import DecodeError, Message
 from google.rpc import code_pb2
 from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
     ExportTraceServiceRequest,
@@ -171,8 +171,28 @@ def _decode(body: bytes, as_json: bool) -> Tuple[ExportTraceServiceRequest, int,
     return req, 0, []
 
 
-def export(environ: Dict[str, Any], store: TraceStore, max_bytes: int, budget: DecodeBudget) -> Answer:
-    """Answer one ``POST /v1/traces`` from its WSGI environ."""
+@contextmanager
+def storing(what: str) -> Iterator[None]:
+    """Map the store's refusals to answers: over its bounds is 413; busy or damaged is 503 with Retry-After."""
+    try:
+        yield
+    except limits.TooLarge as exc:
+        raise _Refused(413, code_pb2.RESOURCE_EXHAUSTED, str(exc)) from None
+    except sqlite3.DatabaseError as exc:  # locked, disk full, damaged file: retry later
+        log.warning("store unavailable%s: %s", f" for {what}" if what else "", exc)
+        raise _Refused(503, code_pb2.UNAVAILABLE, f"trace store busy or unavailable: {exc}",
+                       retry_after=RETRY_AFTER_SECONDS) from None
+
+
+def receive_export(environ: Dict[str, Any], max_bytes: int, budget: DecodeBudget,
+                   handle: Callable[[bytes, bool], Message]) -> Answer:
+    """Answer one OTLP export request: ``/v1/traces`` and ``/v1/metrics`` are received by this one path.
+
+    Why one path: the media type (415), the body and its caps (413), the decode bound and budget
+    (413, 503), a refusal as a ``google.rpc.Status`` and the answer in the request's content type
+    must not drift apart between signals.  ``handle(body, as_json)`` decodes and stores the body
+    (its store call inside ``storing``) and gives the export response; it may raise ``_Refused``.
+    """
     mimetype = _mimetype(environ)
     if mimetype not in _PROTOBUF_TYPES and mimetype != JSON:
         text = f"415 unsupported media type {mimetype or '(none)'}; send {PROTOBUF} or {JSON}\n"
@@ -181,18 +201,19 @@ def export(environ: Dict[str, Any], store: TraceStore, max_bytes: int, budget: D
     try:
         body = read_request(environ, max_bytes)
         with decoding(budget, decode_cost(body, as_json)):
-            req, rejected, problems = _decode(body, as_json)
-            try:
-                _, store_rejected, message = store.ingest(req, None if as_json else body)
-            except limits.TooLarge as exc:
-                raise _Refused(413, code_pb2.RESOURCE_EXHAUSTED, str(exc)) from None
-            except sqlite3.DatabaseError as exc:  # locked, disk full, damaged file: retry later
-                log.warning("store unavailable: %s", exc)
-                raise _Refused(503, code_pb2.UNAVAILABLE, f"trace store busy or unavailable: {exc}",
-                               retry_after=RETRY_AFTER_SECONDS) from None
-            del req
+            resp = handle(body, as_json)
     except _Refused as refused:
         return rpc_status_answer(refused.status, refused.code, refused.message, as_json, refused.retry_after)
+    if as_json:
+        return 200, [("Content-Type", JSON)], dumps(json_format.MessageToDict(resp)).encode()
+    return 200, [("Content-Type", PROTOBUF)], resp.SerializeToString()
+
+
+def _store_traces(store: TraceStore, body: bytes, as_json: bool) -> ExportTraceServiceResponse:
+    req, rejected, problems = _decode(body, as_json)
+    with storing(""):
+        _, store_rejected, message = store.ingest(req, None if as_json else body)
+    del req
     resp = ExportTraceServiceResponse()
     rejected += store_rejected
     if message:
@@ -200,9 +221,12 @@ def export(environ: Dict[str, Any], store: TraceStore, max_bytes: int, budget: D
     if rejected or message:  # a cut without rejection is a warning: rejected_spans 0 and a message
         resp.partial_success.rejected_spans = rejected
         resp.partial_success.error_message = "; ".join(problems)
-    if as_json:
-        return 200, [("Content-Type", JSON)], dumps(json_format.MessageToDict(resp)).encode()
-    return 200, [("Content-Type", PROTOBUF)], resp.SerializeToString()
+    return resp
+
+
+def export(environ: Dict[str, Any], store: TraceStore, max_bytes: int, budget: DecodeBudget) -> Answer:
+    """Answer one ``POST /v1/traces`` from its WSGI environ."""
+    return receive_export(environ, max_bytes, budget, lambda body, as_json: _store_traces(store, body, as_json))
 
 
 class IngestMiddleware:

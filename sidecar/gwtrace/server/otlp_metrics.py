@@ -13,8 +13,6 @@ the per-subject bounds: ``store.metrics``) is a partial success:
 from __future__ import annotations
 
 import json
-import logging
-import sqlite3
 from typing import Any, Dict
 
 from google.protobuf import json_format
@@ -25,13 +23,10 @@ from opentelemetry.proto.collector.metrics.v1.metrics_service_pb2 import (
     ExportMetricsServiceResponse,
 )
 
-from ..store import TraceStore, limits
-from .answers import JSON, PROTOBUF, RETRY_AFTER_SECONDS, Answer, rpc_status_answer
+from ..store import TraceStore
+from .answers import Answer
 from .budget import DecodeBudget
-from .jsonutil import dumps
-from .otlp_http import _PROTOBUF_TYPES, IngestMiddleware, _mimetype, _Refused, decode_cost, decoding, read_request
-
-log = logging.getLogger("gwtrace.server")
+from .otlp_http import IngestMiddleware, _Refused, receive_export, storing
 
 PATH = "/v1/metrics"
 
@@ -68,34 +63,20 @@ def _decode(body: bytes, as_json: bool) -> ExportMetricsServiceRequest:
     return req
 
 
-def receive(environ: Dict[str, Any], store: TraceStore, max_bytes: int, budget: DecodeBudget) -> Answer:
-    """Answer one ``POST /v1/metrics``."""
-    mimetype = _mimetype(environ)
-    if mimetype not in _PROTOBUF_TYPES and mimetype != JSON:
-        text = f"415 unsupported media type {mimetype or '(none)'}; send {PROTOBUF} or {JSON}\n"
-        return 415, [("Content-Type", "text/plain; charset=utf-8")], text.encode()
-    as_json = mimetype == JSON
-    try:
-        body = read_request(environ, max_bytes)
-        with decoding(budget, decode_cost(body, as_json)):
-            req = _decode(body, as_json)
-            try:
-                result = store.put_metrics_result(req)
-            except limits.TooLarge as exc:
-                raise _Refused(413, code_pb2.RESOURCE_EXHAUSTED, str(exc)) from None
-            except sqlite3.DatabaseError as exc:
-                log.warning("store unavailable for metrics: %s", exc)
-                raise _Refused(503, code_pb2.UNAVAILABLE, f"trace store busy or unavailable: {exc}",
-                               retry_after=RETRY_AFTER_SECONDS) from None
-    except _Refused as refused:
-        return rpc_status_answer(refused.status, refused.code, refused.message, as_json, refused.retry_after)
+def _store_metrics(store: TraceStore, body: bytes, as_json: bool) -> ExportMetricsServiceResponse:
+    req = _decode(body, as_json)
+    with storing("metrics"):
+        result = store.put_metrics_result(req)
     resp = ExportMetricsServiceResponse()
     if result.rejected:
         resp.partial_success.rejected_data_points = result.rejected
         resp.partial_success.error_message = result.message
-    if as_json:
-        return 200, [("Content-Type", JSON)], dumps(json_format.MessageToDict(resp)).encode()
-    return 200, [("Content-Type", PROTOBUF)], resp.SerializeToString()
+    return resp
+
+
+def receive(environ: Dict[str, Any], store: TraceStore, max_bytes: int, budget: DecodeBudget) -> Answer:
+    """Answer one ``POST /v1/metrics``, by the receiving path of ``/v1/traces`` (``otlp_http.receive_export``)."""
+    return receive_export(environ, max_bytes, budget, lambda body, as_json: _store_metrics(store, body, as_json))
 
 
 class MetricsMiddleware(IngestMiddleware):

@@ -27,7 +27,7 @@ import threading
 import time
 from typing import Any, Dict, Mapping, Optional
 
-from gwtrace.sidecar.commands import make_control_dirs
+from gwtrace.sidecar.commands import JOB_ID, make_control_dirs
 from gwtrace.sidecar.decide import (CONTROL_DIR, AskError, Decision, DecisionCache, controller_base, decide,
                                     glidein_identity, read_small, write_replace)
 from gwtrace.sidecar.enforce import Policy
@@ -45,7 +45,6 @@ STALE_S = 10.0
 MAX_IN_FLIGHT = 16
 MAX_REQUEST_BYTES = 1024
 _NAME = re.compile(r"\A([0-9a-f]{32})-([0-9a-f]{16})\.req\Z")
-_JOB_ID = re.compile(r"\A[0-9]{1,12}\.[0-9]{1,9}\Z")
 _OWNER = re.compile(r"\A[A-Za-z0-9._@+-]{1,256}\Z")
 
 
@@ -71,7 +70,7 @@ def parse_request(data: bytes, trace_id: str) -> Optional[Dict[str, str]]:
         return None
     job_id, owner = fields[0], fields[1]
     question = {"subject": "job", "trace_id": trace_id}
-    if _JOB_ID.match(job_id):
+    if JOB_ID.match(job_id):
         question["job_id"] = job_id
     if _OWNER.match(owner):
         question["owner"] = owner

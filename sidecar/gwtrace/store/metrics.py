@@ -32,6 +32,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from gwtrace.wire.metric_points import count_points, points_of
+
 from . import limits, parts
 from .metric_reads import (  # noqa: F401  (re-exported: the reads are the store's too)
     CPU_COUNT, CPU_TIME, HEX16, HEX32, LOAD_1M, MEMORY_PEAK, MEMORY_USAGE, SUBJECT_COLUMNS, hex_id, loads, peaks, rss_fits,
@@ -190,18 +192,6 @@ def _point_attrs(point: Any, seen: Dict[bytes, Optional[str]]) -> Optional[str]:
     return seen[raw]
 
 
-def count_points(request: Any) -> int:
-    """How many data points a request holds (every kind), to refuse a huge one before looking further."""
-    total = 0
-    for rm in request.resource_metrics:
-        for sm in rm.scope_metrics:
-            for metric in sm.metrics:
-                kind = metric.WhichOneof("data")
-                if kind is not None:
-                    total += len(getattr(metric, kind).data_points)
-    return total
-
-
 def _upsert_subject(conn: sqlite3.Connection, subject: Dict[str, Any], first: int, last: int) -> int:
     conn.execute(
         "INSERT INTO metric_subjects (key, kind, glidein, job_id, trace_id, span_id, owner, site, entry, host, "
@@ -229,7 +219,7 @@ def _resource_rows(rm: Any, result: MetricsResult) -> List[Tuple[str, str, int, 
         for metric in sm.metrics:
             points, kind = _points(metric)
             if points is None:
-                result.drop(count_points_of(metric), f"{kind} metrics are not kept (only gauges and sums)")
+                result.drop(points_of(metric), f"{kind} metrics are not kept (only gauges and sums)")
                 continue
             if not metric.name or len(metric.name) > MAX_NAME_CHARS:
                 result.drop(len(points), f"metric name empty or over {MAX_NAME_CHARS} characters")
@@ -252,11 +242,6 @@ def _resource_rows(rm: Any, result: MetricsResult) -> List[Tuple[str, str, int, 
                     continue
                 rows.append((metric.name, attrs, point.time_unix_nano, value))
     return rows
-
-
-def count_points_of(metric: Any) -> int:
-    kind = metric.WhichOneof("data")
-    return len(getattr(metric, kind).data_points) if kind is not None else 0
 
 
 def put(conn: sqlite3.Connection, request: Any) -> MetricsResult:
