@@ -44,6 +44,7 @@
 # begun now and ended when the job is gone (reaped by `wait`, which has a
 # span of its own, or by bash), or at exit (process.still_running).
 _gwtrace_auto_cmd() {
+  [[ -z $_gwtrace_acsx ]] || (( BASH_SUBSHELL == _gwtrace_asl )) || ! _gwtrace_auto_comsub_enter || builtin return 0
   builtin local _gwtrace_ln="$(( ${#BASH_SOURCE[@]} - 1 ))" _gwtrace_lagain=''
   if [[ $BASH_COMMAND == "$_gwtrace_actxt" ]] && (( BASH_LINENO[0] < ${_gwtrace_accs%% *}+0 )) \
      || [[ ${FUNCNAME[1]-} == _gwtrace_* ]]; then
@@ -279,6 +280,21 @@ _gwtrace_auto_comsub_child() {
   fi
   _gwtrace_acsx=''
   _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_lid-$_gwtrace_afl" 1
+}
+
+# _gwtrace_auto_comsub_enter: the first command of the $(...) whose last
+# program its parent records (_gwtrace_acsx, "ID N WORD PID SUBSHELL"), when
+# it is that program and nothing else is to be seen (the same depth, no
+# `source`, `set` or background job pending): what the slow path would do
+# (_gwtrace_auto_cmd_end of the parent's pending command, _gwtrace_auto_subenter,
+# _gwtrace_auto_comsub_child), without the word's two `declare -F` (the
+# parent looked it up). False for anything else: the slow path.
+_gwtrace_auto_comsub_enter() {
+  [[ $_gwtrace_acsx == *" 1 ${BASH_COMMAND%%[[:space:]]*} "*" $((BASH_SUBSHELL - 1))" && $_gwtrace_acpid != "$BASHPID" \
+     && ${#BASH_SOURCE[@]} == $((_gwtrace_ad + 2)) && -z $_gwtrace_aspend$_gwtrace_asetpend${_gwtrace_abgpid-} ]] || builtin return 1
+  _gwtrace_auto_tp "00-$_gwtrace_atr-${_gwtrace_acsx%% *}-$_gwtrace_afl" 1
+  _gwtrace_asl=$BASH_SUBSHELL _gwtrace_acmd='' _gwtrace_acsx='' _gwtrace_acst=''
+  _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl
 }
 
 # _gwtrace_auto_cmd_end STATUS: write the pending command's span, after the fact.
