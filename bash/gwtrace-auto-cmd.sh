@@ -169,18 +169,19 @@ _gwtrace_auto_first_field() {
 
 _gwtrace_auto_cmd_begin() {
   builtin local _gwtrace_lw="${1%%[[:space:]]*}"
-  case $_gwtrace_lw in        # a plain word is the command word
-    ''|*[=\$\`\"\'\\\(\)\<\>\|\&\;]*|exec|command|nohup|time|builtin) _gwtrace_auto_cmd_word "$1"; _gwtrace_lw=$_gwtrace_ar ;;
+  case $_gwtrace_lw in        # a plain word is the command word; one with $( or ` never is (NAME=$(...))
+    *\$\(*|*\`*) _gwtrace_lw='' ;;
+    ''|*[=\$\"\'\\\(\)\<\>\|\&\;]*|exec|command|nohup|time|builtin) _gwtrace_auto_cmd_word "$1"; _gwtrace_lw=$_gwtrace_ar ;;
   esac
   # (not a program: the program alone in its $(...) may be recorded from here)
-  [[ -n $_gwtrace_lw ]] || { [[ $1 != *\$\([!\(]* && $1 != *\`* ]] || _gwtrace_auto_comsub_begin "$1" 1; builtin return 0; }
+  [[ -n $_gwtrace_lw ]] || { [[ $1 != *\$\([!\(]* && $1 != *\`* ]] || _gwtrace_auto_comsub "$1" 1; builtin return 0; }
   case $_gwtrace_lw in
     for|select) builtin return 0 ;;       # its DEBUG trap runs after the words are expanded
     '['|'[['|'(('|'.'|':'|alias|bg|bind|break|builtin|caller|cd|command|compgen|complete|compopt|\
     continue|declare|dirs|disown|echo|enable|eval|exec|exit|export|false|fc|fg|getopts|hash|help|\
     history|jobs|kill|let|local|logout|mapfile|popd|printf|pushd|pwd|read|readarray|readonly|return|\
     set|shift|shopt|source|suspend|test|times|trap|true|type|typeset|ulimit|umask|unalias|unset|\
-    case|if|while|until|function|'{'|'}'|'!'|*=*) [[ $1 != *\$\([!\(]* && $1 != *\`* ]] || _gwtrace_auto_comsub_begin "$1" ''; builtin return 0 ;;
+    case|if|while|until|function|'{'|'}'|'!'|*=*) [[ $1 != *\$\([!\(]* && $1 != *\`* ]] || _gwtrace_auto_comsub "$1" ''; builtin return 0 ;;
   esac
   [[ -z ${_gwtrace_afn[$_gwtrace_lw]-} ]] || builtin return 0      # a function entered before
   builtin declare -F -- "$_gwtrace_lw" >/dev/null && builtin return 0
@@ -198,52 +199,40 @@ _gwtrace_auto_cmd_begin() {
   _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_acsp-$_gwtrace_afl" 1
 }
 
-# _gwtrace_auto_comsub_begin TEXT KNOWN: _gwtrace_auto_cmd_begin for a
-# command that is not a program: the program alone in its $(...), if any
-# (_gwtrace_auto_comsub), is the pending command, and the subshell is told.
-_gwtrace_auto_comsub_begin() {
-  builtin local _gwtrace_lw
-  _gwtrace_auto_comsub "$1" "$2" || builtin return 0
-  _gwtrace_lw=$_gwtrace_ar
-  _gwtrace_auto_id
-  _gwtrace_auto_now
-  _gwtrace_accs="${BASH_LINENO[2]-} $_gwtrace_lw ${BASH_SOURCE[3]-}" _gwtrace_actxt=$1 _gwtrace_abang=${!-}
-  _gwtrace_acmd=${_gwtrace_lw##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
-  _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
-  _gwtrace_acsx="$_gwtrace_acsp $_gwtrace_acsx $BASHPID $BASH_SUBSHELL"   # (the subshell sets TRACEPARENT)
-}
-
-# _gwtrace_auto_comsub TEXT KNOWN: TEXT (a command that is not a program:
-# an assignment, a builtin) has one $(...) or `...` whose last command is a
-# program, which bash runs in place of the subshell (no EXIT trap, nothing
-# sees it end): that program's word into _gwtrace_ar, to be the pending
-# command here, and "N WORD" into _gwtrace_acsx (N: how many commands of that
-# word the $(...) has; the subshell's DEBUG trap gives the last of them our
-# span as TRACEPARENT); _gwtrace_acst, the status its span gets: '' ($?
-# tells: KNOWN, and TEXT is NAME=$(...) alone) or ok. False if none.
+# _gwtrace_auto_comsub TEXT KNOWN: _gwtrace_auto_cmd_begin for TEXT, a
+# command that is not a program (an assignment, a builtin) with one $(...)
+# or `...` whose last command is a program, which bash runs in place of the
+# subshell (no EXIT trap, nothing sees it end): that program is the pending
+# command here, and the subshell is told: "ID N WORD PID SUBSHELL" in
+# _gwtrace_acsx (N: how many commands of that word the $(...) has; the
+# subshell's DEBUG trap gives the last of them our span as TRACEPARENT);
+# _gwtrace_acst, the status its span gets: '' ($? tells: KNOWN, and TEXT is
+# NAME=$(...) alone) or ok. Nothing pending if none. One function, the id
+# and the clock written out as in _gwtrace_auto_cmd_begin: each call copies
+# the body (gwtrace-auto-fn.sh, note 7).
 _gwtrace_auto_comsub() {
   builtin local _gwtrace_lb _gwtrace_lr _gwtrace_lp _gwtrace_ln=0 _gwtrace_lw
   if [[ $1 == *\$\([!\(]* ]]; then
     _gwtrace_lb=${1#*\$\(}
-    [[ $1 != *\`* && $_gwtrace_lb != *\$\(* ]] || builtin return 1      # one only
+    [[ $1 != *\`* && $_gwtrace_lb != *\$\(* ]] || builtin return 0      # one only
     _gwtrace_lr=${_gwtrace_lb#*\)} _gwtrace_lb=${_gwtrace_lb%%\)*}
   elif [[ $1 == *\`*\`* && $1 != *\`*\`*\`* && $1 != *\$\(* ]]; then
     _gwtrace_lb=${1#*\`} _gwtrace_lr=${_gwtrace_lb#*\`} _gwtrace_lb=${_gwtrace_lb%%\`*}
   else
-    builtin return 1
+    builtin return 0
   fi
   # simple commands in pipelines and `;` lists: the last one runs last (its
   # first `)` closes it: no other parenthesis)
   _gwtrace_lp=${_gwtrace_lb//[<>]&/} _gwtrace_lp=${_gwtrace_lp//&>/}   # 2>&1, &>FILE: not a background job
   _gwtrace_lp=${_gwtrace_lp//\$\{/}                                       # ${x}: not a group
-  [[ $_gwtrace_lp != *[\&\(\)\{\`$'\n']* && $_gwtrace_lb != *\|\|* && $_gwtrace_lr != *[\(\)]* ]] || builtin return 1
+  [[ $_gwtrace_lp != *[\&\(\)\{\`$'\n']* && $_gwtrace_lb != *\|\|* && $_gwtrace_lr != *[\(\)]* ]] || builtin return 0
   _gwtrace_lp=${_gwtrace_lb##*[;|]} _gwtrace_lp=${_gwtrace_lp#"${_gwtrace_lp%%[![:space:]]*}"}
   _gwtrace_lw=${_gwtrace_lp%%[[:space:]]*}
   case $_gwtrace_lw in        # a plain word is the command word (as in _gwtrace_auto_cmd_begin)
     ''|*[=\$\`\"\'\\\(\)\<\>\|\&\;]*|exec|command|nohup|time|builtin) _gwtrace_auto_cmd_word "$_gwtrace_lp"; _gwtrace_lw=$_gwtrace_ar ;;
   esac
-  [[ -n $_gwtrace_lw && $_gwtrace_acnot != *" $_gwtrace_lw "* && -z ${_gwtrace_afn[$_gwtrace_lw]-} ]] || builtin return 1
-  ! builtin declare -F -- "$_gwtrace_lw" >/dev/null || builtin return 1
+  [[ -n $_gwtrace_lw && $_gwtrace_acnot != *" $_gwtrace_lw "* && -z ${_gwtrace_afn[$_gwtrace_lw]-} ]] || builtin return 0
+  ! builtin declare -F -- "$_gwtrace_lw" >/dev/null || builtin return 0
   if [[ $_gwtrace_lb != *"$_gwtrace_lw"*"$_gwtrace_lw"* ]]; then
     _gwtrace_ln=1                  # the word is there once
   else
@@ -254,13 +243,22 @@ _gwtrace_auto_comsub() {
       [[ $_gwtrace_ar != "$_gwtrace_lw" ]] || _gwtrace_ln=$((_gwtrace_ln + 1))
     done
   fi
-  _gwtrace_acst=$'ok\tgwtrace.status.unknown=true' _gwtrace_acsx="$_gwtrace_ln $_gwtrace_lw" _gwtrace_ar=$_gwtrace_lw
-  _gwtrace_lb=${1#*=}
+  _gwtrace_acst=$'ok\tgwtrace.status.unknown=true' _gwtrace_lb=${1#*=}
   if [[ -n $2 && ${1%%=*} == [A-Za-z_]* && ${1%%=*} != *[!A-Za-z0-9_+]* && ${1%%=*} != ?*+?* ]] \
      && [[ $_gwtrace_lb == \$\(*\) || $_gwtrace_lb == \"\$\(*\)\" || $_gwtrace_lb == \`*\` || $_gwtrace_lb == \"\`*\`\" ]]; then
     _gwtrace_acst=''
   fi
-  builtin return 0
+  if [[ $_gwtrace_arngpid == "$BASHPID" ]] && (( (_gwtrace_actr += 1) < 2000000 )); then
+    _gwtrace_ar=$_gwtrace_apfx${_gwtrace_actr:1}           # _gwtrace_auto_id, written out
+  else
+    _gwtrace_auto_id
+  fi
+  _gwtrace_at=${EPOCHREALTIME-}
+  [[ -n $_gwtrace_at ]] || _gwtrace_auto_now
+  _gwtrace_accs="${BASH_LINENO[2]-} $_gwtrace_lw ${BASH_SOURCE[3]-}" _gwtrace_actxt=$1 _gwtrace_abang=${!-}
+  _gwtrace_acmd=${_gwtrace_lw##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
+  _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
+  _gwtrace_acsx="$_gwtrace_ar $_gwtrace_ln $_gwtrace_lw $BASHPID $BASH_SUBSHELL"   # (the subshell sets TRACEPARENT)
 }
 
 # _gwtrace_auto_comsub_child: in the subshell of the $(...) whose last
