@@ -94,7 +94,7 @@ _gwtrace_auto_bg_begin() {
   [[ $_gwtrace_lname == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar; }
   _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_acts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_acsp}${_gwtrace_lt}${_gwtrace_acur:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=command${_gwtrace_lt}process.executable.name=${_gwtrace_lname}${_gwtrace_lt}process.pid=$!${_gwtrace_lt}gwtrace.background=true"
   _gwtrace_abgpid+=("$!") _gwtrace_abgsp+=("$_gwtrace_acsp")
-  _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
+  [[ $_gwtrace_acotpset == k ]] || _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
   _gwtrace_acmd=''
 }
 
@@ -257,7 +257,7 @@ _gwtrace_auto_comsub() {
   [[ -n $_gwtrace_at ]] || _gwtrace_auto_now
   _gwtrace_accs="${BASH_LINENO[2]-} $_gwtrace_lw ${BASH_SOURCE[3]-}" _gwtrace_actxt=$1 _gwtrace_abang=${!-}
   _gwtrace_acmd=${_gwtrace_lw##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
-  _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
+  _gwtrace_acotp='' _gwtrace_acotpset=k     # TRACEPARENT is left as it is here: nothing to give back at its end
   _gwtrace_acsx="$_gwtrace_ar $_gwtrace_ln $_gwtrace_lw $BASHPID $BASH_SUBSHELL"   # (the subshell sets TRACEPARENT)
 }
 
@@ -311,6 +311,6 @@ _gwtrace_auto_cmd_end() {
       "gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_acsp	${_gwtrace_acst:-${1:-0}}$_gwtrace_awh" >>"$_gwtrace_alog" || :
     _gwtrace_acst=''
   fi
-  _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
+  [[ $_gwtrace_acotpset == k ]] || _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
   _gwtrace_acmd=''
 }
