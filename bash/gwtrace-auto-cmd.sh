@@ -44,7 +44,10 @@
 # begun now and ended when the job is gone (reaped by `wait`, which has a
 # span of its own, or by bash), or at exit (process.still_running).
 _gwtrace_auto_cmd() {
-  [[ -z $_gwtrace_acsx ]] || (( BASH_SUBSHELL == _gwtrace_asl )) || ! _gwtrace_auto_comsub_enter || builtin return 0
+  if [[ -n $_gwtrace_acsx ]]; then        # a program alone in $(...): its subshell, or its end here
+    if (( BASH_SUBSHELL != _gwtrace_asl )); then _gwtrace_auto_comsub_enter && builtin return 0
+    elif _gwtrace_auto_comsub_end; then builtin return 0; fi
+  fi
   builtin local _gwtrace_ln="$(( ${#BASH_SOURCE[@]} - 1 ))" _gwtrace_lagain=''
   if [[ $BASH_COMMAND == "$_gwtrace_actxt" ]] && (( BASH_LINENO[0] < ${_gwtrace_accs%% *}+0 )) \
      || [[ ${FUNCNAME[1]-} == _gwtrace_* ]]; then
@@ -292,6 +295,23 @@ _gwtrace_auto_comsub_enter() {
      && ${#BASH_SOURCE[@]} == $((_gwtrace_ad + 2)) && -z $_gwtrace_aspend$_gwtrace_asetpend${_gwtrace_abgpid-} ]] || builtin return 1
   _gwtrace_auto_tp "00-$_gwtrace_atr-${_gwtrace_acsx%% *}-$_gwtrace_afl" 1
   _gwtrace_asl=$BASH_SUBSHELL _gwtrace_acmd='' _gwtrace_acsx='' _gwtrace_acst=''
+  _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl
+}
+
+# _gwtrace_auto_comsub_end: the end of the program alone in $(...) pending
+# here, when the command after it is one the trap's fast path takes (a
+# builtin, keyword, arithmetic command or lone assignment, with no $(...) of
+# its own; `$((` is arithmetic), in the same process and depth, it ended with 0 or its status is
+# not $? (_gwtrace_acst), and nothing else is to be seen: its span, and the
+# fast path's key again. False for anything else: _gwtrace_auto_cmd's
+# general way.
+_gwtrace_auto_comsub_end() {
+  [[ $_gwtrace_acpid == "$BASHPID" && ${!-} == "$_gwtrace_abang" && ${#BASH_SOURCE[@]} == $((_gwtrace_ad + 2)) \
+     && -z $_gwtrace_aspend$_gwtrace_asetpend${_gwtrace_abgpid-} && $BASH_COMMAND != "$_gwtrace_actxt" && ${FUNCNAME[2]-} != _gwtrace_* \
+     && ( -n ${_gwtrace_acbi[${BASH_COMMAND%% *}]-} || $BASH_COMMAND == \(\(* || ( $BASH_COMMAND == [A-Za-z_]*=* && $BASH_COMMAND != *\ * ) ) \
+     && $BASH_COMMAND != *\$\([!\(]* && $BASH_COMMAND != *\`* && $BASH_COMMAND != [sbc.]* ]] \
+     && { (( !(_gwtrace_aps || _gwtrace_arc) )) || [[ -n $_gwtrace_acst ]]; } || builtin return 1
+  _gwtrace_auto_cmd_end 0
   _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl
 }
 
