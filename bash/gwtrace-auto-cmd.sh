@@ -44,6 +44,10 @@
 # begun now and ended when the job is gone (reaped by `wait`, which has a
 # span of its own, or by bash), or at exit (process.still_running).
 _gwtrace_auto_cmd() {
+  if [[ -n $_gwtrace_acsx ]]; then        # a program alone in $(...): its subshell, or its end here
+    if (( BASH_SUBSHELL != _gwtrace_asl )); then _gwtrace_auto_comsub_enter && builtin return 0
+    elif _gwtrace_auto_comsub_end; then builtin return 0; fi
+  fi
   builtin local _gwtrace_ln="$(( ${#BASH_SOURCE[@]} - 1 ))" _gwtrace_lagain=''
   if [[ $BASH_COMMAND == "$_gwtrace_actxt" ]] && (( BASH_LINENO[0] < ${_gwtrace_accs%% *}+0 )) \
      || [[ ${FUNCNAME[1]-} == _gwtrace_* ]]; then
@@ -93,7 +97,7 @@ _gwtrace_auto_bg_begin() {
   [[ $_gwtrace_lname == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lname"; _gwtrace_lname=$_gwtrace_ar; }
   _gwtrace_auto_emit "gw1${_gwtrace_lt}B${_gwtrace_lt}${_gwtrace_acts}${_gwtrace_lt}${BASHPID}${_gwtrace_lt}${_gwtrace_atr}${_gwtrace_lt}${_gwtrace_acsp}${_gwtrace_lt}${_gwtrace_acur:--}${_gwtrace_lt}0${_gwtrace_lt}${_gwtrace_afl}${_gwtrace_lt}${_gwtrace_ats:--}${_gwtrace_lt}${_gwtrace_lname}${_gwtrace_lt}gwtrace.kind=command${_gwtrace_lt}process.executable.name=${_gwtrace_lname}${_gwtrace_lt}process.pid=$!${_gwtrace_lt}gwtrace.background=true"
   _gwtrace_abgpid+=("$!") _gwtrace_abgsp+=("$_gwtrace_acsp")
-  _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
+  [[ $_gwtrace_acotpset == k ]] || _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
   _gwtrace_acmd=''
 }
 
@@ -168,18 +172,19 @@ _gwtrace_auto_first_field() {
 
 _gwtrace_auto_cmd_begin() {
   builtin local _gwtrace_lw="${1%%[[:space:]]*}"
-  case $_gwtrace_lw in        # a plain word is the command word
-    ''|*[=\$\`\"\'\\\(\)\<\>\|\&\;]*|exec|command|nohup|time|builtin) _gwtrace_auto_cmd_word "$1"; _gwtrace_lw=$_gwtrace_ar ;;
+  case $_gwtrace_lw in        # a plain word is the command word; one with $( or ` never is (NAME=$(...))
+    *\$\(*|*\`*) _gwtrace_lw='' ;;
+    ''|*[=\$\"\'\\\(\)\<\>\|\&\;]*|exec|command|nohup|time|builtin) _gwtrace_auto_cmd_word "$1"; _gwtrace_lw=$_gwtrace_ar ;;
   esac
   # (not a program: the program alone in its $(...) may be recorded from here)
-  [[ -n $_gwtrace_lw ]] || { [[ $1 != *\$\([!\(]* && $1 != *\`* ]] || _gwtrace_auto_comsub_begin "$1" 1; builtin return 0; }
+  [[ -n $_gwtrace_lw ]] || { [[ $1 != *\$\([!\(]* && $1 != *\`* ]] || _gwtrace_auto_comsub "$1" 1; builtin return 0; }
   case $_gwtrace_lw in
     for|select) builtin return 0 ;;       # its DEBUG trap runs after the words are expanded
     '['|'[['|'(('|'.'|':'|alias|bg|bind|break|builtin|caller|cd|command|compgen|complete|compopt|\
     continue|declare|dirs|disown|echo|enable|eval|exec|exit|export|false|fc|fg|getopts|hash|help|\
     history|jobs|kill|let|local|logout|mapfile|popd|printf|pushd|pwd|read|readarray|readonly|return|\
     set|shift|shopt|source|suspend|test|times|trap|true|type|typeset|ulimit|umask|unalias|unset|\
-    case|if|while|until|function|'{'|'}'|'!'|*=*) [[ $1 != *\$\([!\(]* && $1 != *\`* ]] || _gwtrace_auto_comsub_begin "$1" ''; builtin return 0 ;;
+    case|if|while|until|function|'{'|'}'|'!'|*=*) [[ $1 != *\$\([!\(]* && $1 != *\`* ]] || _gwtrace_auto_comsub "$1" ''; builtin return 0 ;;
   esac
   [[ -z ${_gwtrace_afn[$_gwtrace_lw]-} ]] || builtin return 0      # a function entered before
   builtin declare -F -- "$_gwtrace_lw" >/dev/null && builtin return 0
@@ -197,52 +202,40 @@ _gwtrace_auto_cmd_begin() {
   _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_acsp-$_gwtrace_afl" 1
 }
 
-# _gwtrace_auto_comsub_begin TEXT KNOWN: _gwtrace_auto_cmd_begin for a
-# command that is not a program: the program alone in its $(...), if any
-# (_gwtrace_auto_comsub), is the pending command, and the subshell is told.
-_gwtrace_auto_comsub_begin() {
-  builtin local _gwtrace_lw
-  _gwtrace_auto_comsub "$1" "$2" || builtin return 0
-  _gwtrace_lw=$_gwtrace_ar
-  _gwtrace_auto_id
-  _gwtrace_auto_now
-  _gwtrace_accs="${BASH_LINENO[2]-} $_gwtrace_lw ${BASH_SOURCE[3]-}" _gwtrace_actxt=$1 _gwtrace_abang=${!-}
-  _gwtrace_acmd=${_gwtrace_lw##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
-  _gwtrace_acotp=${TRACEPARENT-} _gwtrace_acotpset=${TRACEPARENT+1}
-  _gwtrace_acsx="$_gwtrace_acsp $_gwtrace_acsx $BASHPID $BASH_SUBSHELL"   # (the subshell sets TRACEPARENT)
-}
-
-# _gwtrace_auto_comsub TEXT KNOWN: TEXT (a command that is not a program:
-# an assignment, a builtin) has one $(...) or `...` whose last command is a
-# program, which bash runs in place of the subshell (no EXIT trap, nothing
-# sees it end): that program's word into _gwtrace_ar, to be the pending
-# command here, and "N WORD" into _gwtrace_acsx (N: how many commands of that
-# word the $(...) has; the subshell's DEBUG trap gives the last of them our
-# span as TRACEPARENT); _gwtrace_acst, the status its span gets: '' ($?
-# tells: KNOWN, and TEXT is NAME=$(...) alone) or ok. False if none.
+# _gwtrace_auto_comsub TEXT KNOWN: _gwtrace_auto_cmd_begin for TEXT, a
+# command that is not a program (an assignment, a builtin) with one $(...)
+# or `...` whose last command is a program, which bash runs in place of the
+# subshell (no EXIT trap, nothing sees it end): that program is the pending
+# command here, and the subshell is told: "ID N WORD PID SUBSHELL" in
+# _gwtrace_acsx (N: how many commands of that word the $(...) has; the
+# subshell's DEBUG trap gives the last of them our span as TRACEPARENT);
+# _gwtrace_acst, the status its span gets: '' ($? tells: KNOWN, and TEXT is
+# NAME=$(...) alone) or ok. Nothing pending if none. One function, the id
+# and the clock written out as in _gwtrace_auto_cmd_begin: each call copies
+# the body (gwtrace-auto-fn.sh, note 7).
 _gwtrace_auto_comsub() {
   builtin local _gwtrace_lb _gwtrace_lr _gwtrace_lp _gwtrace_ln=0 _gwtrace_lw
   if [[ $1 == *\$\([!\(]* ]]; then
     _gwtrace_lb=${1#*\$\(}
-    [[ $1 != *\`* && $_gwtrace_lb != *\$\(* ]] || builtin return 1      # one only
+    [[ $1 != *\`* && $_gwtrace_lb != *\$\(* ]] || builtin return 0      # one only
     _gwtrace_lr=${_gwtrace_lb#*\)} _gwtrace_lb=${_gwtrace_lb%%\)*}
   elif [[ $1 == *\`*\`* && $1 != *\`*\`*\`* && $1 != *\$\(* ]]; then
     _gwtrace_lb=${1#*\`} _gwtrace_lr=${_gwtrace_lb#*\`} _gwtrace_lb=${_gwtrace_lb%%\`*}
   else
-    builtin return 1
+    builtin return 0
   fi
   # simple commands in pipelines and `;` lists: the last one runs last (its
   # first `)` closes it: no other parenthesis)
   _gwtrace_lp=${_gwtrace_lb//[<>]&/} _gwtrace_lp=${_gwtrace_lp//&>/}   # 2>&1, &>FILE: not a background job
   _gwtrace_lp=${_gwtrace_lp//\$\{/}                                       # ${x}: not a group
-  [[ $_gwtrace_lp != *[\&\(\)\{\`$'\n']* && $_gwtrace_lb != *\|\|* && $_gwtrace_lr != *[\(\)]* ]] || builtin return 1
+  [[ $_gwtrace_lp != *[\&\(\)\{\`$'\n']* && $_gwtrace_lb != *\|\|* && $_gwtrace_lr != *[\(\)]* ]] || builtin return 0
   _gwtrace_lp=${_gwtrace_lb##*[;|]} _gwtrace_lp=${_gwtrace_lp#"${_gwtrace_lp%%[![:space:]]*}"}
   _gwtrace_lw=${_gwtrace_lp%%[[:space:]]*}
   case $_gwtrace_lw in        # a plain word is the command word (as in _gwtrace_auto_cmd_begin)
     ''|*[=\$\`\"\'\\\(\)\<\>\|\&\;]*|exec|command|nohup|time|builtin) _gwtrace_auto_cmd_word "$_gwtrace_lp"; _gwtrace_lw=$_gwtrace_ar ;;
   esac
-  [[ -n $_gwtrace_lw && $_gwtrace_acnot != *" $_gwtrace_lw "* && -z ${_gwtrace_afn[$_gwtrace_lw]-} ]] || builtin return 1
-  ! builtin declare -F -- "$_gwtrace_lw" >/dev/null || builtin return 1
+  [[ -n $_gwtrace_lw && $_gwtrace_acnot != *" $_gwtrace_lw "* && -z ${_gwtrace_afn[$_gwtrace_lw]-} ]] || builtin return 0
+  ! builtin declare -F -- "$_gwtrace_lw" >/dev/null || builtin return 0
   if [[ $_gwtrace_lb != *"$_gwtrace_lw"*"$_gwtrace_lw"* ]]; then
     _gwtrace_ln=1                  # the word is there once
   else
@@ -253,13 +246,22 @@ _gwtrace_auto_comsub() {
       [[ $_gwtrace_ar != "$_gwtrace_lw" ]] || _gwtrace_ln=$((_gwtrace_ln + 1))
     done
   fi
-  _gwtrace_acst=$'ok\tgwtrace.status.unknown=true' _gwtrace_acsx="$_gwtrace_ln $_gwtrace_lw" _gwtrace_ar=$_gwtrace_lw
-  _gwtrace_lb=${1#*=}
+  _gwtrace_acst=$'ok\tgwtrace.status.unknown=true' _gwtrace_lb=${1#*=}
   if [[ -n $2 && ${1%%=*} == [A-Za-z_]* && ${1%%=*} != *[!A-Za-z0-9_+]* && ${1%%=*} != ?*+?* ]] \
      && [[ $_gwtrace_lb == \$\(*\) || $_gwtrace_lb == \"\$\(*\)\" || $_gwtrace_lb == \`*\` || $_gwtrace_lb == \"\`*\`\" ]]; then
     _gwtrace_acst=''
   fi
-  builtin return 0
+  if [[ $_gwtrace_arngpid == "$BASHPID" ]] && (( (_gwtrace_actr += 1) < 2000000 )); then
+    _gwtrace_ar=$_gwtrace_apfx${_gwtrace_actr:1}           # _gwtrace_auto_id, written out
+  else
+    _gwtrace_auto_id
+  fi
+  _gwtrace_at=${EPOCHREALTIME-}
+  [[ -n $_gwtrace_at ]] || _gwtrace_auto_now
+  _gwtrace_accs="${BASH_LINENO[2]-} $_gwtrace_lw ${BASH_SOURCE[3]-}" _gwtrace_actxt=$1 _gwtrace_abang=${!-}
+  _gwtrace_acmd=${_gwtrace_lw##*/} _gwtrace_acsp=$_gwtrace_ar _gwtrace_acts=$_gwtrace_at _gwtrace_acpid=$BASHPID
+  _gwtrace_acotp='' _gwtrace_acotpset=k     # TRACEPARENT is left as it is here: nothing to give back at its end
+  _gwtrace_acsx="$_gwtrace_ar $_gwtrace_ln $_gwtrace_lw $BASHPID $BASH_SUBSHELL"   # (the subshell sets TRACEPARENT)
 }
 
 # _gwtrace_auto_comsub_child: in the subshell of the $(...) whose last
@@ -281,6 +283,38 @@ _gwtrace_auto_comsub_child() {
   _gwtrace_auto_tp "00-$_gwtrace_atr-$_gwtrace_lid-$_gwtrace_afl" 1
 }
 
+# _gwtrace_auto_comsub_enter: the first command of the $(...) whose last
+# program its parent records (_gwtrace_acsx, "ID N WORD PID SUBSHELL"), when
+# it is that program and nothing else is to be seen (the same depth, no
+# `source`, `set` or background job pending): what the slow path would do
+# (_gwtrace_auto_cmd_end of the parent's pending command, _gwtrace_auto_subenter,
+# _gwtrace_auto_comsub_child), without the word's two `declare -F` (the
+# parent looked it up). False for anything else: the slow path.
+_gwtrace_auto_comsub_enter() {
+  [[ $_gwtrace_acsx == *" 1 ${BASH_COMMAND%%[[:space:]]*} "*" $((BASH_SUBSHELL - 1))" && $_gwtrace_acpid != "$BASHPID" \
+     && ${#BASH_SOURCE[@]} == $((_gwtrace_ad + 2)) && -z $_gwtrace_aspend$_gwtrace_asetpend${_gwtrace_abgpid-} ]] || builtin return 1
+  _gwtrace_auto_tp "00-$_gwtrace_atr-${_gwtrace_acsx%% *}-$_gwtrace_afl" 1
+  _gwtrace_asl=$BASH_SUBSHELL _gwtrace_acmd='' _gwtrace_acsx='' _gwtrace_acst=''
+  _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl
+}
+
+# _gwtrace_auto_comsub_end: the end of the program alone in $(...) pending
+# here, when the command after it is one the trap's fast path takes (a
+# builtin, keyword, arithmetic command or lone assignment, with no $(...) of
+# its own; `$((` is arithmetic), in the same process and depth, it ended with 0 or its status is
+# not $? (_gwtrace_acst), and nothing else is to be seen: its span, and the
+# fast path's key again. False for anything else: _gwtrace_auto_cmd's
+# general way.
+_gwtrace_auto_comsub_end() {
+  [[ $_gwtrace_acpid == "$BASHPID" && ${!-} == "$_gwtrace_abang" && ${#BASH_SOURCE[@]} == $((_gwtrace_ad + 2)) \
+     && -z $_gwtrace_aspend$_gwtrace_asetpend${_gwtrace_abgpid-} && $BASH_COMMAND != "$_gwtrace_actxt" && ${FUNCNAME[2]-} != _gwtrace_* \
+     && ( -n ${_gwtrace_acbi[${BASH_COMMAND%% *}]-} || $BASH_COMMAND == \(\(* || ( $BASH_COMMAND == [A-Za-z_]*=* && $BASH_COMMAND != *\ * ) ) \
+     && $BASH_COMMAND != *\$\([!\(]* && $BASH_COMMAND != *\`* && $BASH_COMMAND != [sbc.]* ]] \
+     && { (( !(_gwtrace_aps || _gwtrace_arc) )) || [[ -n $_gwtrace_acst ]]; } || builtin return 1
+  _gwtrace_auto_cmd_end 0
+  _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl
+}
+
 # _gwtrace_auto_cmd_end STATUS: write the pending command's span, after the fact.
 _gwtrace_auto_cmd_end() {
   if [[ $_gwtrace_acpid == "$BASHPID" ]]; then
@@ -297,6 +331,6 @@ _gwtrace_auto_cmd_end() {
       "gw1	E	$_gwtrace_at	$BASHPID	$_gwtrace_atr	$_gwtrace_acsp	${_gwtrace_acst:-${1:-0}}$_gwtrace_awh" >>"$_gwtrace_alog" || :
     _gwtrace_acst=''
   fi
-  _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
+  [[ $_gwtrace_acotpset == k ]] || _gwtrace_auto_tp "$_gwtrace_acotp" "$_gwtrace_acotpset"
   _gwtrace_acmd=''
 }

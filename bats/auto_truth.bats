@@ -124,6 +124,21 @@ EOS
   (( output == $(grep -c $'\tB\t' "$LOG") ))
 }
 
+@test "commands: a script's own TRACEPARENT=\$(...) stays the script's after the program in it is recorded" {
+  cat >"$SCRIPT" <<'EOS'
+printf '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\n' >"$T/tp"
+TRACEPARENT=$(cat "$T/tp")
+echo "$TRACEPARENT"
+export TRACEPARENT=`cat "$T/tp"`
+echo "$TRACEPARENT"
+EOS
+  T=$BATS_TEST_TMPDIR auto_run commands
+  assert_success
+  assert_output $'00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01\n00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01'
+  run begins command
+  assert_output cat        # (export's argument: the fast path's, see docs/shim.md Limits)
+}
+
 @test "functions: a tested status is OK with process.exit.code, an untested one is the error" {
   cat >"$SCRIPT" <<'EOS'
 no() { return 3; }
