@@ -241,6 +241,7 @@ _gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0 _gwtrace_dw='' _gwtrace_auT='' _gwtrac
 [[ $- != *T* ]] || _gwtrace_auT=1
 [[ $_gwtrace_arngpid == "$BASHPID" ]] || _gwtrace_auto_seed
 builtin set -T
+(( _gwtrace_a44 )) || builtin declare -ft _gwtrace_auto_dbg   # bash < 4.4: its trap changes stay (note 12)
 _gwtrace_adbg=$_gwtrace_audbg           # installed by gwtrace-auto.sh, last
 builtin return 0
 
@@ -352,3 +353,18 @@ builtin return 0
 #    its note 7, unless GWTRACE_ACCEL=0); where bash cannot load it even so
 #    (a noexec mount) `enable -f` fails silently (fd 2 is closed here) and
 #    the text stays the `case`.
+#
+# 12. Bash < 4.4 puts back, when a function returns, the DEBUG trap it had
+#    when it was called while functrace was off (execute_function's
+#    set_debug_trap; 4.4 made it maybe_set_debug_trap, which keeps a trap
+#    set inside). Functrace is off between a script's `set +T` and the slow
+#    path after it, which turns it back on and switches the trap's text
+#    (_gwtrace_auto_functrace_done, _gwtrace_auto_dbgmode): on 4.2 that
+#    switch was undone when _gwtrace_auto_dbg returned, and the text put back
+#    (the guarded one, which skips the slow path at the same depth) never saw
+#    the script's `set -T` after it, so the script's own DEBUG trap stopped
+#    running in the functions it called (bats' `run`, then a failing helper:
+#    no "from function" frame). The trace attribute makes bash skip that save
+#    and restore for _gwtrace_auto_dbg and _gwtrace_auto_dbg_pre (the two
+#    calls between the trap and that switch): nothing else changes, the DEBUG
+#    trap does not run inside them (they run in it).

@@ -272,6 +272,37 @@ EOS
   done
 }
 
+# bats' `run` in small: a function turns functrace off and on again, then a
+# function is called. The script's DEBUG trap must run in that function as
+# untraced. On bash < 4.4 the layer's switch of its trap's text in the slow
+# path after the `set +T` was undone when the slow path returned (bash put
+# back the trap it had when called without functrace: gwtrace-auto-fn.sh,
+# note 12), and the `set -T` went unseen.
+@test "functions: the script's DEBUG trap runs in a function called after functrace went off and on again" {
+  local level plain
+  cat >"$SCRIPT" <<'EOS'
+set -T
+trap '[[ ${FUNCNAME-} != g ]] || echo "in g: $BASH_COMMAND"' DEBUG
+g() { [ "$1" = ok ]; }
+r() {
+  set +T
+  local x=1
+  set -T
+  : "$x"
+}
+r
+g nope || echo "g failed"
+EOS
+  plain=$(env -u BASH_ENV bash "$SCRIPT")
+  [[ $plain == *'in g: [ "$1" = ok ]'* ]]
+  for level in functions commands; do
+    : >"$LOG"
+    auto_run "$level"
+    assert_success
+    assert_output "$plain"
+  done
+}
+
 # A bats file whose tests fail in a helper, after `run` (its `set +eET` ...
 # `set "-$flags"`), and directly: bats' own DEBUG trap builds the stack
 # frames it prints, so its output shows whether that trap saw exactly what
