@@ -241,7 +241,6 @@ _gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0 _gwtrace_dw='' _gwtrace_auT='' _gwtrac
 [[ $- != *T* ]] || _gwtrace_auT=1
 [[ $_gwtrace_arngpid == "$BASHPID" ]] || _gwtrace_auto_seed
 builtin set -T
-(( _gwtrace_a44 )) || builtin declare -ft _gwtrace_auto_dbg   # bash < 4.4: its trap changes stay (note 12)
 _gwtrace_adbg=$_gwtrace_audbg           # installed by gwtrace-auto.sh, last
 builtin return 0
 
@@ -367,4 +366,7 @@ builtin return 0
 #    no "from function" frame). The trace attribute makes bash skip that save
 #    and restore for _gwtrace_auto_dbg and _gwtrace_auto_dbg_pre (the two
 #    calls between the trap and that switch): nothing else changes, the DEBUG
-#    trap does not run inside them (they run in it).
+#    trap does not run inside them (they run in it). gwtrace-auto-frames.sh
+#    sets it (bash 4 reads that file in every process that reaches a slow
+#    path needing it, a `set` among them, before functrace can be off): the
+#    common half of bash 5 parses nothing more.

@@ -97,8 +97,7 @@ _gwtrace_auto_dbg_pre() {
   [[ -z $_gwtrace_aspend ]] || _gwtrace_auto_src_done "$1"
   builtin return 0
 }
-# bash < 4.4: the trap's text it switches to stays (gwtrace-auto-fn.sh, note 12)
-(( _gwtrace_a44 )) || builtin declare -ft _gwtrace_auto_dbg_pre
+(( _gwtrace_a44 )) || builtin declare -ft _gwtrace_auto_dbg _gwtrace_auto_dbg_pre
 
 # _gwtrace_auto_mode: _gwtrace_amode, x while a `set` or `source` is pending
 # or the trap is guarded, for _gwtrace_auto_dbg's one test.
