@@ -201,6 +201,12 @@ def test_glidein_and_job_agree_on_sampling_through_the_real_sidecar(glidein, rec
     _timed_setup(glidein)
     ad = glidein["base"] / ".job.ad"
     ad.write_text('ClusterId = 88\nProcId = 0\nOwner = "carol"\n')
+    # The sidecar says "ready" before it loads the SDK and starts answering jobs (control/asking); a job
+    # HTCondor starts comes minutes later, a wrapper run at once on a loaded machine may come before it.
+    asking = Path(gconfig(glidein["config"], "GWTRACE_DIR")) / "control" / "asking"
+    deadline = time.monotonic() + 20
+    while not asking.exists() and time.monotonic() < deadline:
+        time.sleep(0.05)
     wrapper = subprocess.run(["sh", str(glidein["main"] / "gwtrace-job-wrapper"), sys.executable, "-c",
                               "import os\n"
                               "from opentelemetry.propagate import extract\n"
