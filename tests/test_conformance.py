@@ -38,6 +38,7 @@ import pytest
 from conftest import GWTRACE, LIB, REPO, clean_env
 
 from gwtrace.shim.context import EventLog, Span, incoming_context
+from gwtrace.wire import traceparent
 from gwtrace.wire.events import escape, format_event, parse_line
 
 #: The event line's description (spec/event-line.json; tests/test_spec.py holds the producers'
@@ -346,6 +347,17 @@ TRACEPARENTS: List[Tuple[str, str, Optional[str]]] = [
     ("garbage", "garbage", None),
     ("empty", "", None),
     ("spaces around", f"  {VALID} ", "01"),
+    # where Python's parsers disagreed before wire/traceparent.py was the one rule
+    ("uppercase span id", f"00-{TID}-{SID.upper()}-01", None),
+    ("uppercase version", f"0A-{TID}-{SID}-01", None),
+    ("flags 05: unknown bit dropped", f"00-{TID}-{SID}-05", "01"),
+    ("version 00, 56 characters", f"{VALID}0", None),
+    ("version 00, a dash after the flags", f"{VALID}-", None),
+    ("future version with two extra fields", f"fe-{TID}-{SID}-03-a-b", "03"),
+    ("tab and newline around", f"\t{VALID}\n", "01"),
+    ("space inside", f"00- {TID}-{SID}-01", None),
+    ("double quotes around", f'"{VALID}"', None),
+    ("one-digit version", f"0-{TID}-{SID}-01", None),
 ]
 #: Not in the table: an unsampled context (flags 00) is accepted and nothing is written;
 #: test_unsampled_context_writes_nothing checks it for every producer.
@@ -420,6 +432,62 @@ def test_traceparent_handling_is_the_same_everywhere(tmp_path: Path, producer: s
         assert (parent, remote, written_flags) == ("-", "0", "01") and trace != TID
     else:
         assert (trace, parent, remote, written_flags) == (TID, SID, "1", flags)
+
+
+@pytest.mark.parametrize("tp, flags", [pytest.param(tp, flags, id=label) for label, tp, flags in TRACEPARENTS]
+                         + [pytest.param(f"00-{TID}-{SID}-00", "00", id="unsampled"),
+                            pytest.param(f"00-{TID}-{SID}-02", "02", id="unsampled, random")])
+def test_the_python_rule_takes_the_same_traceparents(tp: str, flags: Optional[str]) -> None:
+    """``wire.traceparent.parse``, which every Python reader uses (shim/context.py, the export's
+    unsampled-parent link, the glidein's context, journey), on the producers' table."""
+    got = traceparent.parse(tp)
+    if flags is None:
+        assert got is None
+    else:
+        assert got is not None and (got.trace_id, got.span_id, got.flags_hex) == (TID, SID, flags)
+        assert got.sampled == (flags in ("01", "03")) and got.random == (flags in ("02", "03"))
+        assert traceparent.parse(got.format()) == got and got.format() == f"00-{TID}-{SID}-{flags}"
+
+
+def _journey_reader(tmp_path: Path, tp: str) -> Optional[Tuple[str, str]]:
+    """A job ad's ``TraceParent``, as the ad readers hand it over (a ClassAd string unquoted)."""
+    from gwtrace.journey.spans import assign_trace
+    state = {"ad": {"TraceParent": tp}, "schedd": "s", "cluster": 1, "proc": 0, "submitted": 1}
+    assign_trace(state)
+    return (state["trace_id"], state["parent_span_id"]) if state["parent_span_id"] else None
+
+
+def _glidein_reader(tmp_path: Path, tp: str) -> Optional[Tuple[str, str]]:
+    """glidein_config's ``TRACEPARENT`` line, as the sidecar's resource sampler reads it."""
+    from gwtrace.sidecar.subjects import glidein_context
+    config = tmp_path / "glidein_config"
+    config.write_text(f"TRACEPARENT {tp}\n" if "\n" not in tp else f"TRACEPARENT {tp.strip()}\n")
+    return glidein_context(str(config))
+
+
+def _link_reader(tmp_path: Path, tp: str) -> Optional[Tuple[str, str]]:
+    """The job wrapper's ``gwtrace.unsampled_parent.traceparent``, as the export links it."""
+    from gwtrace.export.otlp import _links
+    links = _links(tp)
+    return (f"{links[0].context.trace_id:032x}", f"{links[0].context.span_id:016x}") if links else None
+
+
+@pytest.mark.parametrize("reader", [_journey_reader, _glidein_reader, _link_reader],
+                         ids=["journey ad", "glidein_config", "export link"])
+@pytest.mark.parametrize("tp, flags", [pytest.param(tp, flags, id=label) for label, tp, flags in TRACEPARENTS]
+                         + [pytest.param(f"00-{TID}-{SID}-00", "00", id="unsampled")])
+def test_every_python_reader_takes_the_same_traceparents(tmp_path: Path, reader, tp: str,
+                                                         flags: Optional[str]) -> None:
+    """The factory and sidecar readers of a traceparent accept exactly what the producers do."""
+    assert reader(tmp_path, tp) == ((TID, SID) if flags is not None else None)
+
+
+def test_a_typed_job_id_may_be_upper_case() -> None:
+    """``gwtrace job`` takes a person's pasted TRACEPARENT in any case (the one looser reader, on purpose)."""
+    from gwtrace.journey.view import parse_job_id
+    assert parse_job_id(f" 00-{TID.upper()}-{SID}-01 ")["trace_id"] == TID
+    with pytest.raises(ValueError):
+        parse_job_id(f"00-{TID}-{SID}-01-extra")
 
 
 def test_gwtrace_span_cli_takes_the_same_traceparents(tmp_path: Path) -> None:

@@ -27,6 +27,7 @@ from opentelemetry.sdk.util.instrumentation import InstrumentationScope
 from opentelemetry.trace import Link, SpanContext, SpanKind, Status, StatusCode, TraceFlags, TraceState
 
 from gwtrace import __version__
+from gwtrace.wire import traceparent
 from gwtrace.wire.span import SpanRecord
 from gwtrace.export.otlpenv import otlp_env
 from gwtrace.export.reachability import EndpointUnreachable, RecordingSession
@@ -143,16 +144,12 @@ UNSAMPLED_PARENT_KEY = "gwtrace.unsampled_parent.traceparent"
 
 
 def _links(value: object) -> Tuple[Link, ...]:
-    """A link to the context a ``00-<trace>-<span>-<flags>`` value names; none for anything else."""
-    parts = str(value).split("-")
-    try:
-        if len(parts) == 4 and parts[0] == "00" and len(parts[1]) == 32 and len(parts[2]) == 16:
-            ctx = SpanContext(int(parts[1], 16), int(parts[2], 16), True, TraceFlags(int(parts[3], 16) & 0x01))
-            if ctx.is_valid:
-                return (Link(ctx, {"gwtrace.link": "unsampled_parent"}),)
-    except ValueError:
-        pass
-    return ()
+    """A link to the context a traceparent value names (wire/traceparent.py's rule); none for anything else."""
+    parent = traceparent.parse(value)
+    if parent is None:
+        return ()
+    return (Link(SpanContext(int(parent.trace_id, 16), int(parent.span_id, 16), True,
+                             TraceFlags(parent.flags & traceparent.SAMPLED)), {"gwtrace.link": "unsampled_parent"}),)
 
 
 def to_readable_spans(records: Sequence[SpanRecord], resource: Resource) -> List[ReadableSpan]:

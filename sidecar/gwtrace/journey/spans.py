@@ -19,27 +19,12 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 from opentelemetry.trace import Link, SpanContext, TraceFlags
 
 from gwtrace.factory.to_trace import glidein_trace_id, span_id
+from gwtrace.wire import traceparent
 from gwtrace.wire.span import SpanRecord
 from .holds import explain
 
 US = 1000000
 _FAILED_RUN = ("evicted", "held", "shadow exception", "reconnect failed", "aborted")
-
-
-def parse_traceparent(value: Any) -> Optional[Tuple[str, str, int]]:
-    """(trace id, parent span id, flags) of a valid version-00 W3C traceparent, else None."""
-    if not isinstance(value, str):
-        return None
-    parts = value.strip().strip('"').split("-")
-    if len(parts) != 4 or parts[0] != "00" or len(parts[1]) != 32 or len(parts[2]) != 16 or len(parts[3]) != 2:
-        return None
-    try:
-        int(parts[1], 16), int(parts[2], 16), int(parts[3], 16)
-    except ValueError:
-        return None
-    if not parts[1].strip("0") or not parts[2].strip("0"):
-        return None
-    return parts[1].lower(), parts[2].lower(), int(parts[3], 16)
 
 
 def job_trace_id(schedd: str, cluster: int, proc: int, submitted: Optional[int]) -> str:
@@ -51,9 +36,9 @@ def job_trace_id(schedd: str, cluster: int, proc: int, submitted: Optional[int])
 def assign_trace(state: Dict[str, Any]) -> str:
     """The job's trace id: its TraceParent's when known (it wins even over an id chosen earlier), else fixed
     at first sight."""
-    parent = parse_traceparent(state["ad"].get("TraceParent"))
+    parent = traceparent.parse(state["ad"].get("TraceParent"))    # ad readers unquote strings
     if parent is not None:
-        state["trace_id"], state["parent_span_id"] = parent[0], parent[1]
+        state["trace_id"], state["parent_span_id"] = parent.trace_id, parent.span_id
     elif not state.get("trace_id"):
         state["trace_id"] = job_trace_id(state["schedd"], state["cluster"], state["proc"], state["submitted"])
         state["parent_span_id"] = ""

@@ -12,8 +12,8 @@ import re
 from typing import Any, Dict, List, Optional
 
 from gwtrace.factory.to_trace import span_id as derive_span_id
+from gwtrace.wire import traceparent
 from . import table
-from .spans import parse_traceparent
 from gwtrace.store.glidein_parts import glidein_of_job
 
 _CLUSTER_PROC = re.compile(r"^(\d+)(?:\.(\d+))?$")
@@ -23,9 +23,10 @@ _GLOBAL = re.compile(r"^(?P<schedd>[^#]+)#(?P<cluster>\d+)\.(?P<proc>\d+)#\d+$")
 def parse_job_id(text: str) -> Dict[str, Any]:
     """``cluster[.proc]``, ``cluster.proc@schedd``, a GlobalJobId, a TRACEPARENT or a trace id; ValueError else."""
     text = (text or "").strip()
-    tp = parse_traceparent(text)
+    # any_case: a person's typed or pasted id, as the bare trace id below (a producer's rule is stricter)
+    tp = traceparent.parse(text, any_case=True)
     if tp is not None:
-        return {"kind": "trace", "trace_id": tp[0], "text": text}
+        return {"kind": "trace", "trace_id": tp.trace_id, "text": text}
     if re.fullmatch(r"[0-9a-fA-F]{32}", text):
         return {"kind": "trace", "trace_id": text.lower(), "text": text}
     match = _GLOBAL.match(text)

@@ -12,7 +12,8 @@ import sys
 import time
 from typing import Dict, NamedTuple, Optional
 
-from gwtrace.wire.events import escape, format_event, is_hex_id
+from gwtrace.wire import traceparent
+from gwtrace.wire.events import escape, format_event
 
 
 class Context(NamedTuple):
@@ -28,19 +29,12 @@ class Context(NamedTuple):
 
 def incoming_context(environ: Dict[str, str]) -> Optional[Context]:
     """TRACEPARENT/TRACESTATE from the environment, or None if absent or
-    invalid (then the span starts a new trace, as the library does)."""
-    tp = environ.get("TRACEPARENT", "").strip()
-    parts = tp.split("-")
-    if len(parts) < 4 or len(parts[0]) != 2 or parts[0] == "ff":
+    invalid (then the span starts a new trace, as the library does): the
+    rule is wire/traceparent.py's."""
+    parent = traceparent.parse(environ.get("TRACEPARENT", ""))
+    if parent is None:
         return None
-    version, trace_id, span_id, flags = parts[0], parts[1], parts[2], parts[3]
-    if version == "00" and len(parts) != 4:
-        return None
-    if not (all(c in "0123456789abcdef" for c in version + flags) and len(flags) == 2):
-        return None
-    if not (is_hex_id(trace_id, 32) and is_hex_id(span_id, 16)):
-        return None
-    return Context(trace_id, span_id, f"{int(flags, 16) & 3:02x}", environ.get("TRACESTATE", ""))
+    return Context(parent.trace_id, parent.span_id, parent.flags_hex, environ.get("TRACESTATE", ""))
 
 
 def context_or_warn(environ: Dict[str, str], verb: str) -> Optional[Context]:
@@ -153,7 +147,7 @@ class Span:
 
     @property
     def traceparent(self) -> str:
-        return f"00-{self.trace_id}-{self.span_id}-{self.flags}"
+        return traceparent.format_traceparent(self.trace_id, self.span_id, int(self.flags, 16))
 
     def end(self, status: str, attributes: Optional[Dict[str, object]] = None) -> None:
         if self.sampled:

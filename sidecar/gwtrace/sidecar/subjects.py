@@ -18,6 +18,7 @@ from typing import Any, Dict, List, Optional, Tuple
 from gwtrace.export.metrics import ResourceSample, Subject
 from gwtrace.sidecar import procfs
 from gwtrace.sidecar.channels import RESOURCES_DIR
+from gwtrace.wire import traceparent
 
 log = logging.getLogger("gwtrace.sidecar.resources")
 
@@ -28,9 +29,6 @@ MAX_ENDED = 10_000
 _REG_NAME = re.compile(r"\A([0-9a-f]{32})-([0-9a-f]{16})\Z")
 _JOB_ID = re.compile(r"\A[0-9]{1,12}\.[0-9]{1,9}\Z")
 _OWNER = re.compile(r"\A[A-Za-z0-9._@+-]{1,64}\Z")
-
-
-_TRACEPARENT = re.compile(r"\A\s*00-([0-9a-f]{32})-([0-9a-f]{16})-[0-9a-f]{2}\s*\Z")
 
 
 def config_value(glidein_config: Optional[str], name: str) -> str:
@@ -57,8 +55,8 @@ def glidein_pid(glidein_config: Optional[str]) -> Optional[int]:
 def glidein_context(glidein_config: Optional[str]) -> Optional[Tuple[str, str]]:
     """The glidein's root span (trace id, span id, hex): glidein_config's ``TRACEPARENT``, which
     gwtrace_setup.sh publishes after the sidecar has started (so it is looked for until found)."""
-    m = _TRACEPARENT.match(config_value(glidein_config, "TRACEPARENT"))
-    return (m.group(1), m.group(2)) if m else None
+    parent = traceparent.parse(config_value(glidein_config, "TRACEPARENT"))
+    return (parent.trace_id, parent.span_id) if parent else None
 
 
 class Tracked:
