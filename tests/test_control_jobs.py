@@ -16,6 +16,7 @@ from fake_controller import FakeController
 from gwtrace.sidecar.ask import JobAsker, answer_line, parse_request
 from gwtrace.sidecar.commands import make_control_dirs
 from gwtrace.sidecar.decide import Decision
+from gwtrace.sidecar.enforce import Policy, Verdict
 from gwtrace.wire.events import parse_line
 from gwtrace.wire.sampling import sampled
 
@@ -172,6 +173,23 @@ def test_what_a_job_plants_in_the_control_directory_never_blocks_nor_is_written_
     assert time.monotonic() - begun < 2
     assert outside.read_text() == "keep\n"
     assert (ask / f"{TRACE}-{'2' * 16}.ans").read_text().startswith("commands\t1\tr12\tcontroller\t")
+
+
+def test_answers_given_before_the_policy_exists_are_enforced_once_it_does(node, controller) -> None:
+    """The asker starts before "ready", the sidecar's policy a second later (control.py): a job that
+    asked meanwhile has its answer enforced, not the glidein's decision."""
+    controller.answer = {"level": "scripts", "sample_ratio": 1.0, "rule": "r3", "reason": "carol", "ttl_s": 60}
+    asker = _asker(node, controller.url)                      # no policy yet
+    try:
+        (tp, level, _sdk), _ = _job(node)
+        policy = Policy()
+        asker.attach_policy(policy)
+    finally:
+        asker.stop()
+    assert level == "scripts"
+    channel = f"{TRACE}-{tp.split('-')[2]}"
+    assert policy.job(channel) == Verdict("scripts", True)
+    assert asker._early == []
 
 
 def test_a_sampled_job_under_an_unsampled_glidein_starts_its_own_trace_at_its_span(node, controller) -> None:

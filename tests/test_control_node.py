@@ -201,12 +201,7 @@ def test_glidein_and_job_agree_on_sampling_through_the_real_sidecar(glidein, rec
     _timed_setup(glidein)
     ad = glidein["base"] / ".job.ad"
     ad.write_text('ClusterId = 88\nProcId = 0\nOwner = "carol"\n')
-    # The sidecar says "ready" before it loads the SDK and starts answering jobs (control/asking); a job
-    # HTCondor starts comes minutes later, a wrapper run at once on a loaded machine may come before it.
-    asking = Path(gconfig(glidein["config"], "GWTRACE_DIR")) / "control" / "asking"
-    deadline = time.monotonic() + 20
-    while not asking.exists() and time.monotonic() < deadline:
-        time.sleep(0.05)
+    # run at once: the sidecar answers jobs from "ready" on (test_a_job_started_the_moment_...)
     wrapper = subprocess.run(["sh", str(glidein["main"] / "gwtrace-job-wrapper"), sys.executable, "-c",
                               "import os\n"
                               "from opentelemetry.propagate import extract\n"
@@ -240,3 +235,32 @@ def test_a_trace_id_of_the_glideins_own_carries_the_random_flag(glidein, receive
     assert tp.endswith("-03") and gconfig(config, "GWTRACE_GLIDEIN_TRACEPARENT").endswith("-03")
     assert controller.decide_bodies()[0]["trace_id"] == trace
     _finish(glidein)
+
+
+def test_a_job_started_the_moment_the_sidecar_is_up_asks_the_controller(glidein, receiver, controller) -> None:  # noqa: F811
+    """The sidecar answers jobs (``control/asking``) from "ready" on, while its exporter still loads: a job
+    wrapper run as soon as the set-up returns gets the controller's decision, within its 1 s, and the
+    sidecar enforces that answer on the job's spans once its policy exists (ask.py, ``attach_policy``)."""
+    controller.answer = dict(controller.answer, level="functions")
+    _configure(glidein, receiver.endpoint, controller.url)
+    _timed_setup(glidein)
+    asking = Path(gconfig(glidein["config"], "GWTRACE_DIR")) / "control" / "asking"
+    assert asking.exists()
+    ad = glidein["base"] / ".job.ad"
+    ad.write_text('ClusterId = 89\nProcId = 3\nOwner = "dave"\n')
+    begun = time.monotonic()
+    wrapper = subprocess.run(["sh", str(glidein["main"] / "gwtrace-job-wrapper"), "sh", "-c",
+                              'printf "%s %s\\n" "$TRACEPARENT" "$GWTRACE_AUTO_LEVEL"'],
+                             env=dict(job_environment(glidein), _CONDOR_JOB_AD=str(ad), PATH=setup_env()["PATH"]),
+                             capture_output=True, text=True, timeout=60)
+    took = time.monotonic() - begun
+    assert wrapper.returncode == 0, wrapper.stderr
+    tp, level = wrapper.stdout.split()
+    _finish(glidein)
+    jobs = [b for b in controller.decide_bodies() if b["subject"] == "job"]
+    assert [(b["job_id"], b["owner"]) for b in jobs] == [("89.3", "dave")]
+    assert tp.startswith(f"00-{TRACE}-") and level == "functions"
+    job = {s.name: s for s in receiver.spans}["user_job"]
+    assert job.attributes["gwtrace.control.source"] == "controller"
+    assert job.attributes["gwtrace.control.level"] == "functions"
+    print(f"job wrapper run at once: {took:.3f} s")

@@ -1,7 +1,8 @@
 """Jobs ask through the sidecar: the job wrapper's request file in, the decision file out, within 1 s.
 
 The job wrapper is POSIX sh and must not wait long nor speak HTTP. So when a
-controller is configured the sidecar marks ``control/asking``; a wrapper that
+controller is configured the sidecar marks ``control/asking`` (before "ready": a job
+started at once asks too); a wrapper that
 sees it writes ``control/ask/<trace id>-<span id>.req``, one line
 ``job id<TAB>owner<TAB>trace id``, and looks for ``<same>.ans`` for at most
 ~0.9 s, else goes on with the glidein's decision (the flags of the
@@ -25,7 +26,7 @@ import re
 import select
 import threading
 import time
-from typing import Any, Dict, Mapping, Optional
+from typing import Any, Dict, List, Mapping, Optional, Tuple
 
 from gwtrace.sidecar.commands import JOB_ID, make_control_dirs
 from gwtrace.sidecar.decide import (CONTROL_DIR, AskError, Decision, DecisionCache, controller_base, decide,
@@ -44,6 +45,9 @@ JOB_BUDGET_S = 0.75
 STALE_S = 10.0
 MAX_IN_FLIGHT = 16
 MAX_REQUEST_BYTES = 1024
+#: Answers given before the sidecar's policy exists (the asker starts before "ready", the policy with
+#: the exporter a second later): kept for it, at most this many (the jobs of that first second).
+MAX_EARLY = 256
 _NAME = re.compile(r"\A([0-9a-f]{32})-([0-9a-f]{16})\.req\Z")
 _OWNER = re.compile(r"\A[A-Za-z0-9._@+-]{1,256}\Z")
 
@@ -85,6 +89,8 @@ class JobAsker:
         self.dir = os.path.join(directory, CONTROL_DIR, ASK_DIR)
         self.cache = DecisionCache()
         self.policy = policy              # the sidecar's: what it exports of the job follows this answer
+        self._policy_lock = threading.Lock()
+        self._early: List[Tuple[str, Optional[str], Optional[str], Optional[bool]]] = []
         self.mark = os.path.join(directory, CONTROL_DIR, MARK)
         self.identity = glidein_identity(glidein_config)
         self.env = env
@@ -187,14 +193,32 @@ class JobAsker:
     def _answer(self, answer_path: str, question: Dict[str, str]) -> None:
         try:
             decision = decide({**self.identity, **question}, self.cache, JOB_BUDGET_S, self.env)
-            if self.policy is not None:       # before the wrapper can read the answer
-                self.policy.set_job(os.path.basename(answer_path)[:-4], question.get("job_id"),
-                                    decision.level, decision.sampled)
+            self._enforce(os.path.basename(answer_path)[:-4], question.get("job_id"),    # before the wrapper
+                          decision.level, decision.sampled)                              # reads the answer
             write_replace(answer_path, answer_line(decision))
         except OSError as exc:
             log.warning("job question not answered: %s", exc)
         finally:
             self.in_flight.release()
+
+    def attach_policy(self, policy: Optional[Policy]) -> None:
+        """The sidecar's policy, once it exists: the answers given before are handed to it first (the
+        sidecar reads no span of those jobs before this, control.py attaches it before ``run()``)."""
+        with self._policy_lock:
+            self.policy = policy
+            early, self._early = self._early, []
+            if policy is not None:
+                for channel, job_id, level, sampled in early:
+                    policy.set_job(channel, job_id, level, sampled)
+        if early:
+            log.info("%d job question(s) answered while the exporter loaded", len(early))
+
+    def _enforce(self, channel: str, job_id: Optional[str], level: Optional[str], sampled: Optional[bool]) -> None:
+        with self._policy_lock:
+            if self.policy is not None:
+                self.policy.set_job(channel, job_id, level, sampled)
+            elif len(self._early) < MAX_EARLY:
+                self._early.append((channel, job_id, level, sampled))
 
     @staticmethod
     def _old(path: str, now: float) -> bool:
@@ -213,19 +237,27 @@ class JobAsker:
 
 
 
-def run_with_job_asker(sidecar: Any, directory: str, glidein_config: Optional[str]) -> None:
-    """``sidecar.run()`` with, when a controller is configured (GWTRACE_CONTROLLER), a JobAsker
-    answering the jobs meanwhile. The control directories are made either way (the back channel's
-    level files, the scratch registrations). Trouble is logged, never fatal: jobs then go on with the
-    glidein's decision."""
-    asker = None
+def start_job_asker(directory: str, glidein_config: Optional[str]) -> Optional[JobAsker]:
+    """When a controller is configured (GWTRACE_CONTROLLER), a JobAsker answering the jobs from now on;
+    the control directories are made either way (the back channel's level files, the scratch
+    registrations). control.py starts it before saying "ready", so that a job started the moment the
+    sidecar is up asks too (the exporter loads meanwhile; its policy is attached by
+    ``run_with_job_asker``). Trouble is logged, never fatal: jobs then go on with the glidein's decision."""
     try:
         make_control_dirs(directory)
         if controller_base():
-            asker = JobAsker(directory, glidein_config, policy=getattr(sidecar, "policy", None)).start()
+            return JobAsker(directory, glidein_config).start()
     except (AskError, OSError) as exc:
         log.warning("jobs will not ask the controller: %s", exc)
+    return None
+
+
+def run_with_job_asker(sidecar: Any, asker: Optional[JobAsker]) -> None:
+    """``sidecar.run()`` with the asker (if any) enforcing its answers through the sidecar's policy;
+    the asker is stopped when the sidecar is."""
     try:
+        if asker is not None:
+            asker.attach_policy(getattr(sidecar, "policy", None))
         sidecar.run()
     finally:
         if asker is not None:

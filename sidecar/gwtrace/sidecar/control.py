@@ -22,7 +22,7 @@ from typing import Dict, List, Mapping, Optional, TextIO
 from gwtrace.sidecar.statedir import LOG_NAME, Spool, SpoolError
 from gwtrace.sidecar.channels import JOBS_DIR, make_jobs_dir, make_resources_dir
 from gwtrace.sidecar.failure import make_stderr_dir
-from gwtrace.sidecar.ask import run_with_job_asker
+from gwtrace.sidecar.ask import JobAsker, run_with_job_asker, start_job_asker
 from gwtrace.sidecar.decide import tell_glidein_decision
 from gwtrace.sidecar.eventlog import EVENT_LOG_NAME, create_event_log
 from gwtrace.sidecar.status import STATUS_COUNTERS, format_counters
@@ -234,9 +234,23 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     early: List[int] = []          # a stop asked for while the exporter loads
     signal.signal(signal.SIGTERM, lambda signum, frame: early.append(signum))
     signal.signal(signal.SIGINT, lambda signum, frame: early.append(signum))
-    if ready_fd is not None:
-        os.write(ready_fd, f"ready {os.getpid()}\n".encode())
-        os.close(ready_fd)
+    config = glidein_config or os.environ.get("GLIDEIN_CONFIG")
+    asker = start_job_asker(spool.dir, config)      # a job started right after "ready" asks too
+    try:
+        if ready_fd is not None:
+            os.write(ready_fd, f"ready {os.getpid()}\n".encode())
+            os.close(ready_fd)
+        _run_sidecar(spool, config, asker, ship_to, decision_fd, early)
+    except BaseException:
+        if asker is not None:
+            asker.stop()
+        raise
+    return 0
+
+
+def _run_sidecar(spool: Spool, config: Optional[str], asker: Optional[JobAsker], ship_to: "Optional[str | TextIO]",
+                 decision_fd: Optional[int], early: List[int]) -> None:
+    """The part of ``run_foreground`` after "ready": the exporter loads, the sidecar runs until stopped."""
     # start-up cost: the opentelemetry SDK loads in the daemon only (sidecar start|stop|status stay quick)
     from gwtrace.sidecar.destination import make_delivery
     from gwtrace.export.resource import GlideinIdentity, build_resource
@@ -246,7 +260,6 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     # Spans, events and their dicts are acyclic and short-lived: collecting
     # cycles every 700 allocations costs the sidecar ~15% of its throughput.
     gc.set_threshold(50_000, 20, 20)
-    config = glidein_config or os.environ.get("GLIDEIN_CONFIG")
     resource = build_resource(config)
     stop_timeout = _float_env("GWTRACE_STOP_TIMEOUT", 10.0)
     sidecar = Sidecar(spool, make_delivery(), resource, stop_timeout=stop_timeout,
@@ -264,8 +277,7 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
     if early:
         sidecar.request_stop()
     log.info("sidecar on %s exporting to %s", spool.dir, sidecar.destination)
-    run_with_job_asker(sidecar, spool.dir, config)      # sidecar.run(), jobs asking the controller through it
-    return 0
+    run_with_job_asker(sidecar, asker)      # sidecar.run(), jobs asking the controller through it
 
 
 def _preflight() -> None:
