@@ -622,7 +622,7 @@ def test_a_new_store_appears_complete_never_empty(tmp_path, monkeypatch):
     test polling it) must find no store or a whole one, never an empty file ("not a gwtrace store")."""
     import threading
 
-    import gwtrace.store as store_module
+    import gwtrace.store.trace_store as store_module     # where TraceStore creates a file
 
     seen = []
     real_migrate = store_module.migrate

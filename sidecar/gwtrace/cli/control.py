@@ -17,7 +17,6 @@ import time
 from typing import Any, Dict, List, Optional
 
 from gwtrace.cli.terminal import terminal_text
-from gwtrace.controller.client import ControlFailed, Local, Remote, find_token, wait_for
 from gwtrace.controller.rules import LEVELS, SCOPE_FIELDS
 
 _UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
@@ -166,6 +165,8 @@ def _run(args: argparse.Namespace, backend: Any) -> int:
 
 
 def _tail(args: argparse.Namespace, backend: Any) -> int:
+    from gwtrace.controller.client import wait_for
+
     queued = backend.queue({"key": args.key, "op": "tail", "job": args.job, "path": args.path,
                             "max_bytes": args.max_bytes})
     done = wait_for(backend, queued["id"], args.wait)
@@ -187,6 +188,9 @@ def _tail(args: argparse.Namespace, backend: Any) -> int:
 
 def main(argv: List[str]) -> int:
     args = build_parser().parse_args(argv)
+    # after the arguments: the client loads the store (`--help` and a usage error do not)
+    from gwtrace.controller.client import ControlFailed, Local, Remote, find_token
+
     try:
         if args.store:
             backend: Any = Local(args.store, create=args.action == "set")

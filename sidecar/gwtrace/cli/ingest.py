@@ -8,8 +8,6 @@ import argparse
 import sys
 from typing import List
 
-import gwtrace.analysis  # noqa: F401  (registers the summarizer: records stored here carry their summaries)
-from gwtrace.factory.ingest import IngestError, ingest_factory_logs, ingest_outputs, watch
 from gwtrace.factory.ledger import DEFAULT_LOCK_WAIT_S, LEDGER_NAME
 
 
@@ -50,6 +48,10 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv: List[str]) -> int:
     p = build_parser()
     args = p.parse_args(argv)
+    # after the arguments: the store, the OTel SDK and HTTP load here, not for `--help`
+    import gwtrace.analysis  # noqa: F401  (registers the summarizer: records stored here carry their summaries)
+    from gwtrace.factory.ingest import IngestError, ingest_factory_logs, ingest_outputs, watch
+
     if args.condor_log or args.job_ads:
         if args.paths or args.spool or args.watch or args.factory_logs:
             p.error("--condor-log/--job-ads take their files alone")

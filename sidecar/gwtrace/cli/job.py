@@ -17,9 +17,6 @@ from typing import Any, Dict, List, Optional, TextIO
 from gwtrace.cli.show import failure_lines
 from gwtrace.cli.terminal import printable, terminal_text
 from gwtrace.durations import wait_duration
-from gwtrace.journey.view import find_jobs, journey
-from gwtrace.journey.why import why
-from gwtrace.analysis.resources import figure_lines, job_resources
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -119,10 +116,14 @@ def render_why(data: Dict[str, Any], out: TextIO) -> None:
 
 
 def main(argv: Optional[List[str]] = None, stdout: Optional[TextIO] = None) -> int:
-    from gwtrace.store import TraceStore
-
     out = stdout or sys.stdout
     args = build_parser().parse_args(argv)
+    # the store and what reads it load after the arguments, not for `--help` (tests/test_cli_imports.py)
+    from gwtrace.analysis.resources import figure_lines, job_resources
+    from gwtrace.journey.view import find_jobs, journey
+    from gwtrace.journey.why import why
+    from gwtrace.store import TraceStore
+
     if args.format != "json":
         out = terminal_text(out)                # worker text: control characters escaped (cli/terminal.py)
     now = args.now if args.now is not None else time.time()

@@ -8,7 +8,19 @@ and moving to Jaeger or Tempo later is a change of URL.
 
 from __future__ import annotations
 
-from .app import create_app
+from typing import TYPE_CHECKING, Any
+
 from .serve import serve
 
 __all__ = ["create_app", "serve"]
+
+if TYPE_CHECKING:
+    from .app import create_app  # noqa: F401
+
+
+def __getattr__(name: str) -> Any:
+    """``create_app`` loads Flask and every blueprint on first use: ``gwtrace serve --help`` does not."""
+    if name != "create_app":
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    from .app import create_app
+    return create_app

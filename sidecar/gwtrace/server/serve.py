@@ -17,9 +17,12 @@ import socket
 import sys
 import threading
 import time
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
-from ..store import TraceStore, default_store_path
+from ..store import default_store_path
+
+if TYPE_CHECKING:
+    from ..store import TraceStore
 from ..wire.redact import strip_userinfo_in_logs
 
 log = logging.getLogger("gwtrace.server")
@@ -69,6 +72,7 @@ def serve(host: str, port: int, db: Optional[str], retention_days: Optional[floa
     # walked them over and over (~3% of the server's CPU under ingest).
     gc.set_threshold(50_000, 20, 20)
     bound_malloc()
+    from ..store import TraceStore      # loaded here, not for `gwtrace serve --help`
     try:
         store = TraceStore(db, retention_days=retention_days, metrics_retention_days=metrics_retention_days)
     except Exception as exc:  # noqa: BLE001 - one clear line, not a traceback
