@@ -112,3 +112,16 @@ def test_the_demos_metrics_blocks_give_the_four_resource_hints(tmp_path, monkeyp
         glideins = store.metric_loads()
     assert kinds == {"memory_over_request", "cores_over_request", "memory_leak", "oversubscribed_node"}, kinds
     assert glideins and all(g["cores"] and g["trace_id"] for g in glideins)
+
+
+def test_the_demos_jobs_have_distinct_ids_from_the_users_schedds(tmp_path):
+    """A job id names one job: no two glideins' jobs share one (they were all "1000.0"), procs of a cluster
+    run on different glideins as a user's ``queue N`` does, and each GlobalJobId names its submit schedd."""
+    records = _records(tmp_path)
+    ids = [j.job_id for r in records for j in r.jobs]
+    assert ids and len(ids) == len(set(ids)), collections.Counter(ids).most_common(3)
+    assert all(j.job_id and j.job_id.count(".") == 1 for r in records for j in r.jobs)
+    assert len({i.split(".")[1] for i in ids}) == demo.PROCS_PER_CLUSTER
+    glideins, _ = demo.generate(60, 7, demo.PLANTS, 7, 1790000000)
+    ads = "".join(demo.history(g) for g in glideins)
+    assert {s for s in demo.SUBMIT_SCHEDDS if f'GlobalJobId = "{s}#' in ads} == set(demo.SUBMIT_SCHEDDS)
