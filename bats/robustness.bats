@@ -190,7 +190,7 @@ EOF
   assert_success
   assert_output $'300 2 600\n4096 16 8192\n102400 16 8192'
   # 4096 characters: 1365 times backslash, TAB and newline, then one more backslash
-  repeat '\\\t\n' 8190; local want=${REPLY:0:8190}'\\' got
+  repeat '\\\t\n' 8192; local want=${REPLY:0:8192} got
   IFS= read -r -d '' got <"$BATS_TEST_TMPDIR/xtrace.102400" || :
   assert_equal "$got" "$want"
   IFS= read -r -d '' got <"$BATS_TEST_TMPDIR/xtrace.4096" || :
