@@ -17,7 +17,7 @@ TSTAMP  := $(VENV)/.installed-test
 .PHONY: install install-test accel bashes demo test pytest bats bats-bashes bench lint dist clean spec
 
 SHELL_SOURCES := bash/gwtrace.sh bash/gwtrace-auto*.sh shim/gwtrace_setup.sh examples/*.sh \
-                 examples/glidein/*.sh examples/glidein/*/*.sh bench/overhead .ci/run .ci/build-bash .ci/bats-bashes
+                 examples/glidein/*.sh examples/glidein/*/*.sh bench/overhead bench/escaping .ci/run .ci/build-bash .ci/bats-bashes
 POSIX_SOURCES := shim/gwtrace-ship-spool shim/gwtrace-job-wrapper
 
 # install: what `make demo` needs; install-test: what `make test` needs.
@@ -75,11 +75,11 @@ SKEW_BASH := $(if $(filter 5.2.37,$(BASH_VERSIONS)),$(CURDIR)/$(TOOLS)/bash-5.2.
 bashes: $(TEST_BASHES) $(SKEW_BASH)
 	@[ -n "$(TEST_BASHES)" ] || echo "no bash sources in $(BASH_SRC) (bash-VERSION.tar.gz): other bash versions are not tested"
 
-$(CURDIR)/$(TOOLS)/bash-%-skew/bin/bash: $(BASH_SRC)/bash-%.tar.gz
+$(CURDIR)/$(TOOLS)/bash-%-skew/bin/bash: $(BASH_SRC)/bash-%.tar.gz .ci/build-bash
 	@echo "building bash $* with a skewed struct variable into $(TOOLS)/bash-$*-skew"
 	@.ci/build-bash $< $(TOOLS)/bash-$*-skew skew
 
-$(CURDIR)/$(TOOLS)/bash-%/bin/bash: $(BASH_SRC)/bash-%.tar.gz
+$(CURDIR)/$(TOOLS)/bash-%/bin/bash: $(BASH_SRC)/bash-%.tar.gz .ci/build-bash
 	@echo "building bash $* into $(TOOLS)/bash-$*"
 	@.ci/build-bash $< $(TOOLS)/bash-$*
 
@@ -128,6 +128,7 @@ bats-bashes: $(STAMP) $(BATS) accel bashes
 
 bench: install-test
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bench/overhead
+	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" bash bench/escaping $(wildcard $(TEST_BASHES))
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/throughput
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/serve
 	PATH="$(CURDIR)/$(VENV)/bin:$$PATH" $(PY) bench/controller-node

@@ -174,7 +174,7 @@ trace_event() {
   if (( _gwtrace_depth > 0 && $# > 0 )) && [[ $_gwtrace_fl == ?[13579bdf] ]] \
      && { [[ -z ${GWTRACE_DISABLED-}${OTEL_SDK_DISABLED-} ]] || ! _gwtrace_off; }; then
     [[ -n ${EPOCHREALTIME-} ]] || _gwtrace_now
-    _gwtrace_esc "$1"
+    _gwtrace_esc "${1:0:4096}"
     _gwtrace_line="gw1${_gwtrace_tab}V${_gwtrace_tab}${EPOCHREALTIME:-$_gwtrace_clock}${_gwtrace_tab}${BASHPID}${_gwtrace_tab}${_gwtrace_tr}${_gwtrace_tab}${_gwtrace_sp}${_gwtrace_tab}${_gwtrace_r}"
     (( $# < 2 )) || _gwtrace_attrs "${@:2}"
     _gwtrace_emit
@@ -288,7 +288,7 @@ _gwtrace_begin() {
     else
       _gwtrace_line+=-
     fi
-    _gwtrace_esc "$1"; _gwtrace_line+=$_gwtrace_tab$_gwtrace_r
+    _gwtrace_esc "${1:0:4096}"; _gwtrace_line+=$_gwtrace_tab$_gwtrace_r
     (( $# < 2 )) || _gwtrace_attrs "${@:2}"
     _gwtrace_emit
   fi
@@ -561,7 +561,7 @@ _gwtrace_attrs() {
           _gwtrace_a="${_gwtrace_a%%=*}=$_gwtrace_r"
         fi ;;
     esac
-    [[ $_gwtrace_a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "$_gwtrace_a"; _gwtrace_a=$_gwtrace_r; }
+    [[ $_gwtrace_a == *[$'\\\t\n\r']* ]] && { _gwtrace_esc "${_gwtrace_a:0:4096}"; _gwtrace_a=$_gwtrace_r; }
     _gwtrace_f+=("$_gwtrace_a")
   done
   _gwtrace_a="${_gwtrace_f[*]}"
@@ -915,7 +915,7 @@ _gwtrace_put_begin() {
   builtin local _gwtrace_line
   (( $# >= 5 )) && ! _gwtrace_off || builtin return 0
   _gwtrace_line="gw1${_gwtrace_tab}B${_gwtrace_tab}$1${_gwtrace_tab}${BASHPID}${_gwtrace_tab}$2${_gwtrace_tab}$3${_gwtrace_tab}${4:--}${_gwtrace_tab}0${_gwtrace_tab}01${_gwtrace_tab}-"
-  _gwtrace_esc "$5"; _gwtrace_line+=$_gwtrace_tab$_gwtrace_r
+  _gwtrace_esc "${5:0:4096}"; _gwtrace_line+=$_gwtrace_tab$_gwtrace_r
   (( $# < 6 )) || _gwtrace_attrs "${@:6}"
   _gwtrace_emit
   builtin return 0
