@@ -92,3 +92,24 @@ def test_a_line_torn_by_gnu_bash_with_another_between_is_put_back_together(tmp_p
     with open(path, "ab") as f:
         f.write(odd + b"\n")
     assert r.read_lines() == ([odd], 0)
+
+
+def test_a_line_torn_in_several_pieces_by_an_older_gnu_bash_is_put_back_together(tmp_path):
+    """GNU bash before 5.2 (its own malloc) buffers 1008 bytes: a 3 500-byte line goes
+    out in up to four write(2)s, and another writer's line can land after any of them."""
+    from gwtrace.sidecar.eventlog import TORN_PIECE
+    from gwtrace.wire.events import parse_line
+    path = create_event_log(str(tmp_path))
+    long_a = _event("B", "1" * 16, 3400)
+    short_b, short_c, short_d = (_event("E", s * 16, 0) for s in "234")
+    one, two = TORN_PIECE, 2 * TORN_PIECE
+    r = EventLogReader(path)
+    with open(path, "ab") as f:
+        f.write(long_a[:one] + short_b + b"\n" + long_a[one:two] + short_c + b"\n" + long_a[two:] + b"\n")
+        f.write(short_d + b"\n")
+    assert r.read_lines() == ([short_b, short_c, long_a, short_d], 0) and r.rejoined == 1
+    parse_line(long_a)
+    # Torn after its third piece only (pieces 1-3 in one write as bash 5.2's 2016 + 1008 would not be).
+    with open(path, "ab") as f:
+        f.write(long_a[:3 * one] + short_b + b"\n" + long_a[3 * one:] + b"\n")
+    assert r.read_lines() == ([short_b, long_a], 0) and r.rejoined == 2

@@ -17,9 +17,14 @@ from gwtrace.wire.events import MAX_LINE_BYTES
 EVENT_LOG_NAME = "events.log"
 READ_CHUNK = 4 << 20
 #: GNU bash built with its own malloc (GNU's default; distributions build
-#: --without-bash-malloc) line-buffers stdout in this many bytes
-#: (lib/sh/setlinebuf.c): its printf writes a longer line in two write(2)s,
-#: this many bytes and the rest, and another writer's line can land between.
+#: --without-bash-malloc) line-buffers stdout (lib/sh/setlinebuf.c): 1008 bytes
+#: before 5.2, 2016 from 5.2 on. Its printf writes a longer line in pieces of
+#: that size and the rest, and another writer's line can land between two
+#: pieces. Both sizes are multiples of this one, so a piece ends at one of them.
+TORN_PIECE = 1008
+#: Where a piece can end inside a line below 4096 bytes (MAX_LINE_BYTES).
+TORN_ENDS = (1008, 2016, 3024)
+#: bash 5.2's size, the common case (tests).
 TORN_AT = 2016
 #: An event line's head: version, kind, time, pid, trace and span ids.
 _START = b"gw1\x09"           # an event line starts so (a reader: not a producer of lines)
@@ -34,12 +39,14 @@ class EventLogReader:
       reported as one oversized line, without holding it in memory.
     * A log that shrank or was replaced (other inode) restarts at offset 0,
       and the event is counted by the caller through ``resets``.
-    * A line torn by GNU bash's 2016-byte stdout buffer, with another
-      writer's line between its two writes (``TORN_AT``), is put back
-      together: the physical line is its first part followed by the other
-      line, and its rest is the next line that does not start an event. A
-      first part whose rest never came is skipped (counted with the
-      oversized lines); the lines around it are kept.
+    * A line torn by GNU bash's stdout buffer (1008 or 2016 bytes, see
+      ``TORN_PIECE``), with another writer's line between two of its writes,
+      is put back together: the physical line is its first part (ending at a
+      multiple of 1008 bytes) followed by the other line, and its rest is the
+      next line that does not start an event, which may itself hold a further
+      piece followed by another writer's line. A first part whose rest never
+      came is skipped (counted with the oversized lines); the lines around it
+      are kept.
     """
 
     def __init__(self, path: str, offset: int = 0, inode: Optional[int] = None) -> None:
@@ -99,7 +106,7 @@ class EventLogReader:
             for line in data[pos:last_nl].split(b"\n"):
                 if len(line) > MAX_LINE_BYTES:
                     oversized += 1
-                elif self._torn is not None or line.find(_START, TORN_AT) == TORN_AT:
+                elif self._torn is not None or _torn_at(line, 0) is not None:
                     oversized += self._mend(line, lines)
                 else:
                     lines.append(line)
@@ -119,16 +126,33 @@ class EventLogReader:
         skipped = 0
         if self._torn is not None:
             if not line.startswith(_START):
-                lines.append(self._torn + line)    # the rest of the torn line
-                self._torn = None
-                self.rejoined += 1
+                more = _torn_at(line, len(self._torn))
+                if more is None:
+                    lines.append(self._torn + line)    # the rest of the torn line
+                    self._torn = None
+                    self.rejoined += 1
+                    return 0
+                # A middle piece, then another writer's line: still waiting for the rest.
+                self._torn += line[:more]
+                lines.append(line[more:])
                 return 0
             self._torn, skipped = None, 1          # its rest never came
-        if (line.startswith(_START) and line.find(_START, TORN_AT) == TORN_AT
-                and _HEAD.match(line, TORN_AT) and _HEAD.match(line)):
-            self._torn, line = line[:TORN_AT], line[TORN_AT:]
+        cut = _torn_at(line, 0) if line.startswith(_START) and _HEAD.match(line) else None
+        if cut is not None:
+            self._torn, line = line[:cut], line[cut:]
         lines.append(line)
         return skipped
+
+
+def _torn_at(line: bytes, before: int) -> Optional[int]:
+    """Where another writer's event starts inside ``line`` at a point where
+    a torn line's piece can end (``before`` bytes of that torn line already
+    read), or None."""
+    for end in TORN_ENDS:
+        at = end - before
+        if 0 < at < len(line) and line.startswith(_START, at) and _HEAD.match(line, at):
+            return at
+    return None
 
 
 def create_event_log(directory: str) -> str:
