@@ -33,6 +33,11 @@
   # gwtrace-auto-frames.sh.
   # shellcheck disable=SC2016
   _gwtrace_adbg_fn='case ${#BASH_SOURCE[@]}.$BASH_SUBSHELL.$BASH_COMMAND in $_gwtrace_af|$_gwtrace_ag) ;; *) _gwtrace_auto_dbg "$_";; esac'
+  # bash < 4.4 leaves the functions of a -c or -s script, and imported
+  # ones, out of BASH_SOURCE: its texts count FUNCNAME (note 13)
+  # shellcheck disable=SC2016
+  (( _gwtrace_a44 )) || _gwtrace_abs='${#BASH_SOURCE[@]}' _gwtrace_adx='$(( ${FUNCNAME+${#FUNCNAME[@]}+0*}${#BASH_SOURCE[@]} ))' \
+    _gwtrace_adbg_fn=${_gwtrace_adbg_fn//"$_gwtrace_abs"/$_gwtrace_adx}
   # A subshell's EXIT trap: the rest is skipped unless a frame of its own is
   # still open or a command pending (note 3).
   # shellcheck disable=SC2016
@@ -116,7 +121,7 @@ _gwtrace_auto_subenter() {
   if [[ -z ${_gwtrace_afn[$_gwtrace_dw]-} ]]; then
     if [[ $_gwtrace_dw == */* || $_gwtrace_dw == *=* ]] || ! builtin declare -F -- "$_gwtrace_dw" >/dev/null; then
       # not a function's call: nothing more to do if nothing else changed
-      [[ ${#BASH_SOURCE[@]} == $((_gwtrace_ad + 2)) && $_gwtrace_amode$- != *x* && $BASH_COMMAND != [sbc.][ehuo\ ]* ]] || builtin return 0
+      [[ ${#FUNCNAME[@]} == $((_gwtrace_ad + 2)) && $_gwtrace_amode$- != *x* && $BASH_COMMAND != [sbc.][ehuo\ ]* ]] || builtin return 0
       _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl _gwtrace_af="$_gwtrace_ad.$_gwtrace_asl.[!sbc.]*" _gwtrace_ag="$_gwtrace_ad.$_gwtrace_asl.?[!ehuo ]*"   # _gwtrace_auto_key's
       builtin return 1
     fi
@@ -146,7 +151,7 @@ _gwtrace_auto_dbg() {
     elif [[ $BASH_COMMAND == [sbc][ehuo]* ]]; then
       case ${BASH_COMMAND%% *} in set|shopt|builtin|command) _gwtrace_auto_cold; _gwtrace_auto_dbg_pre "$1" ;; esac
     fi
-    case $(( ${#BASH_SOURCE[@]} - 1 - _gwtrace_ad )) in
+    case $(( ${#FUNCNAME[@]} - 1 - _gwtrace_ad )) in
       0) ;;
       -*) _gwtrace_auto_leave ;;
       *) _gwtrace_auto_enter ;;
@@ -170,7 +175,7 @@ _gwtrace_auto_dbg_post() {
 # One level deeper: a function entered, written out for the common case
 # (note 8); anything else through _gwtrace_auto_sync.
 _gwtrace_auto_enter() {
-  _gwtrace_dn=$(( ${#BASH_SOURCE[@]} - 2 )) _gwtrace_dw=${FUNCNAME[2]-}
+  _gwtrace_dn=$(( ${#FUNCNAME[@]} - 2 )) _gwtrace_dw=${FUNCNAME[2]-}
   case $_gwtrace_dw in
     source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) _gwtrace_auto_cold; _gwtrace_auto_sync "$_gwtrace_dn" 3; builtin return 0 ;;   # the general path knows these
   esac
@@ -192,13 +197,16 @@ _gwtrace_auto_enter() {
 
 # Shallower: functions returned, with the status the trap saw (note 9).
 _gwtrace_auto_leave() {
-  _gwtrace_dn=$(( ${#BASH_SOURCE[@]} - 2 )) _gwtrace_di=$((_gwtrace_an - 1))
+  _gwtrace_dn=$(( ${#FUNCNAME[@]} - 2 )) _gwtrace_di=$((_gwtrace_an - 1))
   # (bash 4, no EPOCHREALTIME: the clock is the cold half's, needed only when
   # a frame ends: not for the first command of a -c or -s script, note 10;
   # bash < 4.4 always, it has no ${TRACEPARENT@a})
   if [[ $BASHPID != "$_gwtrace_aown" || ${TRACEPARENT-} != "$_gwtrace_aexp" \
         || ( -z ${EPOCHREALTIME-} && ( $_gwtrace_a44 == 0 || ${_gwtrace_adep[_gwtrace_di]} -gt $_gwtrace_dn ) ) \
         || -z ${TRACEPARENT+x} || ${TRACEPARENT@a} == *r* ]]; then
+    # (bash < 4.4 where no frame ends: a -c or -s script's first command)
+    [[ $_gwtrace_a44 == 0 && ${_gwtrace_adep[_gwtrace_di]} == "$_gwtrace_dn" && $BASHPID == "$_gwtrace_aown" && ${TRACEPARENT-} == "$_gwtrace_aexp" ]] \
+      && { _gwtrace_ad=$_gwtrace_dn; builtin return 0; }
     _gwtrace_auto_cold
     _gwtrace_auto_sync "$_gwtrace_dn" 3
     builtin return 0
@@ -370,3 +378,20 @@ builtin return 0
 #    sets it (bash 4 reads that file in every process that reaches a slow
 #    path needing it, a `set` among them, before functrace can be off): the
 #    common half of bash 5 parses nothing more.
+#
+# 13. The depth. Bash < 4.4 pushes no BASH_SOURCE entry for a function
+#    without a file: one a -c or -s script defines, or one imported from the
+#    environment (4.4 and later: "environment", "main" or $BASH), so on EL7
+#    such calls were invisible. ${#FUNCNAME[@]} counts every frame once a
+#    function runs, and equals ${#BASH_SOURCE[@]} there on 4.4 and later
+#    (functions, sourced files, both nested, BASH_ENV's `source` frame; our
+#    slow paths always run in a function of ours, so they count FUNCNAME on
+#    every bash). At the top level of the script or of a file it sources,
+#    FUNCNAME is unset (4.2, 5.x) or counts 0 (4.4) while BASH_SOURCE is
+#    right: the trap's texts, run at the script's level, count
+#    $(( ${FUNCNAME+${#FUNCNAME[@]}+0*}${#BASH_SOURCE[@]} )) on bash < 4.4
+#    only (_gwtrace_adx, also `set -u`-safe) and BASH_SOURCE elsewhere: bash
+#    5's fast path is unchanged. The accelerator counts the same way
+#    (functions.c trap_depth). BASH_SOURCE[i] stays aligned with FUNCNAME[i]
+#    on 4.2 (a frame without a file is a hole, or missing at the bottom):
+#    the call sites' files read it by index as before.

@@ -24,6 +24,8 @@ _gwtrace_aframes=1
 _gwtrace_adbg_fnc='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc.][ehuo\ ]* ]]||_gwtrace_auto_dbg "$_" "$_"'
 # shellcheck disable=SC2016
 _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_" "$_";} 2>&-'
+# shellcheck disable=SC2016  # bash < 4.4: FUNCNAME's depth (gwtrace-auto-fn.sh, note 13)
+(( _gwtrace_a44 )) || _gwtrace_adbg_fnc=${_gwtrace_adbg_fnc//"$_gwtrace_abs"/$_gwtrace_adx} _gwtrace_adbg_fnx=${_gwtrace_adbg_fnx//"$_gwtrace_abs"/$_gwtrace_adx}
 
 # _gwtrace_auto_id: a span id (16 hex digits, never all zero) into _gwtrace_ar.
 _gwtrace_auto_id() {
@@ -274,7 +276,7 @@ _gwtrace_auto_src_begin() {
   _gwtrace_auto_now
   # one argument (`source $(dirname "$0")/lib.sh` is one too): $_ will be the file
   [[ $_gwtrace_la == *[[:space:]]* ]] && ! _gwtrace_auto_one_word "$_gwtrace_la" || _gwtrace_la=
-  _gwtrace_aspend="$(( ${#BASH_SOURCE[@]} - 3 )) $_gwtrace_ad $BASHPID $_gwtrace_at ${_gwtrace_la%%[[:space:]]*}"
+  _gwtrace_aspend="$(( ${#FUNCNAME[@]} - 3 )) $_gwtrace_ad $BASHPID $_gwtrace_at ${_gwtrace_la%%[[:space:]]*}"
   _gwtrace_ad=-1
   _gwtrace_auto_mode
 }
@@ -311,7 +313,7 @@ _gwtrace_auto_src_done() {
   _gwtrace_aspend=''
   _gwtrace_auto_mode
   [[ -z $_gwtrace_lp ]] || { _gwtrace_lf=${_gwtrace_lp//[\"\']/}; [[ $_gwtrace_lf != *[\$\`]* ]] || _gwtrace_lf=${_gwtrace_lf##*/}; }
-  (( ${#BASH_SOURCE[@]} - 3 == _gwtrace_ldep )) && [[ -n $_gwtrace_lf && $_gwtrace_lpid == "$BASHPID" ]] || builtin return 0
+  (( ${#FUNCNAME[@]} - 3 == _gwtrace_ldep )) && [[ -n $_gwtrace_lf && $_gwtrace_lpid == "$BASHPID" ]] || builtin return 0
   _gwtrace_auto_id
   _gwtrace_auto_now
   [[ $_gwtrace_lf == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lf"; _gwtrace_lf=$_gwtrace_ar; _gwtrace_auto_id; }

@@ -177,6 +177,38 @@ EOS
   assert_output $'bash -c\nno\nok\tprocess.exit.code=3\tgwtrace.status.tested=true\nyes\n0\n0\nbash -s\n0'
 }
 
+# tree: each span begun in $LOG as "PARENT-NAME>NAME" (the root's parent: -), in order.
+tree() {
+  awk -F'\t' '$2 == "B" { n[$6] = $11 ~ / -[cs]$/ ? "SCRIPT" : $11; print ($7 in n ? n[$7] : "-") ">" n[$6] }' "$LOG"
+}
+
+# bash 4.2 (EL7) leaves the functions of a -c or -s script out of BASH_SOURCE (a function
+# defined in a file keeps its entry): the layer counts FUNCNAME there (gwtrace-auto-fn.sh, note 13).
+@test "functions: a bash -c or -s script's nested calls, a file sourced in a function and its functions trace as a script file's" {
+  local level text want
+  printf '%s\n' 'lf() { :; }' 'lf' >"$BATS_TEST_TMPDIR/lib.sh"
+  text=$'f() { g; }\ng() { source '"$BATS_TEST_TMPDIR/lib.sh"$'; lf; h; }\nh() { lf; }\nf\nlf\nsource '"$BATS_TEST_TMPDIR/lib.sh"$'\nx=$(h)\n(f)'
+  printf '%s\n' "$text" >"$SCRIPT"
+  for level in functions commands; do
+    : >"$LOG"
+    auto_run "$level"
+    assert_success
+    run tree
+    want=${output//${SCRIPT##*/}/SCRIPT}
+    [[ $want == *$'g>source lib.sh\nsource lib.sh>lf\ng>lf\ng>h\nh>lf'* ]]
+    : >"$LOG"
+    run --separate-stderr env BASH_ENV="$GW_ROOT/bash/gwtrace-auto.sh" GWTRACE_AUTO_LEVEL="$level" bash -c "$text"
+    assert_success
+    run tree
+    assert_output "$want"
+    : >"$LOG"
+    run --separate-stderr env BASH_ENV="$GW_ROOT/bash/gwtrace-auto.sh" GWTRACE_AUTO_LEVEL="$level" bash -s <"$SCRIPT"
+    assert_success
+    run tree
+    assert_output "$want"
+  done
+}
+
 @test "a script span is named after the script however bash was started, also with \$0 still bash's (bash < 5.2)" {
   # Bash before 5.2 (every EL7-EL9 worker node) reads BASH_ENV before it sets
   # $0 to the script: gwtrace-auto-argv.sh reads the operand from the shell's

@@ -252,6 +252,23 @@ static int leave(long depth, int rc, int ps) {
   return DONE;
 }
 
+/* The depth the trap's text compares (gwtrace-auto-fn.sh, note 13): BASH_SOURCE's length; bash < 4.4
+ * leaves a function of a -c or -s script, or an imported one, out of BASH_SOURCE: FUNCNAME's length
+ * there while a function runs (FUNCNAME[0] set), as the shell texts count it. */
+static int gw_pre44 = -1;
+static long trap_depth(void *src) {
+  if (gw_pre44 < 0) {
+    SHELL_VAR *vi = find_variable(GW_BASH_VERSINFO);
+    const char *ma = vi ? array_reference(vi->value, 0) : 0, *mi = vi ? array_reference(vi->value, 1) : 0;
+    gw_pre44 = ma && mi && (atoi(ma) < 4 || (atoi(ma) == 4 && atoi(mi) < 4));
+  }
+  if (gw_pre44) {
+    void *fa = gw_array_of(GW_BASH_FUNCNAME);
+    if (fa && array_reference(fa, 0)) return gw_array_count(fa);
+  }
+  return gw_array_count(src);
+}
+
 static int decide(int rc) {
   const char *cmd = the_printed_command_except_trap ? the_printed_command_except_trap : "";
   const char *mode;
@@ -261,7 +278,7 @@ static int decide(int rc) {
 
   if (gw_ival(GW_V_BUSY, &ok) != 0 || !ok) return ok ? DONE : SHELL;
   if (!src) return SHELL;
-  depth = gw_array_count(src);
+  depth = trap_depth(src);
   ad = gw_ival(GW_V_DEPTH, &ok);
   asl = gw_ival(GW_V_SUBSHELL, &ok);
   if (!ok) return SHELL;
