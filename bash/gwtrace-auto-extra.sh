@@ -390,9 +390,15 @@ _gwtrace_auto_oneshot() {
 # were, from the trap's first line.
 _gwtrace_auto_rettext() {
   _gwtrace_aurx=$_gwtrace_aur
-  [[ -n $_gwtrace_audbg && -n $_gwtrace_aur && -z ${_gwtrace_auT-} ]] || builtin return 0
+  [[ -n $_gwtrace_audbg && -n $_gwtrace_aur ]] || builtin return 0
   # shellcheck disable=SC2016
-  _gwtrace_aurx='{ (( _gwtrace_arr = $?, 1 )); } 2>&-; if { [[ -n ${_gwtrace_auT-} || ${FUNCNAME-} == source ]] || (( ${#FUNCNAME[@]} <= _gwtrace_aurdep )); } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arr" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aur"$'\nfi'
+  [[ -n ${_gwtrace_auT-} ]] || _gwtrace_aurx='{ (( _gwtrace_arr = $?, 1 )); } 2>&-; if { [[ -n ${_gwtrace_auT-} || ${FUNCNAME-} == source ]] || (( ${#FUNCNAME[@]} <= _gwtrace_aurdep )); } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arr" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aur"$'\nfi'
+  # bash 4: a pipeline element's RETURN trap in front, on the same line, $?
+  # and $_ given back (gwtrace-auto-frames.sh's _gwtrace_auto_sub4)
+  (( BASH_VERSINFO[0] > 4 )) && builtin return 0
+  _gwtrace_auto_cold
+  # shellcheck disable=SC2016
+  _gwtrace_aurx="${_gwtrace_apret%\} 2>&-}"'_gwtrace_auto_rc "$_gwtrace_apr" "$_gwtrace_apl" && : "$_gwtrace_apl"; } 2>&-; '$_gwtrace_aurx
 }
 
 # _gwtrace_auto_dbgtext: the DEBUG trap to install, into _gwtrace_ar: ours

@@ -128,6 +128,7 @@ _gwtrace_auto_subenter() {
   fi
   _gwtrace_asub=$BASHPID
   builtin trap -- "$_gwtrace_aexit1" EXIT
+  (( BASH_VERSINFO[0] > 4 )) || { _gwtrace_auto_cold; _gwtrace_auto_sub4; }   # note 14
   _gwtrace_auto_seed                           # ready for _gwtrace_auto_enter's written-out entry
   _gwtrace_auto_own
   _gwtrace_aown=$BASHPID
@@ -395,3 +396,20 @@ builtin return 0
 #    (functions.c trap_depth). BASH_SOURCE[i] stays aligned with FUNCNAME[i]
 #    on 4.2 (a frame without a file is a hole, or missing at the bottom):
 #    the call sites' files read it by index as before.
+#
+# 14. Bash 4 subshells (_gwtrace_auto_subenter; gwtrace-auto-frames.sh's
+#    _gwtrace_auto_sub4). Bash < 5 runs no EXIT trap when a pipeline element
+#    that is a function call ends (execute_subshell_builtin_or_function exits
+#    without it; 5.0 added subshell_exit): its spans stayed open. Such a
+#    subshell's first command is the function's entry, one level deeper
+#    than the parent's last slow path, and the function is its command
+#    word: a RETURN trap (inherited under functrace) ends the process's
+#    frames when that depth returns, at their true time. A RETURN trap of
+#    the script's carries ours in front on bash 4 (gwtrace-auto-extra.sh's
+#    _gwtrace_auto_rettext): a slow path cannot install one, bash puts back
+#    the RETURN trap a function called from the DEBUG trap found. Bash 4.2
+#    also frees every trap a subshell inherited at its first `trap` (trap.c
+#    free_trap_strings; 4.4 keeps DEBUG, ERR and RETURN), our EXIT trap
+#    included, which took the DEBUG trap with it: functions in `( )` and
+#    `$( )` had no span. They go back (_gwtrace_auto_retrap). The
+#    accelerator leaves a bash 4 subshell's entry to this shell code.

@@ -260,10 +260,69 @@ _gwtrace_auto_sync() {
       _gwtrace_auto_exit_install             # the subshell set an EXIT handler of its own
     else
       builtin trap -- "$_gwtrace_aexit1" EXIT  # no need to read gwtrace-auto-extra.sh
+      (( _gwtrace_a44 )) || _gwtrace_auto_retrap
     fi
   fi
   [[ $_gwtrace_asub != "$BASHPID" || $_gwtrace_arngpid != "$BASHPID" || ${GWTRACE_AUTO_OPEN-} != "$BASHPID:"* ]] \
     || _gwtrace_aown=$BASHPID
+}
+
+# --- bash 4 subshells (gwtrace-auto-fn.sh, note 14) ---------------------------
+
+# The RETURN trap of a bash 4 pipeline element (_gwtrace_auto_sub4), a no-op
+# elsewhere (_gwtrace_apdep -1); its first simple command sees BASH_COMMAND
+# (and $?, $_) as the function left them.
+# shellcheck disable=SC2016  # the trap's text
+_gwtrace_apdep=-1 _gwtrace_apret='{ _gwtrace_apr=$? _gwtrace_apc=$BASH_COMMAND _gwtrace_apl=$_; (( ${#FUNCNAME[@]} != _gwtrace_apdep )) || _gwtrace_auto_pipe_end "$_gwtrace_apc"; } 2>&-'
+
+# _gwtrace_auto_sub4: a bash 4 subshell that just got our EXIT trap
+# (_gwtrace_auto_subenter): its traps as they were on 4.2, and when it is a
+# function run as an element of a pipeline (its first command is the
+# function's entry, one level deeper), a RETURN trap that ends its spans
+# when that function returns: bash < 5 runs no EXIT trap there.
+_gwtrace_auto_sub4() {
+  builtin local _gwtrace_li=1                   # the script's frame: past ours
+  (( _gwtrace_a44 )) || _gwtrace_auto_retrap
+  while [[ ${FUNCNAME[_gwtrace_li]-} == _gwtrace_* ]]; do _gwtrace_li=$((_gwtrace_li + 1)); done
+  (( _gwtrace_ad >= 0 && ${#FUNCNAME[@]} - _gwtrace_li == _gwtrace_ad + 1 )) && [[ ${FUNCNAME[_gwtrace_li]-} == "$_gwtrace_dw" ]] || builtin return 0
+  _gwtrace_apdep=$(( ${#FUNCNAME[@]} - _gwtrace_li ))
+  # A RETURN trap of the script's has ours in front already (gwtrace-auto-extra.sh's
+  # _gwtrace_auto_rettext): bash puts back, as this slow path returns, the
+  # RETURN trap it had when called (execute_function: a DEBUG trap runs).
+  [[ -n ${_gwtrace_aurset-} ]] || builtin trap -- "$_gwtrace_apret" RETURN
+}
+
+# _gwtrace_auto_retrap: bash < 4.4 frees every trap a subshell inherited at
+# its first `trap` (4.4 keeps DEBUG, ERR and RETURN), ours for its EXIT
+# included: ours and the script's go back (ERR only under errtrace, as bash
+# keeps it in a subshell only then).
+_gwtrace_auto_retrap() {
+  [[ -z $_gwtrace_audbg${_gwtrace_audx-} ]] || builtin trap -- "$_gwtrace_audbg${_gwtrace_audx-}" DEBUG
+  [[ -z ${_gwtrace_aurset-} ]] || builtin trap -- "$_gwtrace_aurx" RETURN
+  [[ -z ${_gwtrace_aueset-} || $- != *E* ]] || builtin trap -- "$_gwtrace_aue" ERR
+}
+
+# _gwtrace_auto_pipe_end COMMAND: the RETURN trap of _gwtrace_auto_sub4, as
+# the function returns: this process's frames end, at their true time, with
+# its status, and the layer stays busy (the process exits next; a RETURN
+# trap of the script's, chained after ours, is all that runs). The status
+# is the trap's $? (_gwtrace_apr) unless the function ran `return N`: bash 4
+# jumps out before N becomes $?, and BASH_COMMAND (COMMAND) is then that
+# `return`: a literal N is read, anything else is ok with
+# gwtrace.status.unknown.
+_gwtrace_auto_pipe_end() {
+  builtin local _gwtrace_audbg='' _gwtrace_ln="$_gwtrace_an" _gwtrace_lr="${1#return }"
+  (( ++_gwtrace_abusy ))
+  if [[ $1 == 'return '* ]]; then
+    if [[ $_gwtrace_lr == [0-9]* && $_gwtrace_lr != *[!0-9]* && ${#_gwtrace_lr} -le 9 ]]; then
+      _gwtrace_apr=$(( 10#$_gwtrace_lr & 255 ))
+    else
+      _gwtrace_apr=$'ok\tgwtrace.status.unknown=true'
+    fi
+  fi
+  while (( _gwtrace_ln > 0 )) && [[ ${_gwtrace_apid[_gwtrace_ln-1]} == "$BASHPID" ]]; do _gwtrace_ln=$((_gwtrace_ln - 1)); done
+  _gwtrace_auto_exit_frames "$_gwtrace_apr"
+  _gwtrace_an=$_gwtrace_ln _gwtrace_aown=''        # and busy from now on: the process ends
 }
 
 # A sourced file that runs no command (it only defines functions) gives the
