@@ -33,11 +33,7 @@
   # gwtrace-auto-frames.sh.
   # shellcheck disable=SC2016
   _gwtrace_adbg_fn='case ${#BASH_SOURCE[@]}.$BASH_SUBSHELL.$BASH_COMMAND in $_gwtrace_af|$_gwtrace_ag) ;; *) _gwtrace_auto_dbg "$_";; esac'
-  # bash < 4.4 leaves the functions of a -c or -s script, and imported
-  # ones, out of BASH_SOURCE: its texts count FUNCNAME (note 13)
-  # shellcheck disable=SC2016
-  (( _gwtrace_a44 )) || _gwtrace_abs='${#BASH_SOURCE[@]}' _gwtrace_adx='$(( ${FUNCNAME+${#FUNCNAME[@]}+0*}${#BASH_SOURCE[@]} ))' \
-    _gwtrace_adbg_fn=${_gwtrace_adbg_fn//"$_gwtrace_abs"/$_gwtrace_adx}
+  (( _gwtrace_a44 )) || { _gwtrace_auto_extra; _gwtrace_adbg_fn=${_gwtrace_adbg_fn//"$_gwtrace_abs"/$_gwtrace_adx}; }   # note 13
   # A subshell's EXIT trap: the rest is skipped unless a frame of its own is
   # still open or a command pending (note 3).
   # shellcheck disable=SC2016
@@ -128,7 +124,7 @@ _gwtrace_auto_subenter() {
   fi
   _gwtrace_asub=$BASHPID
   builtin trap -- "$_gwtrace_aexit1" EXIT
-  (( BASH_VERSINFO[0] > 4 )) || { _gwtrace_auto_cold; _gwtrace_auto_sub4; }   # note 14
+  (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] > 1) )) || { _gwtrace_auto_cold; _gwtrace_auto_subold; }   # note 14
   _gwtrace_auto_seed                           # ready for _gwtrace_auto_enter's written-out entry
   _gwtrace_auto_own
   _gwtrace_aown=$BASHPID
@@ -205,9 +201,6 @@ _gwtrace_auto_leave() {
   if [[ $BASHPID != "$_gwtrace_aown" || ${TRACEPARENT-} != "$_gwtrace_aexp" \
         || ( -z ${EPOCHREALTIME-} && ( $_gwtrace_a44 == 0 || ${_gwtrace_adep[_gwtrace_di]} -gt $_gwtrace_dn ) ) \
         || -z ${TRACEPARENT+x} || ${TRACEPARENT@a} == *r* ]]; then
-    # (bash < 4.4 where no frame ends: a -c or -s script's first command)
-    [[ $_gwtrace_a44 == 0 && ${_gwtrace_adep[_gwtrace_di]} == "$_gwtrace_dn" && $BASHPID == "$_gwtrace_aown" && ${TRACEPARENT-} == "$_gwtrace_aexp" ]] \
-      && { _gwtrace_ad=$_gwtrace_dn; builtin return 0; }
     _gwtrace_auto_cold
     _gwtrace_auto_sync "$_gwtrace_dn" 3
     builtin return 0
@@ -391,25 +384,28 @@ builtin return 0
 #    FUNCNAME is unset (4.2, 5.x) or counts 0 (4.4) while BASH_SOURCE is
 #    right: the trap's texts, run at the script's level, count
 #    $(( ${FUNCNAME+${#FUNCNAME[@]}+0*}${#BASH_SOURCE[@]} )) on bash < 4.4
-#    only (_gwtrace_adx, also `set -u`-safe) and BASH_SOURCE elsewhere: bash
+#    only (_gwtrace_adx, gwtrace-auto-extra.sh; `set -u`-safe) and BASH_SOURCE elsewhere: bash
 #    5's fast path is unchanged. The accelerator counts the same way
 #    (functions.c trap_depth). BASH_SOURCE[i] stays aligned with FUNCNAME[i]
 #    on 4.2 (a frame without a file is a hole, or missing at the bottom):
 #    the call sites' files read it by index as before.
 #
-# 14. Bash 4 subshells (_gwtrace_auto_subenter; gwtrace-auto-frames.sh's
-#    _gwtrace_auto_sub4). Bash < 5 runs no EXIT trap when a pipeline element
+# 14. Subshells of bash < 5.2 (_gwtrace_auto_subenter; gwtrace-auto-frames.sh's
+#    _gwtrace_auto_subold). Bash 4 runs no EXIT trap when a pipeline element
 #    that is a function call ends (execute_subshell_builtin_or_function exits
-#    without it; 5.0 added subshell_exit): its spans stayed open. Such a
-#    subshell's first command is the function's entry, one level deeper
-#    than the parent's last slow path, and the function is its command
-#    word: a RETURN trap (inherited under functrace) ends the process's
-#    frames when that depth returns, at their true time. A RETURN trap of
-#    the script's carries ours in front on bash 4 (gwtrace-auto-extra.sh's
+#    without it; 5.0 added subshell_exit), and 5.0-5.1 run it with the $? of
+#    before the function's `return N`, which then becomes the element's
+#    status (PIPESTATUS 0 for `return 3`, traced only): the spans stayed
+#    open, or the status changed. Such a subshell's first command is the
+#    function's entry, one level deeper than the parent's last slow path,
+#    and the function is its command word: there our EXIT trap goes (5.x)
+#    and a RETURN trap (inherited under functrace) ends the process's frames
+#    when that depth returns, at their true time. A RETURN trap of the
+#    script's carries ours in front there (gwtrace-auto-extra.sh's
 #    _gwtrace_auto_rettext): a slow path cannot install one, bash puts back
 #    the RETURN trap a function called from the DEBUG trap found. Bash 4.2
 #    also frees every trap a subshell inherited at its first `trap` (trap.c
 #    free_trap_strings; 4.4 keeps DEBUG, ERR and RETURN), our EXIT trap
 #    included, which took the DEBUG trap with it: functions in `( )` and
 #    `$( )` had no span. They go back (_gwtrace_auto_retrap). The
-#    accelerator leaves a bash 4 subshell's entry to this shell code.
+#    accelerator leaves such a subshell's entry to this shell code.

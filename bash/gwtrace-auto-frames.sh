@@ -267,25 +267,28 @@ _gwtrace_auto_sync() {
     || _gwtrace_aown=$BASHPID
 }
 
-# --- bash 4 subshells (gwtrace-auto-fn.sh, note 14) ---------------------------
+# --- bash < 5.2 subshells (gwtrace-auto-fn.sh, note 14) ------------------------
 
-# The RETURN trap of a bash 4 pipeline element (_gwtrace_auto_sub4), a no-op
+# The RETURN trap of such a pipeline element (_gwtrace_auto_subold), a no-op
 # elsewhere (_gwtrace_apdep -1); its first simple command sees BASH_COMMAND
 # (and $?, $_) as the function left them.
 # shellcheck disable=SC2016  # the trap's text
 _gwtrace_apdep=-1 _gwtrace_apret='{ _gwtrace_apr=$? _gwtrace_apc=$BASH_COMMAND _gwtrace_apl=$_; (( ${#FUNCNAME[@]} != _gwtrace_apdep )) || _gwtrace_auto_pipe_end "$_gwtrace_apc"; } 2>&-'
 
-# _gwtrace_auto_sub4: a bash 4 subshell that just got our EXIT trap
-# (_gwtrace_auto_subenter): its traps as they were on 4.2, and when it is a
+# _gwtrace_auto_subold: a subshell of bash < 5.2 that just got our EXIT trap
+# (_gwtrace_auto_subenter): on 4.2 its traps as they were; when it is a
 # function run as an element of a pipeline (its first command is the
-# function's entry, one level deeper), a RETURN trap that ends its spans
-# when that function returns: bash < 5 runs no EXIT trap there.
-_gwtrace_auto_sub4() {
+# function's entry, one level deeper), a RETURN trap that ends its spans as
+# that function returns. Bash 4 runs no EXIT trap there; 5.0 and 5.1 run it
+# with the $? of before a `return N` and make that the element's status
+# (PIPESTATUS 0 for `return 3`): ours goes.
+_gwtrace_auto_subold() {
   builtin local _gwtrace_li=1                   # the script's frame: past ours
   (( _gwtrace_a44 )) || _gwtrace_auto_retrap
   while [[ ${FUNCNAME[_gwtrace_li]-} == _gwtrace_* ]]; do _gwtrace_li=$((_gwtrace_li + 1)); done
   (( _gwtrace_ad >= 0 && ${#FUNCNAME[@]} - _gwtrace_li == _gwtrace_ad + 1 )) && [[ ${FUNCNAME[_gwtrace_li]-} == "$_gwtrace_dw" ]] || builtin return 0
   _gwtrace_apdep=$(( ${#FUNCNAME[@]} - _gwtrace_li ))
+  (( BASH_VERSINFO[0] < 5 )) || builtin trap - EXIT
   # A RETURN trap of the script's has ours in front already (gwtrace-auto-extra.sh's
   # _gwtrace_auto_rettext): bash puts back, as this slow path returns, the
   # RETURN trap it had when called (execute_function: a DEBUG trap runs).
@@ -302,11 +305,11 @@ _gwtrace_auto_retrap() {
   [[ -z ${_gwtrace_aueset-} || $- != *E* ]] || builtin trap -- "$_gwtrace_aue" ERR
 }
 
-# _gwtrace_auto_pipe_end COMMAND: the RETURN trap of _gwtrace_auto_sub4, as
+# _gwtrace_auto_pipe_end COMMAND: the RETURN trap of _gwtrace_auto_subold, as
 # the function returns: this process's frames end, at their true time, with
 # its status, and the layer stays busy (the process exits next; a RETURN
 # trap of the script's, chained after ours, is all that runs). The status
-# is the trap's $? (_gwtrace_apr) unless the function ran `return N`: bash 4
+# is the trap's $? (_gwtrace_apr) unless the function ran `return N`: bash
 # jumps out before N becomes $?, and BASH_COMMAND (COMMAND) is then that
 # `return`: a literal N is read, anything else is ok with
 # gwtrace.status.unknown.

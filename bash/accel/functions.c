@@ -85,13 +85,13 @@ static long gw_version(void) {
 }
 
 /* _gwtrace_auto_subenter for a function: this subshell gets our EXIT trap (note 6) and ids.
- * Bash 4: the shell's (_gwtrace_auto_sub4, note 14: traps put back, a pipeline element's RETURN trap). */
+ * Bash < 5.2: the shell's (_gwtrace_auto_subold, note 14: traps put back, a pipeline element's RETURN trap). */
 static int subshell_function(long pid) {
   SHELL_VAR *open_ = find_variable(GW_ENV_AUTO_OPEN);
   const char *atr = gw_sval(GW_V_TRACE_ID), *exit1 = gw_sval(GW_V_SUBSHELL_EXIT_TRAP);
   char buf[96];
   WORD_LIST *w;
-  if (gw_version() < 500) return SHELL;
+  if (gw_version() < 502) return SHELL;
   if (!open_ || !atr || !exit1 || (open_->attributes & (att_readonly | att_invisible)) ||
       !(open_->attributes & att_exported) || (open_->attributes & (att_array | att_assoc)))
     return SHELL;
