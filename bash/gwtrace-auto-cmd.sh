@@ -20,6 +20,8 @@
   _gwtrace_adbg_cmd='{ [[ $_gwtrace_abusy != 0 || ${#BASH_SOURCE[@]}.$BASH_SUBSHELL == $_gwtrace_ak && ( -n ${_gwtrace_acbi[${BASH_COMMAND%% *}]-} || $BASH_COMMAND == \(\(* || ( $BASH_COMMAND == [A-Za-z_]*=* && $BASH_COMMAND != *\ * ) ) || $((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0])) == - ]]||_gwtrace_auto_cmd "$_";} 2>&-'
   # shellcheck disable=SC2016
   _gwtrace_adbg_cmdc='{ ((_gwtrace_arc=$?,_gwtrace_aps=PIPESTATUS[0],_gwtrace_abusy))||{ [[ -z $_gwtrace_acmd$_gwtrace_aspend$_gwtrace_asetpend && ( -n ${_gwtrace_acbi[${BASH_COMMAND%%[[:space:]]*}]-} || ( $BASH_COMMAND == [A-Za-z_]*=* && $BASH_COMMAND != *[[:space:]]* ) || $BASH_COMMAND == \(\(* ) ]]&&((${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl&&${#_gwtrace_abgpid[@]}==0));}||_gwtrace_auto_cmd "$_";} 2>&-'
+  # shellcheck disable=SC2016  # bash < 4.4: FUNCNAME's depth (gwtrace-auto-fn.sh, note 13)
+  (( _gwtrace_a44 )) || _gwtrace_adbg_cmd=${_gwtrace_adbg_cmd//"$_gwtrace_abs"/$_gwtrace_adx} _gwtrace_adbg_cmdc=${_gwtrace_adbg_cmdc//"$_gwtrace_abs"/$_gwtrace_adx}
   builtin declare -gA _gwtrace_acbi
   _gwtrace_acbi=(['[']=1 ['[[']=1 ['((']=1 [:]=1 [echo]=1 [printf]=1 [test]=1 [true]=1 [false]=1 [local]=1
     [declare]=1 [typeset]=1 [export]=1 [readonly]=1 [unset]=1 [shift]=1 [return]=1 [break]=1 [continue]=1 [read]=1
@@ -48,7 +50,7 @@ _gwtrace_auto_cmd() {
     if (( BASH_SUBSHELL != _gwtrace_asl )); then _gwtrace_auto_comsub_enter && builtin return 0
     elif _gwtrace_auto_comsub_end; then builtin return 0; fi
   fi
-  builtin local _gwtrace_ln="$(( ${#BASH_SOURCE[@]} - 1 ))" _gwtrace_lagain=''
+  builtin local _gwtrace_ln="$(( ${#FUNCNAME[@]} - 1 ))" _gwtrace_lagain=''
   if [[ $BASH_COMMAND == "$_gwtrace_actxt" ]] && (( BASH_LINENO[0] < ${_gwtrace_accs%% *}+0 )) \
      || [[ ${FUNCNAME[1]-} == _gwtrace_* ]]; then
     _gwtrace_lagain=1
@@ -292,7 +294,7 @@ _gwtrace_auto_comsub_child() {
 # parent looked it up). False for anything else: the slow path.
 _gwtrace_auto_comsub_enter() {
   [[ $_gwtrace_acsx == *" 1 ${BASH_COMMAND%%[[:space:]]*} "*" $((BASH_SUBSHELL - 1))" && $_gwtrace_acpid != "$BASHPID" \
-     && ${#BASH_SOURCE[@]} == $((_gwtrace_ad + 2)) && -z $_gwtrace_aspend$_gwtrace_asetpend${_gwtrace_abgpid-} ]] || builtin return 1
+     && ${#FUNCNAME[@]} == $((_gwtrace_ad + 2)) && -z $_gwtrace_aspend$_gwtrace_asetpend${_gwtrace_abgpid-} ]] || builtin return 1
   _gwtrace_auto_tp "00-$_gwtrace_atr-${_gwtrace_acsx%% *}-$_gwtrace_afl" 1
   _gwtrace_asl=$BASH_SUBSHELL _gwtrace_acmd='' _gwtrace_acsx='' _gwtrace_acst=''
   _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl
@@ -306,7 +308,7 @@ _gwtrace_auto_comsub_enter() {
 # fast path's key again. False for anything else: _gwtrace_auto_cmd's
 # general way.
 _gwtrace_auto_comsub_end() {
-  [[ $_gwtrace_acpid == "$BASHPID" && ${!-} == "$_gwtrace_abang" && ${#BASH_SOURCE[@]} == $((_gwtrace_ad + 2)) \
+  [[ $_gwtrace_acpid == "$BASHPID" && ${!-} == "$_gwtrace_abang" && ${#FUNCNAME[@]} == $((_gwtrace_ad + 2)) \
      && -z $_gwtrace_aspend$_gwtrace_asetpend${_gwtrace_abgpid-} && $BASH_COMMAND != "$_gwtrace_actxt" && ${FUNCNAME[2]-} != _gwtrace_* \
      && ( -n ${_gwtrace_acbi[${BASH_COMMAND%% *}]-} || $BASH_COMMAND == \(\(* || ( $BASH_COMMAND == [A-Za-z_]*=* && $BASH_COMMAND != *\ * ) ) \
      && $BASH_COMMAND != *\$\([!\(]* && $BASH_COMMAND != *\`* && $BASH_COMMAND != [sbc.]* ]] \

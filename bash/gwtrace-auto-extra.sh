@@ -31,6 +31,11 @@ _gwtrace_aexit_post='{ builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2
 _gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurdep=0 _gwtrace_auddep=0 _gwtrace_askipx=0 _gwtrace_audx=''
 _gwtrace_asigs=()
 _gwtrace_ar='' _gwtrace_at=''
+# bash < 4.4 leaves the functions of a -c or -s script, and imported ones,
+# out of BASH_SOURCE: the DEBUG trap's texts count FUNCNAME there
+# (gwtrace-auto-fn.sh, note 13; this file is read at the start on bash 4)
+# shellcheck disable=SC2016
+_gwtrace_abs='${#BASH_SOURCE[@]}' _gwtrace_adx='$(( ${FUNCNAME+${#FUNCNAME[@]}+0*}${#BASH_SOURCE[@]} ))'
 
 # _gwtrace_auto_hex: 32 random hex digits into _gwtrace_ar (a kernel uuid,
 # read without forking; the clock, pid and SRANDOM if there is none).
@@ -390,9 +395,15 @@ _gwtrace_auto_oneshot() {
 # were, from the trap's first line.
 _gwtrace_auto_rettext() {
   _gwtrace_aurx=$_gwtrace_aur
-  [[ -n $_gwtrace_audbg && -n $_gwtrace_aur && -z ${_gwtrace_auT-} ]] || builtin return 0
+  [[ -n $_gwtrace_audbg && -n $_gwtrace_aur ]] || builtin return 0
   # shellcheck disable=SC2016
-  _gwtrace_aurx='{ (( _gwtrace_arr = $?, 1 )); } 2>&-; if { [[ -n ${_gwtrace_auT-} || ${FUNCNAME-} == source ]] || (( ${#FUNCNAME[@]} <= _gwtrace_aurdep )); } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arr" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aur"$'\nfi'
+  [[ -n ${_gwtrace_auT-} ]] || _gwtrace_aurx='{ (( _gwtrace_arr = $?, 1 )); } 2>&-; if { [[ -n ${_gwtrace_auT-} || ${FUNCNAME-} == source ]] || (( ${#FUNCNAME[@]} <= _gwtrace_aurdep )); } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arr" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aur"$'\nfi'
+  # bash < 5.2: a pipeline element's RETURN trap in front, on the same line,
+  # $? and $_ given back (gwtrace-auto-frames.sh's _gwtrace_auto_subold)
+  (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] > 1) )) && builtin return 0
+  _gwtrace_auto_cold
+  # shellcheck disable=SC2016
+  _gwtrace_aurx="${_gwtrace_apret%\} 2>&-}"'_gwtrace_auto_rc "$_gwtrace_apr" "$_gwtrace_apl" && : "$_gwtrace_apl"; } 2>&-; '$_gwtrace_aurx
 }
 
 # _gwtrace_auto_dbgtext: the DEBUG trap to install, into _gwtrace_ar: ours

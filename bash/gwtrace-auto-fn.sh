@@ -33,6 +33,7 @@
   # gwtrace-auto-frames.sh.
   # shellcheck disable=SC2016
   _gwtrace_adbg_fn='case ${#BASH_SOURCE[@]}.$BASH_SUBSHELL.$BASH_COMMAND in $_gwtrace_af|$_gwtrace_ag) ;; *) _gwtrace_auto_dbg "$_";; esac'
+  (( _gwtrace_a44 )) || { _gwtrace_auto_extra; _gwtrace_adbg_fn=${_gwtrace_adbg_fn//"$_gwtrace_abs"/$_gwtrace_adx}; }   # note 13
   # A subshell's EXIT trap: the rest is skipped unless a frame of its own is
   # still open or a command pending (note 3).
   # shellcheck disable=SC2016
@@ -116,13 +117,14 @@ _gwtrace_auto_subenter() {
   if [[ -z ${_gwtrace_afn[$_gwtrace_dw]-} ]]; then
     if [[ $_gwtrace_dw == */* || $_gwtrace_dw == *=* ]] || ! builtin declare -F -- "$_gwtrace_dw" >/dev/null; then
       # not a function's call: nothing more to do if nothing else changed
-      [[ ${#BASH_SOURCE[@]} == $((_gwtrace_ad + 2)) && $_gwtrace_amode$- != *x* && $BASH_COMMAND != [sbc.][ehuo\ ]* ]] || builtin return 0
+      [[ ${#FUNCNAME[@]} == $((_gwtrace_ad + 2)) && $_gwtrace_amode$- != *x* && $BASH_COMMAND != [sbc.][ehuo\ ]* ]] || builtin return 0
       _gwtrace_ak=$_gwtrace_ad.$_gwtrace_asl _gwtrace_af="$_gwtrace_ad.$_gwtrace_asl.[!sbc.]*" _gwtrace_ag="$_gwtrace_ad.$_gwtrace_asl.?[!ehuo ]*"   # _gwtrace_auto_key's
       builtin return 1
     fi
   fi
   _gwtrace_asub=$BASHPID
   builtin trap -- "$_gwtrace_aexit1" EXIT
+  (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] > 1) )) || { _gwtrace_auto_cold; _gwtrace_auto_subold; }   # note 14
   _gwtrace_auto_seed                           # ready for _gwtrace_auto_enter's written-out entry
   _gwtrace_auto_own
   _gwtrace_aown=$BASHPID
@@ -146,7 +148,7 @@ _gwtrace_auto_dbg() {
     elif [[ $BASH_COMMAND == [sbc][ehuo]* ]]; then
       case ${BASH_COMMAND%% *} in set|shopt|builtin|command) _gwtrace_auto_cold; _gwtrace_auto_dbg_pre "$1" ;; esac
     fi
-    case $(( ${#BASH_SOURCE[@]} - 1 - _gwtrace_ad )) in
+    case $(( ${#FUNCNAME[@]} - 1 - _gwtrace_ad )) in
       0) ;;
       -*) _gwtrace_auto_leave ;;
       *) _gwtrace_auto_enter ;;
@@ -170,7 +172,7 @@ _gwtrace_auto_dbg_post() {
 # One level deeper: a function entered, written out for the common case
 # (note 8); anything else through _gwtrace_auto_sync.
 _gwtrace_auto_enter() {
-  _gwtrace_dn=$(( ${#BASH_SOURCE[@]} - 2 )) _gwtrace_dw=${FUNCNAME[2]-}
+  _gwtrace_dn=$(( ${#FUNCNAME[@]} - 2 )) _gwtrace_dw=${FUNCNAME[2]-}
   case $_gwtrace_dw in
     source|trap|exit|_gwtrace_*|trace_*|*[$'\\\t\n\r']*) _gwtrace_auto_cold; _gwtrace_auto_sync "$_gwtrace_dn" 3; builtin return 0 ;;   # the general path knows these
   esac
@@ -192,7 +194,7 @@ _gwtrace_auto_enter() {
 
 # Shallower: functions returned, with the status the trap saw (note 9).
 _gwtrace_auto_leave() {
-  _gwtrace_dn=$(( ${#BASH_SOURCE[@]} - 2 )) _gwtrace_di=$((_gwtrace_an - 1))
+  _gwtrace_dn=$(( ${#FUNCNAME[@]} - 2 )) _gwtrace_di=$((_gwtrace_an - 1))
   # (bash 4, no EPOCHREALTIME: the clock is the cold half's, needed only when
   # a frame ends: not for the first command of a -c or -s script, note 10;
   # bash < 4.4 always, it has no ${TRACEPARENT@a})
@@ -370,3 +372,40 @@ builtin return 0
 #    sets it (bash 4 reads that file in every process that reaches a slow
 #    path needing it, a `set` among them, before functrace can be off): the
 #    common half of bash 5 parses nothing more.
+#
+# 13. The depth. Bash < 4.4 pushes no BASH_SOURCE entry for a function
+#    without a file: one a -c or -s script defines, or one imported from the
+#    environment (4.4 and later: "environment", "main" or $BASH), so on EL7
+#    such calls were invisible. ${#FUNCNAME[@]} counts every frame once a
+#    function runs, and equals ${#BASH_SOURCE[@]} there on 4.4 and later
+#    (functions, sourced files, both nested, BASH_ENV's `source` frame; our
+#    slow paths always run in a function of ours, so they count FUNCNAME on
+#    every bash). At the top level of the script or of a file it sources,
+#    FUNCNAME is unset (4.2, 5.x) or counts 0 (4.4) while BASH_SOURCE is
+#    right: the trap's texts, run at the script's level, count
+#    $(( ${FUNCNAME+${#FUNCNAME[@]}+0*}${#BASH_SOURCE[@]} )) on bash < 4.4
+#    only (_gwtrace_adx, gwtrace-auto-extra.sh; `set -u`-safe) and BASH_SOURCE elsewhere: bash
+#    5's fast path is unchanged. The accelerator counts the same way
+#    (functions.c trap_depth). BASH_SOURCE[i] stays aligned with FUNCNAME[i]
+#    on 4.2 (a frame without a file is a hole, or missing at the bottom):
+#    the call sites' files read it by index as before.
+#
+# 14. Subshells of bash < 5.2 (_gwtrace_auto_subenter; gwtrace-auto-frames.sh's
+#    _gwtrace_auto_subold). Bash 4 runs no EXIT trap when a pipeline element
+#    that is a function call ends (execute_subshell_builtin_or_function exits
+#    without it; 5.0 added subshell_exit), and 5.0-5.1 run it with the $? of
+#    before the function's `return N`, which then becomes the element's
+#    status (PIPESTATUS 0 for `return 3`, traced only): the spans stayed
+#    open, or the status changed. Such a subshell's first command is the
+#    function's entry, one level deeper than the parent's last slow path,
+#    and the function is its command word: there our EXIT trap goes (5.x)
+#    and a RETURN trap (inherited under functrace) ends the process's frames
+#    when that depth returns, at their true time. A RETURN trap of the
+#    script's carries ours in front there (gwtrace-auto-extra.sh's
+#    _gwtrace_auto_rettext): a slow path cannot install one, bash puts back
+#    the RETURN trap a function called from the DEBUG trap found. Bash 4.2
+#    also frees every trap a subshell inherited at its first `trap` (trap.c
+#    free_trap_strings; 4.4 keeps DEBUG, ERR and RETURN), our EXIT trap
+#    included, which took the DEBUG trap with it: functions in `( )` and
+#    `$( )` had no span. They go back (_gwtrace_auto_retrap). The
+#    accelerator leaves such a subshell's entry to this shell code.

@@ -24,6 +24,8 @@ _gwtrace_aframes=1
 _gwtrace_adbg_fnc='((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))&&[[ $BASH_COMMAND != [sbc.][ehuo\ ]* ]]||_gwtrace_auto_dbg "$_" "$_"'
 # shellcheck disable=SC2016
 _gwtrace_adbg_fnx='{ ((_gwtrace_arc=$?,${#BASH_SOURCE[@]}==_gwtrace_ad&&BASH_SUBSHELL==_gwtrace_asl||(_gwtrace_aps=PIPESTATUS[0],0)))||_gwtrace_auto_dbg "$_" "$_";} 2>&-'
+# shellcheck disable=SC2016  # bash < 4.4: FUNCNAME's depth (gwtrace-auto-fn.sh, note 13)
+(( _gwtrace_a44 )) || _gwtrace_adbg_fnc=${_gwtrace_adbg_fnc//"$_gwtrace_abs"/$_gwtrace_adx} _gwtrace_adbg_fnx=${_gwtrace_adbg_fnx//"$_gwtrace_abs"/$_gwtrace_adx}
 
 # _gwtrace_auto_id: a span id (16 hex digits, never all zero) into _gwtrace_ar.
 _gwtrace_auto_id() {
@@ -258,10 +260,72 @@ _gwtrace_auto_sync() {
       _gwtrace_auto_exit_install             # the subshell set an EXIT handler of its own
     else
       builtin trap -- "$_gwtrace_aexit1" EXIT  # no need to read gwtrace-auto-extra.sh
+      (( _gwtrace_a44 )) || _gwtrace_auto_retrap
     fi
   fi
   [[ $_gwtrace_asub != "$BASHPID" || $_gwtrace_arngpid != "$BASHPID" || ${GWTRACE_AUTO_OPEN-} != "$BASHPID:"* ]] \
     || _gwtrace_aown=$BASHPID
+}
+
+# --- bash < 5.2 subshells (gwtrace-auto-fn.sh, note 14) ------------------------
+
+# The RETURN trap of such a pipeline element (_gwtrace_auto_subold), a no-op
+# elsewhere (_gwtrace_apdep -1); its first simple command sees BASH_COMMAND
+# (and $?, $_) as the function left them.
+# shellcheck disable=SC2016  # the trap's text
+_gwtrace_apdep=-1 _gwtrace_apret='{ _gwtrace_apr=$? _gwtrace_apc=$BASH_COMMAND _gwtrace_apl=$_; (( ${#FUNCNAME[@]} != _gwtrace_apdep )) || _gwtrace_auto_pipe_end "$_gwtrace_apc"; } 2>&-'
+
+# _gwtrace_auto_subold: a subshell of bash < 5.2 that just got our EXIT trap
+# (_gwtrace_auto_subenter): on 4.2 its traps as they were; when it is a
+# function run as an element of a pipeline (its first command is the
+# function's entry, one level deeper), a RETURN trap that ends its spans as
+# that function returns. Bash 4 runs no EXIT trap there; 5.0 and 5.1 run it
+# with the $? of before a `return N` and make that the element's status
+# (PIPESTATUS 0 for `return 3`): ours goes.
+_gwtrace_auto_subold() {
+  builtin local _gwtrace_li=1                   # the script's frame: past ours
+  (( _gwtrace_a44 )) || _gwtrace_auto_retrap
+  while [[ ${FUNCNAME[_gwtrace_li]-} == _gwtrace_* ]]; do _gwtrace_li=$((_gwtrace_li + 1)); done
+  (( _gwtrace_ad >= 0 && ${#FUNCNAME[@]} - _gwtrace_li == _gwtrace_ad + 1 )) && [[ ${FUNCNAME[_gwtrace_li]-} == "$_gwtrace_dw" ]] || builtin return 0
+  _gwtrace_apdep=$(( ${#FUNCNAME[@]} - _gwtrace_li ))
+  (( BASH_VERSINFO[0] < 5 )) || builtin trap - EXIT
+  # A RETURN trap of the script's has ours in front already (gwtrace-auto-extra.sh's
+  # _gwtrace_auto_rettext): bash puts back, as this slow path returns, the
+  # RETURN trap it had when called (execute_function: a DEBUG trap runs).
+  [[ -n ${_gwtrace_aurset-} ]] || builtin trap -- "$_gwtrace_apret" RETURN
+}
+
+# _gwtrace_auto_retrap: bash < 4.4 frees every trap a subshell inherited at
+# its first `trap` (4.4 keeps DEBUG, ERR and RETURN), ours for its EXIT
+# included: ours and the script's go back (ERR only under errtrace, as bash
+# keeps it in a subshell only then).
+_gwtrace_auto_retrap() {
+  [[ -z $_gwtrace_audbg${_gwtrace_audx-} ]] || builtin trap -- "$_gwtrace_audbg${_gwtrace_audx-}" DEBUG
+  [[ -z ${_gwtrace_aurset-} ]] || builtin trap -- "$_gwtrace_aurx" RETURN
+  [[ -z ${_gwtrace_aueset-} || $- != *E* ]] || builtin trap -- "$_gwtrace_aue" ERR
+}
+
+# _gwtrace_auto_pipe_end COMMAND: the RETURN trap of _gwtrace_auto_subold, as
+# the function returns: this process's frames end, at their true time, with
+# its status, and the layer stays busy (the process exits next; a RETURN
+# trap of the script's, chained after ours, is all that runs). The status
+# is the trap's $? (_gwtrace_apr) unless the function ran `return N`: bash
+# jumps out before N becomes $?, and BASH_COMMAND (COMMAND) is then that
+# `return`: a literal N is read, anything else is ok with
+# gwtrace.status.unknown.
+_gwtrace_auto_pipe_end() {
+  builtin local _gwtrace_audbg='' _gwtrace_ln="$_gwtrace_an" _gwtrace_lr="${1#return }"
+  (( ++_gwtrace_abusy ))
+  if [[ $1 == 'return '* ]]; then
+    if [[ $_gwtrace_lr == [0-9]* && $_gwtrace_lr != *[!0-9]* && ${#_gwtrace_lr} -le 9 ]]; then
+      _gwtrace_apr=$(( 10#$_gwtrace_lr & 255 ))
+    else
+      _gwtrace_apr=$'ok\tgwtrace.status.unknown=true'
+    fi
+  fi
+  while (( _gwtrace_ln > 0 )) && [[ ${_gwtrace_apid[_gwtrace_ln-1]} == "$BASHPID" ]]; do _gwtrace_ln=$((_gwtrace_ln - 1)); done
+  _gwtrace_auto_exit_frames "$_gwtrace_apr"
+  _gwtrace_an=$_gwtrace_ln _gwtrace_aown=''        # and busy from now on: the process ends
 }
 
 # A sourced file that runs no command (it only defines functions) gives the
@@ -274,7 +338,7 @@ _gwtrace_auto_src_begin() {
   _gwtrace_auto_now
   # one argument (`source $(dirname "$0")/lib.sh` is one too): $_ will be the file
   [[ $_gwtrace_la == *[[:space:]]* ]] && ! _gwtrace_auto_one_word "$_gwtrace_la" || _gwtrace_la=
-  _gwtrace_aspend="$(( ${#BASH_SOURCE[@]} - 3 )) $_gwtrace_ad $BASHPID $_gwtrace_at ${_gwtrace_la%%[[:space:]]*}"
+  _gwtrace_aspend="$(( ${#FUNCNAME[@]} - 3 )) $_gwtrace_ad $BASHPID $_gwtrace_at ${_gwtrace_la%%[[:space:]]*}"
   _gwtrace_ad=-1
   _gwtrace_auto_mode
 }
@@ -311,7 +375,7 @@ _gwtrace_auto_src_done() {
   _gwtrace_aspend=''
   _gwtrace_auto_mode
   [[ -z $_gwtrace_lp ]] || { _gwtrace_lf=${_gwtrace_lp//[\"\']/}; [[ $_gwtrace_lf != *[\$\`]* ]] || _gwtrace_lf=${_gwtrace_lf##*/}; }
-  (( ${#BASH_SOURCE[@]} - 3 == _gwtrace_ldep )) && [[ -n $_gwtrace_lf && $_gwtrace_lpid == "$BASHPID" ]] || builtin return 0
+  (( ${#FUNCNAME[@]} - 3 == _gwtrace_ldep )) && [[ -n $_gwtrace_lf && $_gwtrace_lpid == "$BASHPID" ]] || builtin return 0
   _gwtrace_auto_id
   _gwtrace_auto_now
   [[ $_gwtrace_lf == *[$'\\\t\n\r']* ]] && { _gwtrace_auto_esc "$_gwtrace_lf"; _gwtrace_lf=$_gwtrace_ar; _gwtrace_auto_id; }

@@ -177,6 +177,38 @@ EOS
   assert_output $'bash -c\nno\nok\tprocess.exit.code=3\tgwtrace.status.tested=true\nyes\n0\n0\nbash -s\n0'
 }
 
+# tree: each span begun in $LOG as "PARENT-NAME>NAME" (the root's parent: -), in order.
+tree() {
+  awk -F'\t' '$2 == "B" { n[$6] = $11 ~ / -[cs]$/ ? "SCRIPT" : $11; print ($7 in n ? n[$7] : "-") ">" n[$6] }' "$LOG"
+}
+
+# bash 4.2 (EL7) leaves the functions of a -c or -s script out of BASH_SOURCE (a function
+# defined in a file keeps its entry): the layer counts FUNCNAME there (gwtrace-auto-fn.sh, note 13).
+@test "functions: a bash -c or -s script's nested calls, a file sourced in a function and its functions trace as a script file's" {
+  local level text want
+  printf '%s\n' 'lf() { :; }' 'lf' >"$BATS_TEST_TMPDIR/lib.sh"
+  text=$'f() { g; }\ng() { source '"$BATS_TEST_TMPDIR/lib.sh"$'; lf; h; }\nh() { lf; }\nf\nlf\nsource '"$BATS_TEST_TMPDIR/lib.sh"$'\nx=$(h)\n(f)'
+  printf '%s\n' "$text" >"$SCRIPT"
+  for level in functions commands; do
+    : >"$LOG"
+    auto_run "$level"
+    assert_success
+    run tree
+    want=${output//${SCRIPT##*/}/SCRIPT}
+    [[ $want == *$'g>source lib.sh\nsource lib.sh>lf\ng>lf\ng>h\nh>lf'* ]]
+    : >"$LOG"
+    run --separate-stderr env BASH_ENV="$GW_ROOT/bash/gwtrace-auto.sh" GWTRACE_AUTO_LEVEL="$level" bash -c "$text"
+    assert_success
+    run tree
+    assert_output "$want"
+    : >"$LOG"
+    run --separate-stderr env BASH_ENV="$GW_ROOT/bash/gwtrace-auto.sh" GWTRACE_AUTO_LEVEL="$level" bash -s <"$SCRIPT"
+    assert_success
+    run tree
+    assert_output "$want"
+  done
+}
+
 @test "a script span is named after the script however bash was started, also with \$0 still bash's (bash < 5.2)" {
   # Bash before 5.2 (every EL7-EL9 worker node) reads BASH_ENV before it sets
   # $0 to the script: gwtrace-auto-argv.sh reads the operand from the shell's
@@ -269,6 +301,45 @@ EOS
     assert_output "n=2"
     run awk -F'\t' '$2 == "B" { b[$6] = $11 } $2 == "E" { delete b[$6] } END { for (id in b) print "open: " b[id] }' "$LOG"
     assert_output ""
+  done
+}
+
+# Bash < 5 runs no EXIT trap in a pipeline element that is a function, 5.0-5.1 run it with the $?
+# of before a `return N` and make that the element's status: a RETURN trap ends its spans there
+# (gwtrace-auto-fn.sh, note 14). Bash 4.2 frees every inherited trap at a subshell's first
+# `trap`, ours for its EXIT included: the DEBUG trap (and the script's ERR and RETURN traps) went
+# with it, and the functions a subshell or $(...) called had no span.
+@test "functions: a pipeline element function ends with its status, and a subshell's functions have spans, the script's traps as untraced" {
+  local level plain
+  cat >"$SCRIPT" <<'EOS'
+h() { :; }
+f() { h; return 3; }
+g() { local r=4; return $r; }
+f | cat; echo "ps=${PIPESTATUS[*]}"
+x=$(g | wc -l)
+(f) || echo "sub=$?"
+y=$(h)
+set -E -T
+trap 'echo "err ${FUNCNAME-} $BASH_SUBSHELL"' ERR
+trap '[[ ${FUNCNAME-} != k ]] || echo "ret k $BASH_SUBSHELL"' RETURN
+k() { false; }
+k | cat
+(k) || :
+echo "x=$x y=$y"
+EOS
+  plain=$(env -u BASH_ENV bash "$SCRIPT" 2>&1)
+  [[ $plain == *"ps=3 0"* && $plain == *"ret k 1"* && $plain == *"err k 1"* ]]
+  for level in functions commands; do
+    : >"$LOG"
+    auto_run "$level"
+    assert_success
+    assert_output "$plain"
+    run awk -F'\t' '$2 == "B" { b[$6] = $11; f[$6] = NF == 11 } $2 == "E" && f[$6] { print b[$6], $7, $8 } $2 == "E" { delete b[$6] }
+                     END { for (id in b) print "open: " b[id] }' "$LOG"     # function spans (no attributes), and any left open
+    [[ $output != *open:* ]]
+    # f | cat, (f) || ..., k | cat, (k) || :; bash 5.2 ends the pipeline's g with its 4, an older one cannot read `return $r`
+    [[ $output == *$'h 0 \nf 3 code.line.number=4\n'*$'h 0 \nf ok process.exit.code=3\nh 0 \n'*$'k 1 code.line.number=12\nk ok process.exit.code=1'* ]]
+    [[ $output == *$'g 4 code.line.number=5\n'* || ( $output == *$'g ok gwtrace.status.unknown=true\n'* && ${BASH_VERSINFO[0]}${BASH_VERSINFO[1]} -lt 52 ) ]]
   done
 }
 

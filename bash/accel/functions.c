@@ -73,12 +73,25 @@ static int seed(long pid) {
   return ok;
 }
 
-/* _gwtrace_auto_subenter for a function: this subshell gets our EXIT trap (note 6) and ids. */
+/* BASH_VERSINFO as 100 * major + minor (404 for bash 4.4), read once. */
+static long gw_version(void) {
+  static long v = -1;
+  if (v < 0) {
+    SHELL_VAR *vi = find_variable(GW_BASH_VERSINFO);
+    const char *ma = vi ? array_reference(vi->value, 0) : 0, *mi = vi ? array_reference(vi->value, 1) : 0;
+    v = ma && mi ? atol(ma) * 100 + atol(mi) : 0;
+  }
+  return v;
+}
+
+/* _gwtrace_auto_subenter for a function: this subshell gets our EXIT trap (note 6) and ids.
+ * Bash < 5.2: the shell's (_gwtrace_auto_subold, note 14: traps put back, a pipeline element's RETURN trap). */
 static int subshell_function(long pid) {
   SHELL_VAR *open_ = find_variable(GW_ENV_AUTO_OPEN);
   const char *atr = gw_sval(GW_V_TRACE_ID), *exit1 = gw_sval(GW_V_SUBSHELL_EXIT_TRAP);
   char buf[96];
   WORD_LIST *w;
+  if (gw_version() < 502) return SHELL;
   if (!open_ || !atr || !exit1 || (open_->attributes & (att_readonly | att_invisible)) ||
       !(open_->attributes & att_exported) || (open_->attributes & (att_array | att_assoc)))
     return SHELL;
@@ -252,6 +265,17 @@ static int leave(long depth, int rc, int ps) {
   return DONE;
 }
 
+/* The depth the trap's text compares (gwtrace-auto-fn.sh, note 13): BASH_SOURCE's length; bash < 4.4
+ * leaves a function of a -c or -s script, or an imported one, out of BASH_SOURCE: FUNCNAME's length
+ * there while a function runs (FUNCNAME[0] set), as the shell texts count it. */
+static long trap_depth(void *src) {
+  if (gw_version() < 404) {
+    void *fa = gw_array_of(GW_BASH_FUNCNAME);
+    if (fa && array_reference(fa, 0)) return gw_array_count(fa);
+  }
+  return gw_array_count(src);
+}
+
 static int decide(int rc) {
   const char *cmd = the_printed_command_except_trap ? the_printed_command_except_trap : "";
   const char *mode;
@@ -261,7 +285,7 @@ static int decide(int rc) {
 
   if (gw_ival(GW_V_BUSY, &ok) != 0 || !ok) return ok ? DONE : SHELL;
   if (!src) return SHELL;
-  depth = gw_array_count(src);
+  depth = trap_depth(src);
   ad = gw_ival(GW_V_DEPTH, &ok);
   asl = gw_ival(GW_V_SUBSHELL, &ok);
   if (!ok) return SHELL;
