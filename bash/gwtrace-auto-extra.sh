@@ -23,12 +23,15 @@ _gwtrace_aextra=1
 [[ -n ${_gwtrace_autil-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"
 _gwtrace_aux='' _gwtrace_auxpid='' _gwtrace_atrc=0 _gwtrace_aoneshot=''
 # shellcheck disable=SC2016
-_gwtrace_aexit_pre='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); _gwtrace_auto_exit_pre "$_" && : "$_"; } 2>&-'
+# (a call first: busy from its arguments on, which bash expands after the
+# DEBUG trap it runs for the call; that trap sees BASH_COMMAND as the
+# handler's first command would, where bash 4 shows a `((` as the command)
+_gwtrace_aexit_pre='{ _gwtrace_auto_exit_pre "$?" "$(( ++_gwtrace_abusy ))" "$_" && : "$_"; } 2>&-'
 # shellcheck disable=SC2016
 # (busy from the redirection on, which bash expands before the group's first
 # command and its DEBUG trap: the script's DEBUG trap does not run for ours)
 _gwtrace_aexit_post='{ builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2>&"${_gwtrace_anofd[++_gwtrace_abusy]--}"'
-_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurdep=0 _gwtrace_auddep=0 _gwtrace_askipx=0 _gwtrace_audx=''
+_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurdep=0 _gwtrace_audl=-1 _gwtrace_audsl=0 _gwtrace_audoff=999999 _gwtrace_askipx=0 _gwtrace_audx=''
 _gwtrace_asigs=()
 _gwtrace_ar='' _gwtrace_at=''
 
@@ -92,9 +95,11 @@ _gwtrace_auto_adopt_end() {
   done
 }
 
-# The first half of the EXIT trap: returns the exit status, so that the
-# script's handler sees $? (and $_) as they were.
+# _gwtrace_auto_exit_pre STATUS BUSY LASTARG: the first half of the EXIT
+# trap: returns the exit status, so that the script's handler sees $? (and
+# $_) as they were.
 _gwtrace_auto_exit_pre() {
+  _gwtrace_aexit=$1
   [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_exit_shim
   # The script's DEBUG trap ran before our first command, where it runs
   # before the handler's first one untraced: not again for our `: "$_"` (run
@@ -272,13 +277,18 @@ _gwtrace_auto_trap() {
     case $_gwtrace_ar in
       x|d|e|r)
         _gwtrace_lu=$_gwtrace_ar
+        if [[ $_gwtrace_lu == d ]]; then
+          # `trap - DEBUG` where bash took the script's out (_gwtrace_auto_udep)
+          # changes nothing: bash puts it back on return
+          [[ $_gwtrace_lop != revert ]] || (( ${#BASH_SOURCE[@]} - 3 < _gwtrace_audoff )) || continue
+          _gwtrace_audl=-1 _gwtrace_audoff=999999   # in force where it is set
+        fi
         case $_gwtrace_lop in
           set) builtin printf -v "_gwtrace_au$_gwtrace_lu" '%s' "$_gwtrace_larg"; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
           ignore) builtin printf -v "_gwtrace_au$_gwtrace_lu" '%s' ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
           revert) builtin printf -v "_gwtrace_au$_gwtrace_lu" '%s' ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" '%s' '' ;;
         esac
         [[ $_gwtrace_lu != r ]] || _gwtrace_aurdep=$(( ${#FUNCNAME[@]} - 3 ))
-        [[ $_gwtrace_lu != d ]] || _gwtrace_auddep=$(( ${#FUNCNAME[@]} - 3 ))
         if [[ $_gwtrace_lu == x ]]; then
           _gwtrace_auxpid=$BASHPID
           _gwtrace_auto_exit_install
@@ -328,7 +338,7 @@ _gwtrace_auto_trap_print() {
     [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_trap_line "$_gwtrace_aux" EXIT
     (( ${#_gwtrace_asigs[@]} )) || _gwtrace_auto_sigs
     builtin trap -p "${_gwtrace_asigs[@]}"
-    [[ -z $_gwtrace_audset ]] || _gwtrace_auto_trap_line "$_gwtrace_aud" DEBUG
+    [[ -z $_gwtrace_audset ]] || (( ${#BASH_SOURCE[@]} - 4 >= _gwtrace_audoff )) || _gwtrace_auto_trap_line "$_gwtrace_aud" DEBUG
     [[ -z $_gwtrace_aueset ]] || _gwtrace_auto_trap_line "$_gwtrace_aue" ERR
     [[ -z $_gwtrace_aurset ]] || _gwtrace_auto_trap_line "$_gwtrace_aur" RETURN
     builtin return 0
@@ -337,7 +347,7 @@ _gwtrace_auto_trap_print() {
     _gwtrace_auto_trap_kind "$_gwtrace_ls"
     case $_gwtrace_ar in
       x) [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_trap_line "$_gwtrace_aux" EXIT ;;
-      d) [[ -z $_gwtrace_audset ]] || _gwtrace_auto_trap_line "$_gwtrace_aud" DEBUG ;;
+      d) [[ -z $_gwtrace_audset ]] || (( ${#BASH_SOURCE[@]} - 4 >= _gwtrace_audoff )) || _gwtrace_auto_trap_line "$_gwtrace_aud" DEBUG ;;
       e) [[ -z $_gwtrace_aueset ]] || _gwtrace_auto_trap_line "$_gwtrace_aue" ERR ;;
       r) [[ -z $_gwtrace_aurset ]] || _gwtrace_auto_trap_line "$_gwtrace_aur" RETURN ;;
       '') builtin trap -p "$_gwtrace_ls" ;;
@@ -407,7 +417,7 @@ _gwtrace_auto_dbgtext() {
     # shellcheck disable=SC2016
     _gwtrace_audx='; if { (( ! _gwtrace_abusy )) && [[ ${FUNCNAME-} != trap && ${FUNCNAME-} != _gwtrace_* && $BASH_COMMAND != *_gwtrace_a* ]]'
     # shellcheck disable=SC2016  # our functrace, not the script's: bash's inheritance
-    [[ -z $_gwtrace_audbg ]] || _gwtrace_audx+=' && { [[ -n $_gwtrace_auT || ${FUNCNAME-} == source ]] || (( ${#FUNCNAME[@]} <= _gwtrace_auddep )); }'
+    [[ -z $_gwtrace_audbg ]] || _gwtrace_audx+=' && { (( ${#BASH_SOURCE[@]} == _gwtrace_audl && BASH_SUBSHELL == _gwtrace_audsl )) || _gwtrace_auto_udep "${#BASH_SOURCE[@]}" "$_"; } && (( ${#BASH_SOURCE[@]} < _gwtrace_audoff ))'
     # shellcheck disable=SC2016
     _gwtrace_audx+=' && (( _gwtrace_askipx <= 0 || (_gwtrace_askipx -= 1) < 0 )); } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aud"$'\nfi'
   fi
@@ -419,6 +429,27 @@ _gwtrace_auto_dbgtext() {
   fi
   # shellcheck disable=SC2016
   _gwtrace_ar=${_gwtrace_audbg:-${_gwtrace_audx:+'{ (( _gwtrace_arc = $?, 1 )); } 2>&-'}}$_gwtrace_audx
+}
+
+# _gwtrace_auto_udep DEPTH LASTARG: the script's DEBUG trap as bash scopes it
+# (${#BASH_SOURCE[@]} is DEPTH, or the subshell another, than at its last
+# command): a function or sourced file entered while functrace was off takes
+# it out until it returns (execute_function, source_builtin:
+# restore_default_signal, then maybe_set_debug_trap), whatever functrace is
+# afterwards, and a subshell begun while it was off has none; entered while
+# on, they inherit it. _gwtrace_audoff: the depth where it went out (0: for
+# good, 999999: in force). Our functrace makes bash run the DEBUG trap as
+# each function or file is entered: every entry is seen here, one at a time.
+_gwtrace_auto_udep() {
+  if (( _gwtrace_audl >= 0 )); then
+    (( $1 >= _gwtrace_audl || $1 >= _gwtrace_audoff )) || _gwtrace_audoff=999999   # returned to where it is in force
+    if (( BASH_SUBSHELL != _gwtrace_audsl )); then   # (begun at depth $1 or _gwtrace_audl, the lower)
+      [[ -n $_gwtrace_auT ]] || (( _gwtrace_audoff <= ($1 < _gwtrace_audl ? $1 : _gwtrace_audl) )) || _gwtrace_audoff=0
+    elif (( $1 > _gwtrace_audl )); then
+      [[ -n $_gwtrace_auT ]] || (( _gwtrace_audoff <= _gwtrace_audl )) || _gwtrace_audoff=$(( _gwtrace_audl + 1 ))
+    fi
+  fi
+  _gwtrace_audl=$1 _gwtrace_audsl=$BASH_SUBSHELL
 }
 
 # The message bash gives for a bad signal, at the script's line (that of its
