@@ -31,7 +31,7 @@ _gwtrace_aexit_pre='{ _gwtrace_auto_exit_pre "$?" "$(( ++_gwtrace_abusy ))" "$_"
 # (busy from the redirection on, which bash expands before the group's first
 # command and its DEBUG trap: the script's DEBUG trap does not run for ours)
 _gwtrace_aexit_post='{ builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2>&"${_gwtrace_anofd[++_gwtrace_abusy]--}"'
-_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurdep=0 _gwtrace_audl=-1 _gwtrace_audsl=0 _gwtrace_audoff=999999 _gwtrace_askipx=0 _gwtrace_audx=''
+_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurdep=0 _gwtrace_audl=-1 _gwtrace_audsl=0 _gwtrace_audoff=999999 _gwtrace_audk='' _gwtrace_audon=1 _gwtrace_askipx=0 _gwtrace_audx=''
 _gwtrace_asigs=()
 _gwtrace_ar='' _gwtrace_at=''
 
@@ -281,7 +281,7 @@ _gwtrace_auto_trap() {
           # `trap - DEBUG` where bash took the script's out (_gwtrace_auto_udep)
           # changes nothing: bash puts it back on return
           [[ $_gwtrace_lop != revert ]] || (( ${#BASH_SOURCE[@]} - 3 < _gwtrace_audoff )) || continue
-          _gwtrace_audl=-1 _gwtrace_audoff=999999   # in force where it is set
+          _gwtrace_audl=-1 _gwtrace_audoff=999999 _gwtrace_audk=''   # in force where it is set
         fi
         case $_gwtrace_lop in
           set) builtin printf -v "_gwtrace_au$_gwtrace_lu" '%s' "$_gwtrace_larg"; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
@@ -417,7 +417,7 @@ _gwtrace_auto_dbgtext() {
     # shellcheck disable=SC2016
     _gwtrace_audx='; if { (( ! _gwtrace_abusy )) && [[ ${FUNCNAME-} != trap && ${FUNCNAME-} != _gwtrace_* && $BASH_COMMAND != *_gwtrace_a* ]]'
     # shellcheck disable=SC2016  # our functrace, not the script's: bash's inheritance
-    [[ -z $_gwtrace_audbg ]] || _gwtrace_audx+=' && { (( ${#BASH_SOURCE[@]} == _gwtrace_audl && BASH_SUBSHELL == _gwtrace_audsl )) || _gwtrace_auto_udep "${#BASH_SOURCE[@]}" "$_"; } && (( ${#BASH_SOURCE[@]} < _gwtrace_audoff ))'
+    [[ -z $_gwtrace_audbg ]] || _gwtrace_audx+=' && { [[ ${#BASH_SOURCE[@]}.$BASH_SUBSHELL == "$_gwtrace_audk" ]] || _gwtrace_auto_udep "$_"; } && (( _gwtrace_audon ))'
     # shellcheck disable=SC2016
     _gwtrace_audx+=' && (( _gwtrace_askipx <= 0 || (_gwtrace_askipx -= 1) < 0 )); } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aud"$'\nfi'
   fi
@@ -431,25 +431,29 @@ _gwtrace_auto_dbgtext() {
   _gwtrace_ar=${_gwtrace_audbg:-${_gwtrace_audx:+'{ (( _gwtrace_arc = $?, 1 )); } 2>&-'}}$_gwtrace_audx
 }
 
-# _gwtrace_auto_udep DEPTH LASTARG: the script's DEBUG trap as bash scopes it
-# (${#BASH_SOURCE[@]} is DEPTH, or the subshell another, than at its last
-# command): a function or sourced file entered while functrace was off takes
-# it out until it returns (execute_function, source_builtin:
-# restore_default_signal, then maybe_set_debug_trap), whatever functrace is
-# afterwards, and a subshell begun while it was off has none; entered while
-# on, they inherit it. _gwtrace_audoff: the depth where it went out (0: for
-# good, 999999: in force). Our functrace makes bash run the DEBUG trap as
-# each function or file is entered: every entry is seen here, one at a time.
+# _gwtrace_auto_udep LASTARG: the script's DEBUG trap as bash scopes it, at a
+# command of the script's at another depth (${#BASH_SOURCE[@]}) or in another
+# subshell than its last one (_gwtrace_audk, "depth.subshell"): a function or
+# sourced file entered while functrace was off takes it out until it returns
+# (execute_function, source_builtin: restore_default_signal, then
+# maybe_set_debug_trap), whatever functrace is afterwards, and a subshell
+# begun while it was off has none; entered while on, they inherit it.
+# _gwtrace_audoff: the depth where it went out (0: for good, 999999: in
+# force); _gwtrace_audon: 1 if in force here. Our functrace makes bash run
+# the DEBUG trap as each function or file is entered: every entry is seen
+# here, one at a time.
 _gwtrace_auto_udep() {
+  builtin local _gwtrace_ln=$(( ${#BASH_SOURCE[@]} - 1 ))
   if (( _gwtrace_audl >= 0 )); then
-    (( $1 >= _gwtrace_audl || $1 >= _gwtrace_audoff )) || _gwtrace_audoff=999999   # returned to where it is in force
-    if (( BASH_SUBSHELL != _gwtrace_audsl )); then   # (begun at depth $1 or _gwtrace_audl, the lower)
-      [[ -n $_gwtrace_auT ]] || (( _gwtrace_audoff <= ($1 < _gwtrace_audl ? $1 : _gwtrace_audl) )) || _gwtrace_audoff=0
-    elif (( $1 > _gwtrace_audl )); then
+    (( _gwtrace_ln >= _gwtrace_audl || _gwtrace_ln >= _gwtrace_audoff )) || _gwtrace_audoff=999999   # returned to where it is in force
+    if (( BASH_SUBSHELL != _gwtrace_audsl )); then   # (begun at this depth or the last one, the lower)
+      [[ -n $_gwtrace_auT ]] || (( _gwtrace_audoff <= (_gwtrace_ln < _gwtrace_audl ? _gwtrace_ln : _gwtrace_audl) )) || _gwtrace_audoff=0
+    elif (( _gwtrace_ln > _gwtrace_audl )); then
       [[ -n $_gwtrace_auT ]] || (( _gwtrace_audoff <= _gwtrace_audl )) || _gwtrace_audoff=$(( _gwtrace_audl + 1 ))
     fi
   fi
-  _gwtrace_audl=$1 _gwtrace_audsl=$BASH_SUBSHELL
+  _gwtrace_audl=$_gwtrace_ln _gwtrace_audsl=$BASH_SUBSHELL _gwtrace_audk=$_gwtrace_ln.$BASH_SUBSHELL
+  (( _gwtrace_audon = _gwtrace_ln < _gwtrace_audoff, 1 ))
 }
 
 # The message bash gives for a bad signal, at the script's line (that of its
