@@ -31,7 +31,7 @@ _gwtrace_aexit_pre='{ _gwtrace_auto_exit_pre "$?" "$(( ++_gwtrace_abusy ))" "$_"
 # (busy from the redirection on, which bash expands before the group's first
 # command and its DEBUG trap: the script's DEBUG trap does not run for ours)
 _gwtrace_aexit_post='{ builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2>&"${_gwtrace_anofd[++_gwtrace_abusy]--}"'
-_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurdep=0 _gwtrace_audl=-1 _gwtrace_audsl=0 _gwtrace_audoff=999999 _gwtrace_audk='' _gwtrace_audon=1 _gwtrace_askipx=0 _gwtrace_audx=''
+_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurdep=0 _gwtrace_audl=-1 _gwtrace_audsl=0 _gwtrace_audoff=999999 _gwtrace_audk='' _gwtrace_audon=1 _gwtrace_audsv='' _gwtrace_audsvset='' _gwtrace_audsvoff='' _gwtrace_askipx=0 _gwtrace_audx=''
 _gwtrace_asigs=()
 _gwtrace_ar='' _gwtrace_at=''
 
@@ -281,6 +281,9 @@ _gwtrace_auto_trap() {
           # `trap - DEBUG` where bash took the script's out (_gwtrace_auto_udep)
           # changes nothing: bash puts it back on return
           [[ $_gwtrace_lop != revert ]] || (( ${#BASH_SOURCE[@]} - 3 < _gwtrace_audoff )) || continue
+          # bash < 4.4 puts the one it took out back on return, over a new one (_gwtrace_auto_udep_back)
+          (( _gwtrace_a44 || ${#BASH_SOURCE[@]} - 3 < _gwtrace_audoff )) || [[ -n $_gwtrace_audsvoff ]] \
+            || _gwtrace_audsv=$_gwtrace_aud _gwtrace_audsvset=$_gwtrace_audset _gwtrace_audsvoff=$_gwtrace_audoff
           _gwtrace_audl=-1 _gwtrace_audoff=999999 _gwtrace_audk=''   # in force where it is set
         fi
         case $_gwtrace_lop in
@@ -413,13 +416,23 @@ _gwtrace_auto_rettext() {
 # and starts on the trap's first line (LINENO counts the trap's lines).
 _gwtrace_auto_dbgtext() {
   _gwtrace_audx=''
-  if [[ -n $_gwtrace_audset && -n $_gwtrace_aud ]]; then
+  # shellcheck disable=SC2016
+  builtin local _gwtrace_lrc='{ _gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-; ' _gwtrace_ls=''
+  [[ -z $_gwtrace_audset || -z $_gwtrace_aud ]] || _gwtrace_ls=$_gwtrace_aud$'\n'
+  if [[ -n $_gwtrace_audsvoff && -n $_gwtrace_audsvset && -n $_gwtrace_audsv ]]; then
+    # (bash < 4.4: the trap taken out comes back when the function that set
+    # this one returns: _gwtrace_auto_udep_back makes it _gwtrace_aud, and
+    # an eval runs it there, on the text's first line as this one's)
+    # shellcheck disable=SC2016
+    _gwtrace_ls="if { (( \${#BASH_SOURCE[@]} < $_gwtrace_audsvoff )); } 2>&-; then $_gwtrace_lrc"'builtin eval "$_gwtrace_aud"; else '"$_gwtrace_lrc${_gwtrace_ls:-:$'\n'}"$'fi\n'
+  fi
+  if [[ -n $_gwtrace_ls ]]; then
     # shellcheck disable=SC2016
     _gwtrace_audx='; if { (( ! _gwtrace_abusy )) && [[ ${FUNCNAME-} != trap && ${FUNCNAME-} != _gwtrace_* && $BASH_COMMAND != *_gwtrace_a* ]]'
     # shellcheck disable=SC2016  # our functrace, not the script's: bash's inheritance
     [[ -z $_gwtrace_audbg ]] || _gwtrace_audx+=' && { [[ ${#BASH_SOURCE[@]}.$BASH_SUBSHELL == "$_gwtrace_audk" ]] || _gwtrace_auto_udep "$_"; } && (( _gwtrace_audon ))'
     # shellcheck disable=SC2016
-    _gwtrace_audx+=' && (( _gwtrace_askipx <= 0 || (_gwtrace_askipx -= 1) < 0 )); } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aud"$'\nfi'
+    _gwtrace_audx+=' && (( _gwtrace_askipx <= 0 || (_gwtrace_askipx -= 1) < 0 )); } 2>&-; then '"$_gwtrace_lrc$_gwtrace_ls"'fi'
   fi
   # The script's trap needs $? before every command: the functions level's
   # text that keeps it every time (gwtrace-auto-fn.sh's _gwtrace_auto_ourtext).
@@ -444,6 +457,7 @@ _gwtrace_auto_dbgtext() {
 # here, one at a time.
 _gwtrace_auto_udep() {
   builtin local _gwtrace_ln=$(( ${#BASH_SOURCE[@]} - 1 ))
+  [[ -z $_gwtrace_audsvoff ]] || (( _gwtrace_ln >= _gwtrace_audsvoff )) || _gwtrace_auto_udep_back
   if (( _gwtrace_audl >= 0 )); then
     (( _gwtrace_ln >= _gwtrace_audl || _gwtrace_ln >= _gwtrace_audoff )) || _gwtrace_audoff=999999   # returned to where it is in force
     if (( BASH_SUBSHELL != _gwtrace_audsl )); then   # (begun at this depth or the last one, the lower)
@@ -454,6 +468,15 @@ _gwtrace_auto_udep() {
   fi
   _gwtrace_audl=$_gwtrace_ln _gwtrace_audsl=$BASH_SUBSHELL _gwtrace_audk=$_gwtrace_ln.$BASH_SUBSHELL
   (( _gwtrace_audon = _gwtrace_ln < _gwtrace_audoff, 1 ))
+}
+
+# _gwtrace_auto_udep_back: bash < 4.4 put back the trap it took out as the
+# function returned, even over one it set there (execute_function, source_builtin: set_debug_trap; 4.4 made it maybe_set_debug_trap):
+# the script's again from the next command on (this one's text runs it).
+_gwtrace_auto_udep_back() {
+  _gwtrace_aud=$_gwtrace_audsv _gwtrace_audset=$_gwtrace_audsvset _gwtrace_audsvoff='' _gwtrace_audsv='' _gwtrace_audoff=999999
+  _gwtrace_auto_dbgtext
+  builtin trap -- "$_gwtrace_ar" DEBUG
 }
 
 # The message bash gives for a bad signal, at the script's line (that of its

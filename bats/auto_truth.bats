@@ -408,12 +408,15 @@ EOS
 # 4.4: maybe_set_debug_trap, only if none is set).
 @test "functions: a DEBUG trap set in a function entered without functrace, on every bash" {
   cat >"$SCRIPT" <<'EOS'
-trap 'echo "dbg [$BASH_COMMAND] ${FUNCNAME[*]-top}"' DEBUG
-f() { trap 'echo "new [$BASH_COMMAND]"' DEBUG; echo f1; }
+trap 'echo "dbg [$BASH_COMMAND] $LINENO ${FUNCNAME[*]-top} $?"' DEBUG
+f() { trap 'echo "new [$BASH_COMMAND] $LINENO"
+echo "line 2: $LINENO"' DEBUG; echo f1; false; }
 f
 echo top
 g() { echo g1; }
 g
+f || :
+echo end
 EOS
   as_untraced functions commands
 }
