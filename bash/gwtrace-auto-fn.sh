@@ -123,6 +123,7 @@ _gwtrace_auto_subenter() {
   fi
   _gwtrace_asub=$BASHPID
   builtin trap -- "$_gwtrace_aexit1" EXIT
+  (( _gwtrace_a44 )) || { _gwtrace_auto_cold; _gwtrace_auto_retrap; }
   _gwtrace_auto_seed                           # ready for _gwtrace_auto_enter's written-out entry
   _gwtrace_auto_own
   _gwtrace_aown=$BASHPID

@@ -259,9 +259,21 @@ _gwtrace_auto_sync() {
     else
       builtin trap -- "$_gwtrace_aexit1" EXIT  # no need to read gwtrace-auto-extra.sh
     fi
+    (( _gwtrace_a44 )) || _gwtrace_auto_retrap
   fi
   [[ $_gwtrace_asub != "$BASHPID" || $_gwtrace_arngpid != "$BASHPID" || ${GWTRACE_AUTO_OPEN-} != "$BASHPID:"* ]] \
     || _gwtrace_aown=$BASHPID
+}
+
+# _gwtrace_auto_retrap: bash < 4.4 frees every trap string the first time a
+# subshell sets a trap (trap.def: SUBSHELL_RESETTRAP, free_trap_strings; 4.4
+# keeps DEBUG, ERR, RETURN and EXIT): after our EXIT trap, the DEBUG trap in
+# force (ours, the script's chained) and the script's ERR and RETURN traps
+# again, as they were.
+_gwtrace_auto_retrap() {
+  builtin trap -- "$_gwtrace_audbg${_gwtrace_audx-}" DEBUG
+  [[ -z ${_gwtrace_aueset-} ]] || builtin trap -- "$_gwtrace_aue" ERR
+  [[ -z ${_gwtrace_aurset-} ]] || builtin trap -- "$_gwtrace_aurx" RETURN
 }
 
 # A sourced file that runs no command (it only defines functions) gives the

@@ -403,6 +403,23 @@ EOS
   done
 }
 
+# A subshell whose first command calls a function gets our EXIT trap first;
+# bash < 4.4 freed every trap string with it (free_trap_strings), the
+# script's DEBUG and ERR traps among them.
+@test "functions: the script's DEBUG and ERR traps run in a function a subshell or \$(...) calls first" {
+  cat >"$SCRIPT" <<'EOS'
+set -ET
+trap 'echo "dbg [$BASH_COMMAND] ${FUNCNAME[*]-top}"' DEBUG
+trap 'echo "err [$BASH_COMMAND] $?"' ERR
+f() { echo f; false; echo g; }
+x=$(f)
+echo "$x"
+( f )
+f | cat
+EOS
+  as_untraced functions commands
+}
+
 # bash < 4.4 puts back the DEBUG trap a function was entered with (without
 # functrace) when it returns, even over one the function set (set_debug_trap;
 # 4.4: maybe_set_debug_trap, only if none is set).
