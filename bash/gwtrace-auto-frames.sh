@@ -337,7 +337,8 @@ _gwtrace_auto_src_done() {
 # trap of the script's runs in the functions it calls only then (bash looks
 # at functrace when a function is entered). A `set` or `shopt` may change it
 # (`set +eET`, `set "-$flags"`, `shopt -s extdebug`): one that may (its text
-# names T, functrace or extdebug, or expands something) runs with functrace
+# names T, functrace or extdebug, or expands something; not `set -- ...`,
+# which only sets the arguments) runs with functrace
 # as the script has it, and at the next command (it takes the slow path) $-
 # tells; functrace is then turned back on for our trap. Not $_, the set's
 # last argument: a `set -T` that ends a function leaves $_ to the call.
@@ -345,7 +346,7 @@ _gwtrace_auto_functrace() {
   [[ -z $_gwtrace_asetpend ]] || builtin return 0
   _gwtrace_asetpend="$_gwtrace_ad" _gwtrace_ad=-1 _gwtrace_asetoff=''
   _gwtrace_auto_mode
-  if [[ -z $_gwtrace_auT && ( $BASH_COMMAND == *[T\$\`\'\"\\]* || $BASH_COMMAND == *functrace* || $BASH_COMMAND == *extdebug* ) ]]; then
+  if [[ -z $_gwtrace_auT && $BASH_COMMAND != set\ --* && ( $BASH_COMMAND == *[T\$\`\'\"\\]* || $BASH_COMMAND == *functrace* || $BASH_COMMAND == *extdebug* ) ]]; then
     _gwtrace_asetoff=1
     builtin set +T
   fi

@@ -403,6 +403,24 @@ EOS
   done
 }
 
+# A `set` that may change functrace runs with the script's own (off here):
+# `set -- ...` only sets the arguments, and a subshell begun right after it
+# keeps our DEBUG trap (its function spans).
+@test "functions: set -- before a subshell leaves the subshell's function spans" {
+  cat >"$SCRIPT" <<'EOS'
+g() { echo g1; }
+x="a b"
+set -- $x "$x"
+( g )
+set -- "$@"
+( g )
+echo "$#"
+EOS
+  as_untraced functions
+  run awk -F'\t' '$2 == "B" && $11 == "g"' "$LOG"
+  (( ${#lines[@]} == 2 ))
+}
+
 # A subshell whose first command calls a function gets our EXIT trap first;
 # bash < 4.4 freed every trap string with it (free_trap_strings), the
 # script's DEBUG and ERR traps among them.
