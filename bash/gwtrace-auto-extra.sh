@@ -23,12 +23,15 @@ _gwtrace_aextra=1
 [[ -n ${_gwtrace_autil-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-util.sh"
 _gwtrace_aux='' _gwtrace_auxpid='' _gwtrace_atrc=0 _gwtrace_aoneshot=''
 # shellcheck disable=SC2016
-_gwtrace_aexit_pre='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); _gwtrace_auto_exit_pre "$_" && : "$_"; } 2>&-'
+# (a call first: busy from its arguments on, which bash expands after the
+# DEBUG trap it runs for the call; that trap sees BASH_COMMAND as the
+# handler's first command would, where bash 4 shows a `((` as the command)
+_gwtrace_aexit_pre='{ _gwtrace_auto_exit_pre "$?" "$(( ++_gwtrace_abusy ))" "$_" && : "$_"; } 2>&-'
 # shellcheck disable=SC2016
 # (busy from the redirection on, which bash expands before the group's first
 # command and its DEBUG trap: the script's DEBUG trap does not run for ours)
 _gwtrace_aexit_post='{ builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2>&"${_gwtrace_anofd[++_gwtrace_abusy]--}"'
-_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurdep=0 _gwtrace_auddep=0 _gwtrace_askipx=0 _gwtrace_audx=''
+_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurdep=0 _gwtrace_audl=-1 _gwtrace_audsl=0 _gwtrace_audoff=999999 _gwtrace_audk='' _gwtrace_audon=1 _gwtrace_audsv='' _gwtrace_audsvset='' _gwtrace_audsvoff='' _gwtrace_askipx=0 _gwtrace_audx=''
 _gwtrace_asigs=()
 _gwtrace_ar='' _gwtrace_at=''
 # bash < 4.4 leaves the functions of a -c or -s script, and imported ones,
@@ -97,9 +100,11 @@ _gwtrace_auto_adopt_end() {
   done
 }
 
-# The first half of the EXIT trap: returns the exit status, so that the
-# script's handler sees $? (and $_) as they were.
+# _gwtrace_auto_exit_pre STATUS BUSY LASTARG: the first half of the EXIT
+# trap: returns the exit status, so that the script's handler sees $? (and
+# $_) as they were.
 _gwtrace_auto_exit_pre() {
+  _gwtrace_aexit=$1
   [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_exit_shim
   # The script's DEBUG trap ran before our first command, where it runs
   # before the handler's first one untraced: not again for our `: "$_"` (run
@@ -277,13 +282,21 @@ _gwtrace_auto_trap() {
     case $_gwtrace_ar in
       x|d|e|r)
         _gwtrace_lu=$_gwtrace_ar
+        if [[ $_gwtrace_lu == d ]]; then
+          # `trap - DEBUG` where bash took the script's out (_gwtrace_auto_udep)
+          # changes nothing: bash puts it back on return
+          [[ $_gwtrace_lop != revert ]] || (( ${#BASH_SOURCE[@]} - 3 < _gwtrace_audoff )) || continue
+          # bash < 4.4 puts the one it took out back on return, over a new one (_gwtrace_auto_udep_back)
+          (( _gwtrace_a44 || ${#BASH_SOURCE[@]} - 3 < _gwtrace_audoff )) || [[ -n $_gwtrace_audsvoff ]] \
+            || _gwtrace_audsv=$_gwtrace_aud _gwtrace_audsvset=$_gwtrace_audset _gwtrace_audsvoff=$_gwtrace_audoff
+          _gwtrace_audl=-1 _gwtrace_audoff=999999 _gwtrace_audk=''   # in force where it is set
+        fi
         case $_gwtrace_lop in
           set) builtin printf -v "_gwtrace_au$_gwtrace_lu" '%s' "$_gwtrace_larg"; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
           ignore) builtin printf -v "_gwtrace_au$_gwtrace_lu" '%s' ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" 1 ;;
           revert) builtin printf -v "_gwtrace_au$_gwtrace_lu" '%s' ''; builtin printf -v "_gwtrace_au${_gwtrace_lu}set" '%s' '' ;;
         esac
         [[ $_gwtrace_lu != r ]] || _gwtrace_aurdep=$(( ${#FUNCNAME[@]} - 3 ))
-        [[ $_gwtrace_lu != d ]] || _gwtrace_auddep=$(( ${#FUNCNAME[@]} - 3 ))
         if [[ $_gwtrace_lu == x ]]; then
           _gwtrace_auxpid=$BASHPID
           _gwtrace_auto_exit_install
@@ -333,7 +346,7 @@ _gwtrace_auto_trap_print() {
     [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_trap_line "$_gwtrace_aux" EXIT
     (( ${#_gwtrace_asigs[@]} )) || _gwtrace_auto_sigs
     builtin trap -p "${_gwtrace_asigs[@]}"
-    [[ -z $_gwtrace_audset ]] || _gwtrace_auto_trap_line "$_gwtrace_aud" DEBUG
+    [[ -z $_gwtrace_audset ]] || (( ${#BASH_SOURCE[@]} - 4 >= _gwtrace_audoff )) || _gwtrace_auto_trap_line "$_gwtrace_aud" DEBUG
     [[ -z $_gwtrace_aueset ]] || _gwtrace_auto_trap_line "$_gwtrace_aue" ERR
     [[ -z $_gwtrace_aurset ]] || _gwtrace_auto_trap_line "$_gwtrace_aur" RETURN
     builtin return 0
@@ -342,7 +355,7 @@ _gwtrace_auto_trap_print() {
     _gwtrace_auto_trap_kind "$_gwtrace_ls"
     case $_gwtrace_ar in
       x) [[ -z $_gwtrace_auxset ]] || _gwtrace_auto_trap_line "$_gwtrace_aux" EXIT ;;
-      d) [[ -z $_gwtrace_audset ]] || _gwtrace_auto_trap_line "$_gwtrace_aud" DEBUG ;;
+      d) [[ -z $_gwtrace_audset ]] || (( ${#BASH_SOURCE[@]} - 4 >= _gwtrace_audoff )) || _gwtrace_auto_trap_line "$_gwtrace_aud" DEBUG ;;
       e) [[ -z $_gwtrace_aueset ]] || _gwtrace_auto_trap_line "$_gwtrace_aue" ERR ;;
       r) [[ -z $_gwtrace_aurset ]] || _gwtrace_auto_trap_line "$_gwtrace_aur" RETURN ;;
       '') builtin trap -p "$_gwtrace_ls" ;;
@@ -414,13 +427,23 @@ _gwtrace_auto_rettext() {
 # and starts on the trap's first line (LINENO counts the trap's lines).
 _gwtrace_auto_dbgtext() {
   _gwtrace_audx=''
-  if [[ -n $_gwtrace_audset && -n $_gwtrace_aud ]]; then
+  # shellcheck disable=SC2016
+  builtin local _gwtrace_lrc='{ _gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-; ' _gwtrace_ls=''
+  [[ -z $_gwtrace_audset || -z $_gwtrace_aud ]] || _gwtrace_ls=$_gwtrace_aud$'\n'
+  if [[ -n $_gwtrace_audsvoff && -n $_gwtrace_audsvset && -n $_gwtrace_audsv ]]; then
+    # (bash < 4.4: the trap taken out comes back when the function that set
+    # this one returns: _gwtrace_auto_udep_back makes it _gwtrace_aud, and
+    # an eval runs it there, on the text's first line as this one's)
+    # shellcheck disable=SC2016
+    _gwtrace_ls="if { (( \${#BASH_SOURCE[@]} < $_gwtrace_audsvoff )); } 2>&-; then $_gwtrace_lrc"'builtin eval "$_gwtrace_aud"; else '"$_gwtrace_lrc${_gwtrace_ls:-:$'\n'}"$'fi\n'
+  fi
+  if [[ -n $_gwtrace_ls ]]; then
     # shellcheck disable=SC2016
     _gwtrace_audx='; if { (( ! _gwtrace_abusy )) && [[ ${FUNCNAME-} != trap && ${FUNCNAME-} != _gwtrace_* && $BASH_COMMAND != *_gwtrace_a* ]]'
     # shellcheck disable=SC2016  # our functrace, not the script's: bash's inheritance
-    [[ -z $_gwtrace_audbg ]] || _gwtrace_audx+=' && { [[ -n $_gwtrace_auT || ${FUNCNAME-} == source ]] || (( ${#FUNCNAME[@]} <= _gwtrace_auddep )); }'
+    [[ -z $_gwtrace_audbg ]] || _gwtrace_audx+=' && { [[ ${#BASH_SOURCE[@]}.$BASH_SUBSHELL == "$_gwtrace_audk" ]] || _gwtrace_auto_udep "$_"; } && (( _gwtrace_audon ))'
     # shellcheck disable=SC2016
-    _gwtrace_audx+=' && (( _gwtrace_askipx <= 0 || (_gwtrace_askipx -= 1) < 0 )); } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aud"$'\nfi'
+    _gwtrace_audx+=' && (( _gwtrace_askipx <= 0 || (_gwtrace_askipx -= 1) < 0 )); } 2>&-; then '"$_gwtrace_lrc$_gwtrace_ls"'fi'
   fi
   # The script's trap needs $? before every command: the functions level's
   # text that keeps it every time (gwtrace-auto-fn.sh's _gwtrace_auto_ourtext).
@@ -430,6 +453,41 @@ _gwtrace_auto_dbgtext() {
   fi
   # shellcheck disable=SC2016
   _gwtrace_ar=${_gwtrace_audbg:-${_gwtrace_audx:+'{ (( _gwtrace_arc = $?, 1 )); } 2>&-'}}$_gwtrace_audx
+}
+
+# _gwtrace_auto_udep LASTARG: the script's DEBUG trap as bash scopes it, at a
+# command of the script's at another depth (${#BASH_SOURCE[@]}) or in another
+# subshell than its last one (_gwtrace_audk, "depth.subshell"): a function or
+# sourced file entered while functrace was off takes it out until it returns
+# (execute_function, source_builtin: restore_default_signal, then
+# maybe_set_debug_trap), whatever functrace is afterwards, and a subshell
+# begun while it was off has none; entered while on, they inherit it.
+# _gwtrace_audoff: the depth where it went out (0: for good, 999999: in
+# force); _gwtrace_audon: 1 if in force here. Our functrace makes bash run
+# the DEBUG trap as each function or file is entered: every entry is seen
+# here, one at a time.
+_gwtrace_auto_udep() {
+  builtin local _gwtrace_ln=$(( ${#BASH_SOURCE[@]} - 1 ))
+  [[ -z $_gwtrace_audsvoff ]] || (( _gwtrace_ln >= _gwtrace_audsvoff )) || _gwtrace_auto_udep_back
+  if (( _gwtrace_audl >= 0 )); then
+    (( _gwtrace_ln >= _gwtrace_audl || _gwtrace_ln >= _gwtrace_audoff )) || _gwtrace_audoff=999999   # returned to where it is in force
+    if (( BASH_SUBSHELL != _gwtrace_audsl )); then   # (begun at this depth or the last one, the lower)
+      [[ -n $_gwtrace_auT ]] || (( _gwtrace_audoff <= (_gwtrace_ln < _gwtrace_audl ? _gwtrace_ln : _gwtrace_audl) )) || _gwtrace_audoff=0
+    elif (( _gwtrace_ln > _gwtrace_audl )); then
+      [[ -n $_gwtrace_auT ]] || (( _gwtrace_audoff <= _gwtrace_audl )) || _gwtrace_audoff=$(( _gwtrace_audl + 1 ))
+    fi
+  fi
+  _gwtrace_audl=$_gwtrace_ln _gwtrace_audsl=$BASH_SUBSHELL _gwtrace_audk=$_gwtrace_ln.$BASH_SUBSHELL
+  (( _gwtrace_audon = _gwtrace_ln < _gwtrace_audoff, 1 ))
+}
+
+# _gwtrace_auto_udep_back: bash < 4.4 put back the trap it took out as the
+# function returned, even over one it set there (execute_function, source_builtin: set_debug_trap; 4.4 made it maybe_set_debug_trap):
+# the script's again from the next command on (this one's text runs it).
+_gwtrace_auto_udep_back() {
+  _gwtrace_aud=$_gwtrace_audsv _gwtrace_audset=$_gwtrace_audsvset _gwtrace_audsvoff='' _gwtrace_audsv='' _gwtrace_audoff=999999
+  _gwtrace_auto_dbgtext
+  builtin trap -- "$_gwtrace_ar" DEBUG
 }
 
 # The message bash gives for a bad signal, at the script's line (that of its

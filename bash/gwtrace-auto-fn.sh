@@ -37,7 +37,7 @@
   # A subshell's EXIT trap: the rest is skipped unless a frame of its own is
   # still open or a command pending (note 3).
   # shellcheck disable=SC2016
-  _gwtrace_aexit1='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); builtin trap - DEBUG RETURN; [[ ${_gwtrace_apid[_gwtrace_an>0?_gwtrace_an-1:0]} != "$BASHPID" && -z $_gwtrace_acmd${_gwtrace_abgpid-} ]] || _gwtrace_auto_exit_post; } 2>&-'
+  _gwtrace_aexit1='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); builtin trap - DEBUG RETURN; [[ ${_gwtrace_apid[_gwtrace_an>0?_gwtrace_an-1:0]} != "$BASHPID" && -z $_gwtrace_acmd${_gwtrace_abgpid-} ]] || _gwtrace_auto_exit_post; } 2>&"${_gwtrace_anofd[_gwtrace_askipx = 1]--}"'
 }
 
 # _gwtrace_auto_key: what the DEBUG trap's fast path compares, from the
@@ -154,7 +154,7 @@ _gwtrace_auto_dbg() {
       *) _gwtrace_auto_enter ;;
     esac
     case $BASH_COMMAND in
-      [sbc.]*) case ${BASH_COMMAND%% *} in source|.|set|builtin|command) _gwtrace_auto_dbg_post ;; esac ;;
+      [sbc.]*) case ${BASH_COMMAND%% *} in source|.|set|shopt|builtin|command) _gwtrace_auto_dbg_post ;; esac ;;
     esac
     _gwtrace_af="$_gwtrace_ad.$_gwtrace_asl.[!sbc.]*" _gwtrace_ag="$_gwtrace_ad.$_gwtrace_asl.?[!ehuo ]*"   # _gwtrace_auto_key's
   } 2>&-
@@ -165,7 +165,7 @@ _gwtrace_auto_dbg() {
 _gwtrace_auto_dbg_post() {
   _gwtrace_auto_cold
   [[ $BASH_COMMAND != source\ * && $BASH_COMMAND != .\ * ]] || _gwtrace_auto_src_begin
-  [[ $BASH_COMMAND != *set\ [-+\"]* ]] || _gwtrace_auto_functrace
+  [[ $BASH_COMMAND != *set\ [-+\"]* && $BASH_COMMAND != *shopt\ * ]] || _gwtrace_auto_functrace
   builtin return 0
 }
 
@@ -239,7 +239,7 @@ else
   _gwtrace_audbg=$_gwtrace_adbg_fn _gwtrace_axg=0 _gwtrace_amode=''
   [[ $- != *x* ]] || { _gwtrace_auto_cold; _gwtrace_audbg=$_gwtrace_adbg_fnx _gwtrace_axg=1 _gwtrace_amode=x; }
 fi
-_gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0 _gwtrace_dw='' _gwtrace_auT='' _gwtrace_asetpend='' _gwtrace_asetcmd=''
+_gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0 _gwtrace_dw='' _gwtrace_auT='' _gwtrace_asetpend='' _gwtrace_asetoff=''
 [[ $- != *T* ]] || _gwtrace_auT=1
 [[ $_gwtrace_arngpid == "$BASHPID" ]] || _gwtrace_auto_seed
 builtin set -T

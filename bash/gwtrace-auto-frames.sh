@@ -90,7 +90,7 @@ _gwtrace_auto_leave_err() {
 # _gwtrace_auto_dbg_pre LASTARG: after a `set` or a `source`; xtrace on, or
 # maybe about to be (the trap with fd 2 closed), or off again.
 _gwtrace_auto_dbg_pre() {
-  [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done "$1"
+  [[ -z $_gwtrace_asetpend ]] || _gwtrace_auto_functrace_done
   if [[ $- == *x* || ( $BASH_COMMAND == [sbc][ehuo]* && " set shopt builtin command " == *" ${BASH_COMMAND%% *} "* ) ]]; then
     (( _gwtrace_axg )) || _gwtrace_auto_dbgmode 1
   elif (( _gwtrace_axg )); then
@@ -260,8 +260,8 @@ _gwtrace_auto_sync() {
       _gwtrace_auto_exit_install             # the subshell set an EXIT handler of its own
     else
       builtin trap -- "$_gwtrace_aexit1" EXIT  # no need to read gwtrace-auto-extra.sh
-      (( _gwtrace_a44 )) || _gwtrace_auto_retrap
     fi
+    (( _gwtrace_a44 )) || _gwtrace_auto_retrap
   fi
   [[ $_gwtrace_asub != "$BASHPID" || $_gwtrace_arngpid != "$BASHPID" || ${GWTRACE_AUTO_OPEN-} != "$BASHPID:"* ]] \
     || _gwtrace_aown=$BASHPID
@@ -295,10 +295,11 @@ _gwtrace_auto_subold() {
   [[ -n ${_gwtrace_aurset-} ]] || builtin trap -- "$_gwtrace_apret" RETURN
 }
 
-# _gwtrace_auto_retrap: bash < 4.4 frees every trap a subshell inherited at
-# its first `trap` (4.4 keeps DEBUG, ERR and RETURN), ours for its EXIT
-# included: ours and the script's go back (ERR only under errtrace, as bash
-# keeps it in a subshell only then).
+# _gwtrace_auto_retrap: bash < 4.4 frees every trap string the first time a
+# subshell sets a trap (trap.def: SUBSHELL_RESETTRAP, free_trap_strings; 4.4
+# keeps DEBUG, ERR, RETURN and EXIT), ours for its EXIT included: the DEBUG
+# trap in force (ours, the script's chained) and the script's RETURN trap go
+# back, its ERR trap under errtrace only (bash keeps it in a subshell only then).
 _gwtrace_auto_retrap() {
   [[ -z $_gwtrace_audbg${_gwtrace_audx-} ]] || builtin trap -- "$_gwtrace_audbg${_gwtrace_audx-}" DEBUG
   [[ -z ${_gwtrace_aurset-} ]] || builtin trap -- "$_gwtrace_aurx" RETURN
@@ -386,26 +387,33 @@ _gwtrace_auto_src_done() {
 }
 
 # Whether the script itself wants functrace (_gwtrace_auT): a DEBUG or RETURN
-# trap of the script's runs in every function only then. A `set` may change
-# it (`set +eET`, `set "-$flags"`): at the next command (it takes the slow
-# path) $_ is the set's last argument, expanded, and $- shows a T turned off;
-# functrace is then turned back on for our trap (the script's traps stay
-# gated as bash would gate them).
+# trap of the script's runs in the functions it calls only then (bash looks
+# at functrace when a function is entered). A `set` or `shopt` may change it
+# (`set +eET`, `set "-$flags"`, `shopt -s extdebug`): one that may (its text
+# names T, functrace or extdebug, or expands something; not `set -- ...`,
+# which only sets the arguments) runs with functrace
+# as the script has it, and at the next command (it takes the slow path) $-
+# tells; functrace is then turned back on for our trap. Not $_, the set's
+# last argument: a `set -T` that ends a function leaves $_ to the call.
 _gwtrace_auto_functrace() {
   [[ -z $_gwtrace_asetpend ]] || builtin return 0
-  _gwtrace_asetpend="$_gwtrace_ad" _gwtrace_ad=-1 _gwtrace_asetcmd=$BASH_COMMAND
+  _gwtrace_asetpend="$_gwtrace_ad" _gwtrace_ad=-1 _gwtrace_asetoff=''
   _gwtrace_auto_mode
+  if [[ -z $_gwtrace_auT && $BASH_COMMAND != set\ --* && ( $BASH_COMMAND == *[T\$\`\'\"\\]* || $BASH_COMMAND == *functrace* || $BASH_COMMAND == *extdebug* ) ]]; then
+    _gwtrace_asetoff=1
+    builtin set +T
+  fi
 }
 
-# _gwtrace_auto_functrace_done LASTARG: after the `set`.
+# _gwtrace_auto_functrace_done: after the `set`.
 _gwtrace_auto_functrace_done() {
   builtin local _gwtrace_lon="$_gwtrace_auT"
   _gwtrace_ad=$_gwtrace_asetpend _gwtrace_asetpend=''
   _gwtrace_auto_mode
-  if [[ $- != *T* || ( $1 == +[!+]* && $1 == *T* ) || ( $1 == functrace && $_gwtrace_asetcmd == *+o* ) ]]; then
+  if [[ $- != *T* ]]; then
     _gwtrace_auT=''
-    [[ $- == *T* ]] || builtin set -T
-  elif [[ ( $1 == -[!-]* && $1 == *T* ) || $1 == functrace ]]; then
+    builtin set -T
+  elif [[ -n $_gwtrace_asetoff ]]; then
     _gwtrace_auT=1
   fi
   [[ $_gwtrace_lon != "$_gwtrace_auT" && -n ${_gwtrace_aurset-} ]] || builtin return 0

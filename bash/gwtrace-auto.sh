@@ -13,9 +13,9 @@ _gwtrace_auto_loaded=1 _gwtrace_adir=${BASH_SOURCE[0]%/*} _gwtrace_alevel=0 _gwt
 _gwtrace_ar='' _gwtrace_awh='' _gwtrace_abusy=0 _gwtrace_atop='' _gwtrace_adbg='' _gwtrace_atsp='' _gwtrace_aw='' _gwtrace_aprem=0 _gwtrace_a44=0
 _gwtrace_atend=(_gwtrace_auto_top_end) _gwtrace_aso='' _gwtrace_apfx='' _gwtrace_actr=1999999 _gwtrace_arngpid='' _gwtrace_arng=0 _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
 # The EXIT trap: record the status, end the spans (around a handler of the
-# script's own: gwtrace-auto-extra.sh).
+# script's own: gwtrace-auto-extra.sh); its redirection: note 9.
 # shellcheck disable=SC2016
-_gwtrace_aexit0='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2>&-'
+_gwtrace_aexit0='{ (( _gwtrace_aexit = $?, ++_gwtrace_abusy )); builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2>&"${_gwtrace_anofd[_gwtrace_askipx = 1]--}"'
 
 _gwtrace_auto_extra() {
   [[ -n ${_gwtrace_aextra-} ]] || builtin source "$_gwtrace_adir/gwtrace-auto-extra.sh"
@@ -219,3 +219,11 @@ if [[ -z ${GWTRACE_AUTO_BASH_ENV-} ]]; then return 0; fi   # $? 0 (note 6); befo
 #    else's (a copy of /etc/passwd) would get lines appended. Once per
 #    process: a stat or two and a 4-byte read; the accelerator writes to
 #    _gwtrace_alog only when this set-up kept the level.
+#
+# 9. The EXIT trap's redirection, which bash expands before the group's
+#    first command and the DEBUG trap it runs for that command, tells the
+#    script's own DEBUG trap (chained after ours: gwtrace-auto-extra.sh) to
+#    skip that command: bash 5 leaves BASH_COMMAND at the script's last
+#    command in a trap (running_trap; 4.x showed the `((`), so that trap
+#    would otherwise run once more at exit. Ours runs there as before.
+#    (_gwtrace_anofd is never set: "-", fd 2 closed).

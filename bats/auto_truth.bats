@@ -375,6 +375,158 @@ EOS
   done
 }
 
+# as_untraced LEVEL...: $SCRIPT traced at each LEVEL prints exactly what it
+# prints untraced (stdout and stderr, in order) and exits with the same status.
+as_untraced() {
+  local plain traced level
+  plain=$(env -u BASH_ENV bash "$SCRIPT" 2>&1; echo "status $?")
+  for level in "$@"; do
+    : >"$LOG"
+    traced=$(env BASH_ENV="$GW_ROOT/bash/gwtrace-auto.sh" GWTRACE_AUTO_LEVEL="$level" bash "$SCRIPT" 2>&1; echo "status $?")
+    assert_equal "$traced" "$plain"
+  done
+}
+
+# A script's own DEBUG trap and our EXIT trap: bash 5 runs the DEBUG trap for
+# a trap's commands with BASH_COMMAND still the script's last command
+# (running_trap), so the script's trap, chained after ours, ran once more
+# at exit, whatever made the script exit; with an EXIT handler of the
+# script's it runs before the handler's first command, as untraced (bash 4
+# shows a `((` as the command there).
+# shellcheck disable=SC2016  # the scripts' own text, expanded when they run
+@test "functions: a script's own DEBUG trap runs at exit only as often as untraced" {
+  local body
+  for body in 'echo x' \
+      'f() { echo in f; exit 3; }; f' \
+      'set -e; f() { echo in f; false; echo not; }; f' \
+      'set -e; f() { echo f; }; f' \
+      '( echo sub; exit 2 ) || echo "sub $?"; g() { ( echo in-g; exit 6 ); }; g; echo "g $?"' \
+      'trap '\''echo "exit $?"; echo two'\'' EXIT; f() { echo in f; return 4; }; f || echo failed; exit 5' \
+      'trap "echo e1; echo e2" EXIT; echo x'; do
+    printf '%s\n' 'set -T' 'trap '\''echo "dbg [$BASH_COMMAND] $LINENO ${FUNCNAME[*]-top} $?"'\'' DEBUG' "$body" >"$SCRIPT"
+    as_untraced functions commands
+  done
+}
+
+# bash takes a DEBUG trap out of a function (or sourced file, or subshell)
+# entered while functrace is off, and leaves it in one entered while on,
+# whatever functrace becomes inside: a `set +T` in a function does not stop
+# the trap there, only in what the function calls next.
+@test "functions: after set +T in a function the script's DEBUG trap still runs there, not in functions called next" {
+  cat >"$SCRIPT" <<'EOS'
+set -T
+trap 'echo "dbg [$BASH_COMMAND] $LINENO ${FUNCNAME[*]-top}"' DEBUG
+g() { echo g1; }
+f() {
+  echo f1
+  set +o functrace
+  echo f2
+  g
+  ( echo sub; g )
+  echo "$(g)"
+  echo f3
+}
+f
+g
+shopt -s extdebug
+g
+shopt -u extdebug
+g
+echo end
+EOS
+  as_untraced functions commands
+}
+
+# `set -T` as the last command of a function: the layer read the set's effect
+# from $_, which is then the call's last argument.
+@test "functions: a set -T that ends a function gives the script's DEBUG trap to the functions called after it" {
+  cat >"$SCRIPT" <<'EOS'
+trap 'echo "dbg [$BASH_COMMAND] ${FUNCNAME[*]-top}"' DEBUG
+g() { echo g1; }
+on() { echo on; set -T; }
+off() { set +T; }
+flags() { set "-$1"; }
+on
+g
+off
+g
+flags T
+g
+EOS
+  as_untraced functions commands
+}
+
+# Where bash takes the script's trap out: a trap set in a function stays
+# after it returns but leaves functions entered without functrace; `trap -
+# DEBUG` and `trap -p DEBUG` in a function that has none see none, and bash
+# puts the trap back when it returns; a sourced file is scoped as a function.
+# shellcheck disable=SC2016  # the scripts' own text, expanded when they run
+@test "functions: the script's DEBUG trap is in force in functions, sourced files and subshells as untraced" {
+  local body
+  for body in \
+      'f() { trap '\''echo "dbg [$BASH_COMMAND] $LINENO ${FUNCNAME[*]-top}"'\'' DEBUG; echo f1; h; }; h() { echo h1; }; g() { echo g1; }; f; g; echo end' \
+      'trap '\''echo "dbg [$BASH_COMMAND] ${FUNCNAME[*]-top}"'\'' DEBUG; f() { echo f1; trap - DEBUG; echo f2; trap -p DEBUG; }; f; echo after; trap -p DEBUG | wc -l' \
+      'trap '\''echo "dbg [$BASH_COMMAND] ${FUNCNAME[*]-top}"'\'' DEBUG; f() { trap -p; echo f1; }; f; trap -p DEBUG' \
+      'printf "%s\n" "echo in-src" "set -T" "echo src2" >"$BATS_TEST_TMPDIR/src.sh"; trap '\''echo "dbg [$BASH_COMMAND]"'\'' DEBUG; source "$BATS_TEST_TMPDIR/src.sh"; g() { echo g1; }; g' \
+      'set -T; trap '\''echo "dbg [$BASH_COMMAND]"'\'' DEBUG; f() { trap - DEBUG; echo f1; }; f; echo after; g() { echo g1; }; g'; do
+    printf '%s\n' "BATS_TEST_TMPDIR='$BATS_TEST_TMPDIR'" "$body" >"$SCRIPT"
+    as_untraced functions commands
+  done
+}
+
+# A `set` that may change functrace runs with the script's own (off here):
+# `set -- ...` only sets the arguments, and a subshell begun right after it
+# keeps our DEBUG trap (its function spans).
+@test "functions: set -- before a subshell leaves the subshell's function spans" {
+  cat >"$SCRIPT" <<'EOS'
+g() { echo g1; }
+x="a b"
+set -- $x "$x"
+( g )
+set -- "$@"
+( g )
+echo "$#"
+EOS
+  as_untraced functions
+  run awk -F'\t' '$2 == "B" && $11 == "g"' "$LOG"
+  (( ${#lines[@]} == 2 ))
+}
+
+# A subshell whose first command calls a function gets our EXIT trap first;
+# bash < 4.4 freed every trap string with it (free_trap_strings), the
+# script's DEBUG and ERR traps among them.
+@test "functions: the script's DEBUG and ERR traps run in a function a subshell or \$(...) calls first" {
+  cat >"$SCRIPT" <<'EOS'
+set -ET
+trap 'echo "dbg [$BASH_COMMAND] ${FUNCNAME[*]-top}"' DEBUG
+trap 'echo "err [$BASH_COMMAND] $?"' ERR
+f() { echo f; false; echo g; }
+x=$(f)
+echo "$x"
+( f )
+f | cat
+EOS
+  as_untraced functions commands
+}
+
+# bash < 4.4 puts back the DEBUG trap a function was entered with (without
+# functrace) when it returns, even over one the function set (set_debug_trap;
+# 4.4: maybe_set_debug_trap, only if none is set).
+@test "functions: a DEBUG trap set in a function entered without functrace, on every bash" {
+  cat >"$SCRIPT" <<'EOS'
+trap 'echo "dbg [$BASH_COMMAND] $LINENO ${FUNCNAME[*]-top} $?"' DEBUG
+f() { trap 'echo "new [$BASH_COMMAND] $LINENO"
+echo "line 2: $LINENO"' DEBUG; echo f1; false; }
+f
+echo top
+g() { echo g1; }
+g
+f || :
+echo end
+EOS
+  as_untraced functions commands
+}
+
 # A bats file whose tests fail in a helper, after `run` (its `set +eET` ...
 # `set "-$flags"`), and directly: bats' own DEBUG trap builds the stack
 # frames it prints, so its output shows whether that trap saw exactly what

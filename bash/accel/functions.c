@@ -91,6 +91,9 @@ static int subshell_function(long pid) {
   const char *atr = gw_sval(GW_V_TRACE_ID), *exit1 = gw_sval(GW_V_SUBSHELL_EXIT_TRAP);
   char buf[96];
   WORD_LIST *w;
+  /* bash < 5.2: a pipeline element's function ends in the shell code's RETURN trap (note 14), and
+   * bash < 4.4 frees every trap string when a subshell first sets a trap: the shell code sets the
+   * DEBUG trap and the script's ERR and RETURN traps again (_gwtrace_auto_retrap) */
   if (gw_version() < 502) return SHELL;
   if (!open_ || !atr || !exit1 || (open_->attributes & (att_readonly | att_invisible)) ||
       !(open_->attributes & att_exported) || (open_->attributes & (att_array | att_assoc)))
