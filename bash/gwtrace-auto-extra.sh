@@ -416,7 +416,7 @@ _gwtrace_auto_rettext() {
   (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] > 1) )) && builtin return 0
   _gwtrace_auto_cold
   # shellcheck disable=SC2016
-  _gwtrace_aurx="${_gwtrace_apret%\} 2>&-}"'_gwtrace_auto_rc "$_gwtrace_apr" "$_gwtrace_apl" && : "$_gwtrace_apl"; } 2>&-; '$_gwtrace_aurx
+  _gwtrace_aurx='{ '$_gwtrace_aprbody'_gwtrace_auto_rc "$_gwtrace_apr" "$_gwtrace_apl" && : "$_gwtrace_apl"; } 2>&"${_gwtrace_anofd[_gwtrace_askipx = 1]--}"; '$_gwtrace_aurx
 }
 
 # _gwtrace_auto_dbgtext: the DEBUG trap to install, into _gwtrace_ar: ours

@@ -271,9 +271,17 @@ _gwtrace_auto_sync() {
 
 # The RETURN trap of such a pipeline element (_gwtrace_auto_subold), a no-op
 # elsewhere (_gwtrace_apdep -1); its first simple command sees BASH_COMMAND
-# (and $?, $_) as the function left them.
+# (and $?, $_) as the function left them. The script's DEBUG trap must not
+# run for its commands (bash 5.1 leaves BASH_COMMAND at the script's inside
+# a trap, 4.x at the script's for the first one): the first is skipped
+# (_gwtrace_askipx, set as the group's redirection is expanded, before any
+# DEBUG run) and makes the others run busy; both are undone at its end.
+# _gwtrace_aprbody: its commands, for _gwtrace_auto_rettext to put in front
+# of the script's own RETURN trap.
 # shellcheck disable=SC2016  # the trap's text
-_gwtrace_apdep=-1 _gwtrace_apret='{ _gwtrace_apr=$? _gwtrace_apc=$BASH_COMMAND _gwtrace_apl=$_; (( ${#FUNCNAME[@]} != _gwtrace_apdep )) || _gwtrace_auto_pipe_end "$_gwtrace_apc"; } 2>&-'
+_gwtrace_apdep=-1 _gwtrace_aprbody='_gwtrace_apr=$? _gwtrace_apc=$BASH_COMMAND _gwtrace_apl=$_ _gwtrace_abusy=$(( _gwtrace_abusy + 1 )); (( ${#FUNCNAME[@]} != _gwtrace_apdep )) || _gwtrace_auto_pipe_end "$_gwtrace_apc"; (( _gwtrace_abusy -= 1, _gwtrace_askipx = 0, 1 )); '
+# shellcheck disable=SC2016  # the trap's text
+_gwtrace_apret='{ '$_gwtrace_aprbody'} 2>&"${_gwtrace_anofd[_gwtrace_askipx = 1]--}"'
 
 # _gwtrace_auto_subold: a subshell of bash < 5.2 that just got our EXIT trap
 # (_gwtrace_auto_subenter): on 4.2 its traps as they were; when it is a
