@@ -200,7 +200,7 @@ _gwtrace_auto_leave() {
   # bash < 4.4 has no ${TRACEPARENT@a}, needed only then too)
   if [[ $BASHPID != "$_gwtrace_aown" || ${TRACEPARENT-} != "$_gwtrace_aexp" || -z ${TRACEPARENT+x} \
         || ( -z ${EPOCHREALTIME-} && ${_gwtrace_adep[_gwtrace_di]} -gt $_gwtrace_dn ) \
-        || ( $_gwtrace_a44 == 1 && ${TRACEPARENT@a} == *r* ) ]]; then
+        || ${_gwtrace_a44:+${TRACEPARENT@a}} == *r* ]]; then
     _gwtrace_auto_cold
     _gwtrace_auto_sync "$_gwtrace_dn" 3
     builtin return 0
