@@ -33,6 +33,11 @@ _gwtrace_aexit_pre='{ _gwtrace_auto_exit_pre "$?" "$(( ++_gwtrace_abusy ))" "$_"
 _gwtrace_aexit_post='{ builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2>&"${_gwtrace_anofd[++_gwtrace_abusy]--}"'
 _gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurdep=0 _gwtrace_audl=-1 _gwtrace_audsl=0 _gwtrace_audoff=999999 _gwtrace_audk='' _gwtrace_audon=1 _gwtrace_audsv='' _gwtrace_audsvset='' _gwtrace_audsvoff='' _gwtrace_askipx=0 _gwtrace_audx=''
 _gwtrace_asigs=()
+# (after the script's DEBUG trap run by an eval, _gwtrace_auto_dbgtext: its
+# $_, which the eval's own would replace; not in the trap's text, whose
+# lines LINENO counts)
+# shellcheck disable=SC2016
+_gwtrace_alk=$'\n''{ builtin printf -v _gwtrace_al %s "$_"; } 2>&-'
 _gwtrace_ar='' _gwtrace_at=''
 # bash < 4.4 leaves the functions of a -c or -s script, and imported ones,
 # out of BASH_SOURCE: the DEBUG trap's texts count FUNCNAME there
@@ -378,8 +383,10 @@ _gwtrace_auto_quote() {
 # The one-shot DEBUG trap that applies the script's DEBUG, ERR and RETURN
 # traps (see above), and runs the script's new DEBUG trap for this command.
 _gwtrace_auto_oneshot() {
+  # ($_ kept first: the `trap`s below change it, and after a function whose
+  # last command was `trap` it is the call's last word, not DEBUG)
   # shellcheck disable=SC2016
-  builtin local _gwtrace_lc='{ (( _gwtrace_arc = $?, 1 )); '
+  builtin local _gwtrace_lc='{ (( _gwtrace_arc = $?, 1 )); builtin printf -v _gwtrace_al %s "$_"; '
   [[ -n $_gwtrace_aueset ]] || _gwtrace_lc+='builtin trap - ERR; '
   # shellcheck disable=SC2016  # by name: a trap's text may span lines (LINENO)
   if [[ -n $_gwtrace_aurset ]]; then _gwtrace_lc+='builtin trap -- "$_gwtrace_aurx" RETURN; '; else _gwtrace_lc+='builtin trap - RETURN; '; fi
@@ -393,7 +400,7 @@ _gwtrace_auto_oneshot() {
     _gwtrace_lc+='builtin trap - DEBUG; '
   fi
   # shellcheck disable=SC2016
-  _gwtrace_lc+='_gwtrace_auto_rc "$_gwtrace_arc" "$_" && : "$_"; } 2>&-'
+  _gwtrace_lc+='_gwtrace_auto_rc "$_gwtrace_arc" "$_gwtrace_al" && : "$_gwtrace_al"; } 2>&-'
   # The DEBUG trap now in force runs for this command too: ours (a function
   # may have been entered or left) and the script's.
   [[ -z $_gwtrace_ar ]] || _gwtrace_lc+="; $_gwtrace_ar"
@@ -433,9 +440,10 @@ _gwtrace_auto_dbgtext() {
   if [[ -n $_gwtrace_audsvoff && -n $_gwtrace_audsvset && -n $_gwtrace_audsv ]]; then
     # (bash < 4.4: the trap taken out comes back when the function that set
     # this one returns: _gwtrace_auto_udep_back makes it _gwtrace_aud, and
-    # an eval runs it there, on the text's first line as this one's)
+    # an eval runs it there, on the text's first line as this one's, and
+    # leaves $_ as the text's last command did, not the eval's argument)
     # shellcheck disable=SC2016
-    _gwtrace_ls="if { (( \${#BASH_SOURCE[@]} < $_gwtrace_audsvoff )); } 2>&-; then $_gwtrace_lrc"'builtin eval "$_gwtrace_aud"; else '"$_gwtrace_lrc${_gwtrace_ls:-:$'\n'}"$'fi\n'
+    _gwtrace_ls="if { (( \${#BASH_SOURCE[@]} < $_gwtrace_audsvoff )); } 2>&-; then $_gwtrace_lrc"'builtin eval "$_gwtrace_aud$_gwtrace_alk"; { : "$_gwtrace_al"; } 2>&-; else '"$_gwtrace_lrc${_gwtrace_ls:-:$'\n'}"$'fi\n'
   fi
   if [[ -n $_gwtrace_ls ]]; then
     # shellcheck disable=SC2016

@@ -197,10 +197,10 @@ _gwtrace_auto_leave() {
   _gwtrace_dn=$(( ${#FUNCNAME[@]} - 2 )) _gwtrace_di=$((_gwtrace_an - 1))
   # (bash 4, no EPOCHREALTIME: the clock is the cold half's, needed only when
   # a frame ends: not for the first command of a -c or -s script, note 10;
-  # bash < 4.4 always, it has no ${TRACEPARENT@a})
-  if [[ $BASHPID != "$_gwtrace_aown" || ${TRACEPARENT-} != "$_gwtrace_aexp" \
-        || ( -z ${EPOCHREALTIME-} && ( $_gwtrace_a44 == 0 || ${_gwtrace_adep[_gwtrace_di]} -gt $_gwtrace_dn ) ) \
-        || -z ${TRACEPARENT+x} || ${TRACEPARENT@a} == *r* ]]; then
+  # bash < 4.4 has no ${TRACEPARENT@a}, needed only then too)
+  if [[ $BASHPID != "$_gwtrace_aown" || ${TRACEPARENT-} != "$_gwtrace_aexp" || -z ${TRACEPARENT+x} \
+        || ( -z ${EPOCHREALTIME-} && ${_gwtrace_adep[_gwtrace_di]} -gt $_gwtrace_dn ) \
+        || ${_gwtrace_a44:+${TRACEPARENT@a}} == *r* ]]; then
     _gwtrace_auto_cold
     _gwtrace_auto_sync "$_gwtrace_dn" 3
     builtin return 0

@@ -10,7 +10,7 @@
 {
 [[ -z ${_gwtrace_auto_loaded-} ]] || return 0
 _gwtrace_auto_loaded=1 _gwtrace_adir=${BASH_SOURCE[0]%/*} _gwtrace_alevel=0 _gwtrace_amain=$BASHPID
-_gwtrace_ar='' _gwtrace_awh='' _gwtrace_abusy=0 _gwtrace_atop='' _gwtrace_adbg='' _gwtrace_atsp='' _gwtrace_aw='' _gwtrace_aprem=0 _gwtrace_a44=0
+_gwtrace_ar='' _gwtrace_awh='' _gwtrace_abusy=0 _gwtrace_atop='' _gwtrace_adbg='' _gwtrace_atsp='' _gwtrace_aw='' _gwtrace_aprem=0 _gwtrace_a44=
 _gwtrace_atend=(_gwtrace_auto_top_end) _gwtrace_aso='' _gwtrace_apfx='' _gwtrace_actr=1999999 _gwtrace_arngpid='' _gwtrace_arng=0 _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
 # The EXIT trap: record the status, end the spans (around a handler of the
 # script's own: gwtrace-auto-extra.sh); its redirection: note 9.

@@ -527,6 +527,32 @@ EOS
   as_untraced functions commands
 }
 
+# After a call, $_ is the call's last word: our `trap` applies a DEBUG trap
+# with a one-shot trap before the next command, whose own `trap` builtins
+# left $_ at DEBUG there (issue 27); bash < 4.4's eval of the trap it puts
+# back left the eval's argument.
+# shellcheck disable=SC2016  # the script's own text, expanded when it runs
+@test "functions: \$_ after a function whose last command is trap ... DEBUG is the call's last word, as untraced" {
+  local accel
+  cat >"$SCRIPT" <<'EOS'
+f() { echo f1; trap '(( n++ ))' DEBUG; }
+f
+echo "under [$_]"
+g() { trap - DEBUG; }
+g
+echo "under2 [$_]"
+h() { trap '(( n++ ))' DEBUG; }
+h x y
+echo "u3 [$_]"
+k() { trap '' DEBUG; }
+k a
+echo "u4 [$_] $n"
+EOS
+  for accel in 1 0; do
+    GWTRACE_ACCEL=$accel as_untraced functions commands
+  done
+}
+
 # A bats file whose tests fail in a helper, after `run` (its `set +eET` ...
 # `set "-$flags"`), and directly: bats' own DEBUG trap builds the stack
 # frames it prints, so its output shows whether that trap saw exactly what
