@@ -31,7 +31,7 @@ _gwtrace_aexit_pre='{ _gwtrace_auto_exit_pre "$?" "$(( ++_gwtrace_abusy ))" "$_"
 # (busy from the redirection on, which bash expands before the group's first
 # command and its DEBUG trap: the script's DEBUG trap does not run for ours)
 _gwtrace_aexit_post='{ builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2>&"${_gwtrace_anofd[++_gwtrace_abusy]--}"'
-_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurdep=0 _gwtrace_audl=-1 _gwtrace_audsl=0 _gwtrace_audoff=999999 _gwtrace_audk='' _gwtrace_audon=1 _gwtrace_audsv='' _gwtrace_audsvset='' _gwtrace_audsvoff='' _gwtrace_askipx=0 _gwtrace_audx=''
+_gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurw='' _gwtrace_aurraw='' _gwtrace_aurdep=0 _gwtrace_audl=-1 _gwtrace_audsl=0 _gwtrace_audoff=999999 _gwtrace_audk='' _gwtrace_audon=1 _gwtrace_audsv='' _gwtrace_audsvset='' _gwtrace_audsvoff='' _gwtrace_askipx=0 _gwtrace_audx=''
 _gwtrace_asigs=()
 # (after the script's DEBUG trap run by an eval, _gwtrace_auto_dbgtext: its
 # $_, which the eval's own would replace; not in the trap's text, whose
@@ -238,6 +238,19 @@ _gwtrace_auto_trap_cmd() {
   # shellcheck disable=SC2064  # the script's own arguments, passed on as they are
   (( _gwtrace_atrc >= 0 )) || _gwtrace_auto_trap - "$@" || builtin trap "$@"
   [[ -z $_gwtrace_apend ]] || _gwtrace_auto_oneshot
+  # The RETURN trap back now, not only at the next command: the function may
+  # return first, and its RETURN trap fires then (bash < 5.2, a function run
+  # as a pipeline element: ours, that ends its spans; gwtrace-auto-frames.sh's
+  # _gwtrace_auto_subold). One that skips our `trap` as it returns, until then.
+  if [[ -n $_gwtrace_aurset && -n $_gwtrace_apend$_gwtrace_aoneshot ]]; then
+    if [[ -n $_gwtrace_aurraw && -n $_gwtrace_audbg ]]; then
+      _gwtrace_auto_rettext; builtin trap -- "$_gwtrace_aurx" RETURN; _gwtrace_auto_rettext raw
+    else
+      builtin trap -- "$_gwtrace_aurx" RETURN
+    fi
+  elif (( _gwtrace_apdep >= 0 )); then
+    builtin trap -- "$_gwtrace_apret" RETURN
+  fi
   (( _gwtrace_abusy > 0 && _gwtrace_abusy--, 1 ))
   if [[ -z $_gwtrace_aoneshot ]]; then
     builtin return "$(( _gwtrace_atrc < 0 ? 1 : _gwtrace_atrc ))"
@@ -386,11 +399,15 @@ _gwtrace_auto_oneshot() {
   # ($_ kept first: the `trap`s below change it, and after a function whose
   # last command was `trap` it is the call's last word, not DEBUG)
   # shellcheck disable=SC2016
-  builtin local _gwtrace_lc='{ (( _gwtrace_arc = $?, 1 )); builtin printf -v _gwtrace_al %s "$_"; '
+  # Not in our functions: the RETURN trap in force as our `trap` returns
+  # runs its commands, this trap too (_gwtrace_auto_trap_cmd).
+  builtin local _gwtrace_lc='{ (( _gwtrace_arc = $?, 1 )); builtin printf -v _gwtrace_al %s "$_"; } 2>&-; if { [[ ${FUNCNAME-} != _gwtrace_* && ${FUNCNAME-} != trap ]]; } 2>&-; then { '
   [[ -n $_gwtrace_aueset ]] || _gwtrace_lc+='builtin trap - ERR; '
   # shellcheck disable=SC2016  # by name: a trap's text may span lines (LINENO)
-  if [[ -n $_gwtrace_aurset ]]; then _gwtrace_lc+='builtin trap -- "$_gwtrace_aurx" RETURN; '; else _gwtrace_lc+='builtin trap - RETURN; '; fi
-  _gwtrace_auto_rettext
+  if [[ -n $_gwtrace_aurset ]]; then _gwtrace_lc+='builtin trap -- "$_gwtrace_aurx" RETURN; '
+  elif (( _gwtrace_apdep >= 0 )); then _gwtrace_lc+='builtin trap -- "$_gwtrace_apret" RETURN; '   # (bash < 5.2: a pipeline element's)
+  else _gwtrace_lc+='builtin trap - RETURN; '; fi
+  _gwtrace_auto_rettext raw
   _gwtrace_auto_dbgtext
   if [[ -n $_gwtrace_ar ]]; then
     # shellcheck disable=SC2016
@@ -404,26 +421,47 @@ _gwtrace_auto_oneshot() {
   # The DEBUG trap now in force runs for this command too: ours (a function
   # may have been entered or left) and the script's.
   [[ -z $_gwtrace_ar ]] || _gwtrace_lc+="; $_gwtrace_ar"
-  _gwtrace_aoneshot=$_gwtrace_lc _gwtrace_apend=''
+  _gwtrace_aoneshot=$_gwtrace_lc$'\nfi' _gwtrace_apend=''
 }
 
-# _gwtrace_auto_rettext: the RETURN trap to install, into _gwtrace_aurx.
+# _gwtrace_auto_rettext [RAW]: the RETURN trap to install, into _gwtrace_aurx.
 # Our functrace makes every function inherit it, while untraced it fires only
-# for `source`, for the function that set it, and for any function once the
-# script turned functrace on itself (_gwtrace_auT, then the text is the
-# script's own): the script's text is run only then, with $? and $_ as they
-# were, from the trap's first line.
+# for `source`, and in a function only where bash left it in force: one at
+# most _gwtrace_aurdep deep (where it was set, and the callers it went back
+# to), or any entered once the script turned functrace on itself at such a
+# depth (_gwtrace_aurT; 999999 while off) - a function entered while
+# functrace was off took it out (execute_function: restore_default_signal),
+# for the functions it calls too. Each return lowers both depths to the
+# caller's. Never for our own functions: a RETURN trap installed from one
+# (_gwtrace_auto_functrace_done) fires as each of ours returns. The script's
+# text is run only then, with $? and $_ as they were, from the trap's first
+# line. RAW (from the one-shot DEBUG trap, at the script's own level): the
+# script's text alone where functrace is in force for every function.
 _gwtrace_auto_rettext() {
-  _gwtrace_aurx=$_gwtrace_aur
+  _gwtrace_aurx=$_gwtrace_aur _gwtrace_aurraw=1
   [[ -n $_gwtrace_audbg && -n $_gwtrace_aur ]] || builtin return 0
   # shellcheck disable=SC2016
-  [[ -n ${_gwtrace_auT-} ]] || _gwtrace_aurx='{ (( _gwtrace_arr = $?, 1 )); } 2>&-; if { [[ -n ${_gwtrace_auT-} || ${FUNCNAME-} == source ]] || (( ${#FUNCNAME[@]} <= _gwtrace_aurdep )); } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arr" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aur"$'\nfi'
+  # (bash < 5.2: never the script's text alone, ours goes in front of it
+  # below; and bash < 4.4 would put the old text back over one set from our
+  # functions as they return: execute_function, set_return_trap)
+  [[ -n ${1-} && -n ${_gwtrace_auT-} ]] && (( _gwtrace_aurT <= _gwtrace_aurdep && (BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] > 1)) )) \
+    || _gwtrace_aurraw='' _gwtrace_aurw='{ (( _gwtrace_arr = $?, 1 )); } 2>&-; if { [[ ${FUNCNAME-} != _gwtrace_* && ${FUNCNAME-} != trap ]] && { [[ ${FUNCNAME-} == source ]] || (( _gwtrace_arv = ${#FUNCNAME[@]} <= _gwtrace_aurdep || _gwtrace_aurT <= _gwtrace_aurdep, _gwtrace_aurdep < ${#FUNCNAME[@]} || (_gwtrace_aurdep = ${#FUNCNAME[@]} - 1), _gwtrace_aurT < ${#FUNCNAME[@]} || _gwtrace_aurT == 999999 || (_gwtrace_aurT = ${#FUNCNAME[@]} - 1), _gwtrace_arv )); }; } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arr" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aur"
+  [[ -n $_gwtrace_aurraw ]] || _gwtrace_aurx=$_gwtrace_aurw$'\nfi'
   # bash < 5.2: a pipeline element's RETURN trap in front, on the same line,
-  # $? and $_ given back (gwtrace-auto-frames.sh's _gwtrace_auto_subold)
+  # $? and $_ given back (gwtrace-auto-frames.sh's _gwtrace_auto_subold),
+  # busy until the script's text: bash 5.1 leaves BASH_COMMAND at the
+  # script's inside a trap, where the script's DEBUG trap would run for ours;
+  # the two that give back $? and $_ (the second runs if $? is 0) are
+  # skipped instead (_gwtrace_askipx), on bash 4 only `: "$_"` (it skips
+  # the other by BASH_COMMAND, which there is ours: a count would stay)
   (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] > 1) )) && builtin return 0
   _gwtrace_auto_cold
+  builtin local _gwtrace_lskip='_gwtrace_arr == 0 ? 2 : 1'
+  (( BASH_VERSINFO[0] >= 5 )) || _gwtrace_lskip='_gwtrace_arr == 0'
   # shellcheck disable=SC2016
-  _gwtrace_aurx='{ '$_gwtrace_aprbody'_gwtrace_auto_rc "$_gwtrace_apr" "$_gwtrace_apl" && : "$_gwtrace_apl"; } 2>&"${_gwtrace_anofd[_gwtrace_askipx = 1]--}"; '$_gwtrace_aurx
+  _gwtrace_aurx='{ '${_gwtrace_aprbody/_gwtrace_abusy -= 1, /}'_gwtrace_auto_rc "$_gwtrace_apr" "$_gwtrace_apl" && : "$_gwtrace_apl"; } 2>&"${_gwtrace_anofd[_gwtrace_askipx = 1]--}"; '
+  # shellcheck disable=SC2016
+  _gwtrace_aurx+=${_gwtrace_aurw/'2>&-; '"$_gwtrace_aur"/'2>&"${_gwtrace_anofd[(_gwtrace_abusy -= 1, _gwtrace_askipx = '"$_gwtrace_lskip"')]--}"; '"$_gwtrace_aur"}$'\nelse { (( _gwtrace_abusy -= 1 )); } 2>&-\nfi'
 }
 
 # _gwtrace_auto_dbgtext: the DEBUG trap to install, into _gwtrace_ar: ours

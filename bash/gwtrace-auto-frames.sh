@@ -308,9 +308,11 @@ _gwtrace_auto_subold() {
 # keeps DEBUG, ERR, RETURN and EXIT), ours for its EXIT included: the DEBUG
 # trap in force (ours, the script's chained) and the script's RETURN trap go
 # back, its ERR trap under errtrace only (bash keeps it in a subshell only then).
+# Set from here, the RETURN trap fires as our functions return: the script's
+# text alone becomes the one with ours in front, which skips them.
 _gwtrace_auto_retrap() {
   [[ -z $_gwtrace_audbg${_gwtrace_audx-} ]] || builtin trap -- "$_gwtrace_audbg${_gwtrace_audx-}" DEBUG
-  [[ -z ${_gwtrace_aurset-} ]] || builtin trap -- "$_gwtrace_aurx" RETURN
+  [[ -z ${_gwtrace_aurset-} ]] || { [[ -z ${_gwtrace_aurraw-} ]] || _gwtrace_auto_rettext; builtin trap -- "$_gwtrace_aurx" RETURN; }
   [[ -z ${_gwtrace_aueset-} || $- != *E* ]] || builtin trap -- "$_gwtrace_aue" ERR
 }
 
@@ -323,18 +325,27 @@ _gwtrace_auto_retrap() {
 # `return`: a literal N is read, anything else is ok with
 # gwtrace.status.unknown.
 _gwtrace_auto_pipe_end() {
-  builtin local _gwtrace_audbg='' _gwtrace_ln="$_gwtrace_an" _gwtrace_lr="${1#return }"
+  # (the status into a local: the trap gives the script's RETURN trap, after
+  # this, the $? it has untraced: that of before the `return`)
+  builtin local _gwtrace_audbg='' _gwtrace_ln="$_gwtrace_an" _gwtrace_lr="${1#return }" _gwtrace_lst="$_gwtrace_apr"
   (( ++_gwtrace_abusy ))
   if [[ $1 == 'return '* ]]; then
     if [[ $_gwtrace_lr == [0-9]* && $_gwtrace_lr != *[!0-9]* && ${#_gwtrace_lr} -le 9 ]]; then
-      _gwtrace_apr=$(( 10#$_gwtrace_lr & 255 ))
+      _gwtrace_lst=$(( 10#$_gwtrace_lr & 255 ))
     else
-      _gwtrace_apr=$'ok\tgwtrace.status.unknown=true'
+      _gwtrace_lst=$'ok\tgwtrace.status.unknown=true'
     fi
   fi
   while (( _gwtrace_ln > 0 )) && [[ ${_gwtrace_apid[_gwtrace_ln-1]} == "$BASHPID" ]]; do _gwtrace_ln=$((_gwtrace_ln - 1)); done
-  _gwtrace_auto_exit_frames "$_gwtrace_apr"
+  _gwtrace_auto_exit_frames "$_gwtrace_lst"
   _gwtrace_an=$_gwtrace_ln _gwtrace_aown=''        # and busy from now on: the process ends
+  # ... but for a RETURN trap of the script's, after ours: the script's
+  # DEBUG trap alone from here (or none), which runs for it as untraced
+  # (gwtrace-auto-extra.sh's _gwtrace_auto_rettext keeps the rest of ours busy)
+  [[ -n ${_gwtrace_aurset-} ]] || builtin return 0
+  _gwtrace_auto_dbgtext
+  if [[ -n $_gwtrace_ar ]]; then builtin trap -- "$_gwtrace_ar" DEBUG; else builtin trap - DEBUG; fi
+  (( _gwtrace_abusy -= 1, 1 ))
 }
 
 # A sourced file that runs no command (it only defines functions) gives the
@@ -419,12 +430,17 @@ _gwtrace_auto_functrace_done() {
   _gwtrace_ad=$_gwtrace_asetpend _gwtrace_asetpend=''
   _gwtrace_auto_mode
   if [[ $- != *T* ]]; then
-    _gwtrace_auT=''
+    # (the functions entered while it was on keep the script's RETURN trap)
+    (( _gwtrace_aurT > ${_gwtrace_aurdep-0} || _gwtrace_aurdep >= _gwtrace_ad )) || _gwtrace_aurdep=$_gwtrace_ad
+    _gwtrace_auT='' _gwtrace_aurT=999999
     builtin set -T
   elif [[ -n $_gwtrace_asetoff ]]; then
-    _gwtrace_auT=1
+    _gwtrace_auT=1 _gwtrace_aurT=$_gwtrace_ad
   fi
-  [[ $_gwtrace_lon != "$_gwtrace_auT" && -n ${_gwtrace_aurset-} ]] || builtin return 0
+  # (the script's RETURN trap text as it was, if ours in front: that one
+  # reads _gwtrace_aurT as it runs; installed from here, it must not fire
+  # for our own functions as they return: not the script's text alone)
+  [[ $_gwtrace_lon != "$_gwtrace_auT" && -n ${_gwtrace_aurset-} && -n ${_gwtrace_aurraw-} ]] || builtin return 0
   _gwtrace_auto_rettext
   builtin trap -- "$_gwtrace_aurx" RETURN
 }
