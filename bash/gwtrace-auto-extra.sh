@@ -32,6 +32,8 @@ _gwtrace_aexit_pre='{ _gwtrace_auto_exit_pre "$?" "$(( ++_gwtrace_abusy ))" "$_"
 # command and its DEBUG trap: the script's DEBUG trap does not run for ours)
 _gwtrace_aexit_post='{ builtin trap - DEBUG RETURN; _gwtrace_auto_exit_post; } 2>&"${_gwtrace_anofd[++_gwtrace_abusy]--}"'
 _gwtrace_aud='' _gwtrace_audset='' _gwtrace_aue='' _gwtrace_aueset='' _gwtrace_aur='' _gwtrace_aurset='' _gwtrace_aurx='' _gwtrace_aurw='' _gwtrace_aurraw='' _gwtrace_aurdep=0 _gwtrace_audl=-1 _gwtrace_audsl=0 _gwtrace_audoff=999999 _gwtrace_audk='' _gwtrace_audon=1 _gwtrace_audsv='' _gwtrace_audsvset='' _gwtrace_audsvoff='' _gwtrace_askipx=0 _gwtrace_audx=''
+# (_gwtrace_aurT: gwtrace-auto-fn.sh sets it, to 0, when the script starts with functrace on)
+_gwtrace_aurT=${_gwtrace_aurT-999999} _gwtrace_arv=0
 _gwtrace_asigs=()
 # (after the script's DEBUG trap run by an eval, _gwtrace_auto_dbgtext: its
 # $_, which the eval's own would replace; not in the trap's text, whose
@@ -461,7 +463,7 @@ _gwtrace_auto_rettext() {
   # shellcheck disable=SC2016
   _gwtrace_aurx='{ '${_gwtrace_aprbody/_gwtrace_abusy -= 1, /}'_gwtrace_auto_rc "$_gwtrace_apr" "$_gwtrace_apl" && : "$_gwtrace_apl"; } 2>&"${_gwtrace_anofd[_gwtrace_askipx = 1]--}"; '
   # shellcheck disable=SC2016
-  _gwtrace_aurx+=${_gwtrace_aurw/'2>&-; '"$_gwtrace_aur"/'2>&"${_gwtrace_anofd[(_gwtrace_abusy -= 1, _gwtrace_askipx = '"$_gwtrace_lskip"')]--}"; '"$_gwtrace_aur"}$'\nelse { (( _gwtrace_abusy -= 1 )); } 2>&-\nfi'
+  _gwtrace_aurx+=${_gwtrace_aurw/'2>&-; '"$_gwtrace_aur"/'2>&"${_gwtrace_anofd[(_gwtrace_abusy -= 1, _gwtrace_askipx = '"$_gwtrace_lskip"')]--}"; '"$_gwtrace_aur"}$'\nelse { (( _gwtrace_abusy -= 1, 1 )); } 2>&-\nfi'
 }
 
 # _gwtrace_auto_dbgtext: the DEBUG trap to install, into _gwtrace_ar: ours

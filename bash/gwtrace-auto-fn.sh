@@ -239,7 +239,7 @@ else
   _gwtrace_audbg=$_gwtrace_adbg_fn _gwtrace_axg=0 _gwtrace_amode=''
   [[ $- != *x* ]] || { _gwtrace_auto_cold; _gwtrace_audbg=$_gwtrace_adbg_fnx _gwtrace_axg=1 _gwtrace_amode=x; }
 fi
-_gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0 _gwtrace_dw='' _gwtrace_auT='' _gwtrace_asetpend='' _gwtrace_asetoff='' _gwtrace_aurT=999999 _gwtrace_arv=0
+_gwtrace_dn=0 _gwtrace_di=0 _gwtrace_dz=0 _gwtrace_dw='' _gwtrace_auT='' _gwtrace_asetpend='' _gwtrace_asetoff=''
 [[ $- != *T* ]] || _gwtrace_auT=1 _gwtrace_aurT=0
 [[ $_gwtrace_arngpid == "$BASHPID" ]] || _gwtrace_auto_seed
 builtin set -T

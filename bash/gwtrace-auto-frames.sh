@@ -431,7 +431,7 @@ _gwtrace_auto_functrace_done() {
   _gwtrace_auto_mode
   if [[ $- != *T* ]]; then
     # (the functions entered while it was on keep the script's RETURN trap)
-    (( _gwtrace_aurT > ${_gwtrace_aurdep-0} || _gwtrace_aurdep >= _gwtrace_ad )) || _gwtrace_aurdep=$_gwtrace_ad
+    (( ${_gwtrace_aurT-999999} > ${_gwtrace_aurdep-0} || ${_gwtrace_aurdep-0} >= _gwtrace_ad )) || _gwtrace_aurdep=$_gwtrace_ad
     _gwtrace_auT='' _gwtrace_aurT=999999
     builtin set -T
   elif [[ -n $_gwtrace_asetoff ]]; then

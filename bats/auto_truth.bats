@@ -771,6 +771,8 @@ no_bash_command() {
 @test "functions: a function ending with \`trap\` ends its spans and fires its RETURN trap as untraced (issue 27 §3)" {
   local accel level
   cat >"$SCRIPT" <<'EOS'
+set -E
+trap 'echo "err ${FUNCNAME-} $?"' ERR
 trap 'echo "ret ${FUNCNAME-} $?"' RETURN
 h() { echo h; }
 f() { h; trap 'echo int' INT; }; f | cat
