@@ -244,11 +244,12 @@ _gwtrace_auto_trap_cmd() {
   # return first, and its RETURN trap fires then (bash < 5.2, a function run
   # as a pipeline element: ours, that ends its spans; gwtrace-auto-frames.sh's
   # _gwtrace_auto_subold). One that skips our `trap` as it returns, until then.
+  # (not without our DEBUG trap: the script's text alone, nothing skips them)
   if [[ -n $_gwtrace_aurset && -n $_gwtrace_apend$_gwtrace_aoneshot ]]; then
-    if [[ -n $_gwtrace_aurraw && -n $_gwtrace_audbg ]]; then
-      _gwtrace_auto_rettext; builtin trap -- "$_gwtrace_aurx" RETURN; _gwtrace_auto_rettext raw
-    else
+    if [[ -z $_gwtrace_aurraw ]]; then
       builtin trap -- "$_gwtrace_aurx" RETURN
+    elif [[ -n $_gwtrace_audbg ]]; then
+      _gwtrace_auto_rettext; builtin trap -- "$_gwtrace_aurx" RETURN; _gwtrace_auto_rettext raw
     fi
   elif (( _gwtrace_apdep >= 0 )); then
     builtin trap -- "$_gwtrace_apret" RETURN
