@@ -270,3 +270,32 @@ def test_the_ingest_unit_restarts_after_a_crash_but_never_loops():
     burst = int(unit["Unit"]["StartLimitBurst"])
     interval = int(unit["Unit"]["StartLimitIntervalSec"])
     assert 1 <= burst <= 10 and burst * int(unit["Service"]["RestartSec"]) < interval
+
+
+def test_ingest_store_names_the_store_the_blocks_go_into(tmp_path):
+    """`gwtrace ingest --store FILE job.err` writes into FILE, not the default store (it was
+    read for --condor-log only, and the spans silently went to ~/.local/share/gwtrace);
+    a --store that cannot be a store is one line, nothing written."""
+    from gwtrace.store import TraceStore
+
+    env = clean_env(GWTRACE_HOME=str(tmp_path / "home"), GWTRACE_EXPORT="ship-home")
+    gw = tmp_path / "gw"
+    gw.mkdir(mode=0o700)
+    assert run_bash(spans_script(12), dict(env, GWTRACE_DIR=str(gw))).returncode == 0
+    err = tmp_path / "logs" / "job.1.0.err"
+    err.parent.mkdir()
+    stop = subprocess.run([GWTRACE, "sidecar", "stop", "--dir", str(gw), "--ship-to", str(err)], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert stop.returncode == 0, stop.stderr
+    mine = tmp_path / "mine.db"
+    out = ingest(env, "--store", str(mine), "--ledger", str(tmp_path / "ledger"), str(err))
+    assert out.returncode == 0, out.stderr
+    assert f"embedded store {mine}" in out.stderr and "12 span(s)" in out.stderr
+    assert not (tmp_path / "home" / "traces.db").exists()
+    store = TraceStore(mine, create=False)
+    try:
+        assert sum(1 for _ in store.find_traces(limit=100)) >= 1
+    finally:
+        store.close()
+    bad = ingest(env, "--store", str(tmp_path), str(err))
+    assert bad.returncode == 1 and len(bad.stderr.strip().splitlines()) == 1 and "Traceback" not in bad.stderr

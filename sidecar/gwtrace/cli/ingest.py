@@ -41,7 +41,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="with --condor-log or alone: job ads in long form (condor_q -long, history) "
                         "for TraceParent, DESIRED_Sites, requests and the glidein that matched")
     p.add_argument("--schedd", help="--condor-log: the schedd's name (default: the submit host's address)")
-    p.add_argument("--store", metavar="PATH", help="--condor-log: the store (default: the one `gwtrace serve` reads)")
+    p.add_argument("--store", metavar="PATH",
+                   help="the store to write into (default: the configured OTLP endpoint, else the store "
+                        "`gwtrace serve` reads)")
     return p
 
 
@@ -61,7 +63,7 @@ def main(argv: List[str]) -> int:
     if args.factory_logs:
         if args.paths or args.spool or args.watch:
             p.error("--factory-logs takes its directories alone")
-        return ingest_factory_logs(args.factory_logs, sys.stderr)
+        return ingest_factory_logs(args.factory_logs, sys.stderr, args.store)
     if args.watch:
         if args.paths or args.spool:
             p.error("--watch takes its directories alone")
@@ -72,4 +74,4 @@ def main(argv: List[str]) -> int:
             return 1
     if not args.paths and not args.spool:
         p.error("give glidein output files/directories, or --spool DIR, or --watch DIR")
-    return ingest_outputs(args.paths, args.spool, args.ledger, args.lock_wait, sys.stderr)
+    return ingest_outputs(args.paths, args.spool, args.ledger, args.lock_wait, sys.stderr, args.store)

@@ -33,11 +33,15 @@ class Forwarder:
     is a command someone waits for, and a failed block is ingested again later.
     """
 
-    def __init__(self) -> None:
+    def __init__(self, store: Optional[str] = None) -> None:
+        """``store``: a store file named on the command line (``--store``), which wins over an
+        endpoint in the environment: the person said where the spans go."""
         self.store = None
         self.endpoint: Optional[str] = None
         otlp = otlp_env()
-        if otlp.configured:
+        if store:
+            self.store = TraceStore(store)
+        elif otlp.configured:
             if otlp.token_problem:          # unauthenticated, every block would be refused
                 raise IngestError(f"{otlp.token_problem}; nothing sent")
             self.endpoint = otlp.endpoint

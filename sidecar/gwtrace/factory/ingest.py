@@ -270,7 +270,7 @@ def watch(args: argparse.Namespace, err: TextIO) -> int:
     stop = {"now": False}
     _signal.signal(_signal.SIGTERM, lambda *_: stop.update(now=True))
     watcher = Watcher(args.watch, args.settle)
-    forwarder = Forwarder()
+    forwarder = Forwarder(getattr(args, "store", None))
     ledger = Ledger(Path(args.ledger) if args.ledger else default_ledger(), forwarder.destination)
     status = 0
     try:
@@ -295,11 +295,11 @@ def ingest_spool(directory: str, err: TextIO) -> int:
     return 0
 
 
-def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
+def ingest_factory_logs(dirs: List[str], err: TextIO, store: Optional[str] = None) -> int:
     """Backfill glideins from factory files (only those new or changed since the last run); 1 if a directory
     is missing or holds no glidein file, a file could not be read or a block was skipped (the rest is sent)."""
     try:
-        forwarder = Forwarder()
+        forwarder = Forwarder(store)
     except IngestError as exc:
         print(f"gwtrace: {exc}", file=err)
         return 1
@@ -320,7 +320,7 @@ def ingest_factory_logs(dirs: List[str], err: TextIO) -> int:
 
 
 def ingest_outputs(paths: List[str], spool: Optional[str], ledger_path: Optional[str], lock_wait: float,
-                   err: TextIO) -> int:
+                   err: TextIO, store: Optional[str] = None) -> int:
     """``gwtrace ingest [--spool DIR] [PATH...]``: a dead sidecar's spool, then the blocks in glidein
     output files, each said in one line on ``err``; 0 when all went, 1 when something could not."""
     try:
@@ -328,7 +328,7 @@ def ingest_outputs(paths: List[str], spool: Optional[str], ledger_path: Optional
         if spool:
             status = ingest_spool(spool, err)
         if paths:
-            forwarder = Forwarder()
+            forwarder = Forwarder(store)
             try:
                 ledger = Ledger(Path(ledger_path) if ledger_path else default_ledger(), forwarder.destination)
                 with ledger.locked(lock_wait):
