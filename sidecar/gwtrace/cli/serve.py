@@ -25,7 +25,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument("--host", default="127.0.0.1", help="address to listen on (default: 127.0.0.1)")
     p.add_argument("--port", type=int, default=4318, help="port (default: 4318, the OTLP/HTTP port; 0 picks one)")
-    p.add_argument("--db", help=f"store file (default: {default_store_path()})")
+    p.add_argument("--db", "--store", dest="db", help=f"store file (default: {default_store_path()})")
     p.add_argument(
         "--retention-days", type=float, default=None,
         help="delete traces that ended more than this many days ago (default: keep everything)",

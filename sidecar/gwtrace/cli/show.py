@@ -213,7 +213,8 @@ def build_parser() -> argparse.ArgumentParser:
     p = argparse.ArgumentParser(prog="gwtrace show", description=COMMANDS["show"])
     p.add_argument("trace_id", nargs="?", help="trace id (32 hex digits)")
     p.add_argument("--last", action="store_true", help="the most recent trace (default)")
-    p.add_argument("--db", help="store file (default: ${GWTRACE_HOME:-~/.local/share/gwtrace}/traces.db)")
+    p.add_argument("--db", "--store", dest="db",
+                   help="store file (default: ${GWTRACE_HOME:-~/.local/share/gwtrace}/traces.db)")
     p.add_argument("--critical-path", action="store_true",
                    help="mark the critical path (what set the trace's length) and print self-time per operation")
     return p
