@@ -17,6 +17,20 @@ def ingest(env, *args: str) -> subprocess.CompletedProcess:
     return subprocess.run([GWTRACE, "ingest", *args], env=env, capture_output=True, text=True, timeout=120)
 
 
+def shipped_home(tmp_path: Path, spans: int) -> Path:
+    """``logs/job.1.0.err`` holding ``spans`` spans a script wrote and a sidecar stop shipped home."""
+    env = clean_env(GWTRACE_HOME=str(tmp_path / "home"), GWTRACE_EXPORT="ship-home")
+    gw = tmp_path / "gw"
+    gw.mkdir(mode=0o700)
+    assert run_bash(spans_script(spans), dict(env, GWTRACE_DIR=str(gw))).returncode == 0
+    err = tmp_path / "logs" / "job.1.0.err"
+    err.parent.mkdir()
+    stop = subprocess.run([GWTRACE, "sidecar", "stop", "--dir", str(gw), "--ship-to", str(err)], env=env,
+                          capture_output=True, text=True, timeout=60)
+    assert stop.returncode == 0, stop.stderr
+    return err
+
+
 def test_ship_home_only_sends_nothing_and_everything_rides_home_at_stop(tmp_path):
     """GWTRACE_EXPORT=ship-home (the set-up script's choice when no collector is
     configured): nothing is sent or stored on the node, the stop does not wait,
@@ -60,15 +74,7 @@ def test_the_ledger_is_kept_per_destination(tmp_path):
 
 
 def test_ingest_sends_again_into_another_collector_never_twice_into_one(tmp_path):
-    env = clean_env(GWTRACE_HOME=str(tmp_path / "home"), GWTRACE_EXPORT="ship-home")
-    gw = tmp_path / "gw"
-    gw.mkdir(mode=0o700)
-    assert run_bash(spans_script(20), dict(env, GWTRACE_DIR=str(gw))).returncode == 0
-    err = tmp_path / "logs" / "job.1.0.err"
-    err.parent.mkdir()
-    stop = subprocess.run([GWTRACE, "sidecar", "stop", "--dir", str(gw), "--ship-to", str(err)], env=env,
-                          capture_output=True, text=True, timeout=60)
-    assert stop.returncode == 0, stop.stderr
+    err = shipped_home(tmp_path, 20)
     a, b = OtlpReceiver().start(), OtlpReceiver().start()
     try:
         ledger = str(tmp_path / "ledger")
@@ -279,14 +285,7 @@ def test_ingest_store_names_the_store_the_blocks_go_into(tmp_path):
     from gwtrace.store import TraceStore
 
     env = clean_env(GWTRACE_HOME=str(tmp_path / "home"), GWTRACE_EXPORT="ship-home")
-    gw = tmp_path / "gw"
-    gw.mkdir(mode=0o700)
-    assert run_bash(spans_script(12), dict(env, GWTRACE_DIR=str(gw))).returncode == 0
-    err = tmp_path / "logs" / "job.1.0.err"
-    err.parent.mkdir()
-    stop = subprocess.run([GWTRACE, "sidecar", "stop", "--dir", str(gw), "--ship-to", str(err)], env=env,
-                          capture_output=True, text=True, timeout=60)
-    assert stop.returncode == 0, stop.stderr
+    err = shipped_home(tmp_path, 12)
     mine = tmp_path / "mine.db"
     out = ingest(env, "--store", str(mine), "--ledger", str(tmp_path / "ledger"), str(err))
     assert out.returncode == 0, out.stderr
