@@ -17,9 +17,8 @@ from __future__ import annotations
 
 import os
 
-#: traceparent flag bits (W3C trace-context level 2).
-SAMPLED_FLAG = 0x01
-RANDOM_FLAG = 0x02
+from gwtrace.wire.traceparent import RANDOM, SAMPLED
+
 _LOW64 = (1 << 64) - 1
 
 
@@ -51,4 +50,4 @@ def new_trace_id() -> str:
 
 def traceparent_flags(is_sampled: bool) -> str:
     """The flags field of a ``traceparent`` for a random trace id: ``03`` sampled, ``02`` not."""
-    return f"{RANDOM_FLAG | (SAMPLED_FLAG if is_sampled else 0):02x}"
+    return f"{RANDOM | (SAMPLED if is_sampled else 0):02x}"

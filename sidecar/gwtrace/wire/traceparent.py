@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from typing import NamedTuple, Optional
 
+from gwtrace.wire.events import is_hex_id
+
 #: Flag bits W3C trace-context defines (level 2): the others are written as 0.
 SAMPLED = 0x01
 RANDOM = 0x02
@@ -53,10 +55,6 @@ def format_traceparent(trace_id: str, span_id: str, flags: int) -> str:
     return f"00-{trace_id}-{span_id}-{flags & _KNOWN_FLAGS:02x}"
 
 
-def _is_hex(text: str, length: int) -> bool:
-    return len(text) == length and _HEX.issuperset(text) and text.strip("0") != ""
-
-
 def parse(value: object, *, any_case: bool = False) -> Optional[TraceParent]:
     """The context ``value`` names, or None when it is not a valid traceparent (ignored as a whole).
 
@@ -76,6 +74,6 @@ def parse(value: object, *, any_case: bool = False) -> Optional[TraceParent]:
         return None
     if len(text) > LENGTH_00 and (version == "00" or text[LENGTH_00] != "-"):
         return None        # version 00 has nothing after the flags; a later one, only more fields
-    if not (_is_hex(trace_id, 32) and _is_hex(span_id, 16)):
+    if not (is_hex_id(trace_id, 32) and is_hex_id(span_id, 16)):
         return None
     return TraceParent(trace_id, span_id, int(flags, 16) & _KNOWN_FLAGS)
