@@ -253,12 +253,8 @@ def start_job_asker(directory: str, glidein_config: Optional[str]) -> Optional[J
 
 
 def run_with_job_asker(sidecar: Any, asker: Optional[JobAsker]) -> None:
-    """``sidecar.run()`` with the asker (if any) enforcing its answers through the sidecar's policy;
-    the asker is stopped when the sidecar is."""
-    try:
-        if asker is not None:
-            asker.attach_policy(getattr(sidecar, "policy", None))
-        sidecar.run()
-    finally:
-        if asker is not None:
-            asker.stop()
+    """``sidecar.run()`` with the asker (if any) enforcing its answers through the sidecar's policy
+    (whoever started the asker stops it: control.py's ``run_foreground``)."""
+    if asker is not None:
+        asker.attach_policy(getattr(sidecar, "policy", None))
+    sidecar.run()

@@ -241,10 +241,9 @@ def run_foreground(directory: str, glidein_config: Optional[str], ready_fd: Opti
             os.write(ready_fd, f"ready {os.getpid()}\n".encode())
             os.close(ready_fd)
         _run_sidecar(spool, config, asker, ship_to, decision_fd, early)
-    except BaseException:
-        if asker is not None:
+    finally:
+        if asker is not None:           # its one owner: stopped once, however the sidecar ended
             asker.stop()
-        raise
     return 0
 
 
