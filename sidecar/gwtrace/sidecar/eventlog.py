@@ -23,9 +23,7 @@ READ_CHUNK = 4 << 20
 #: pieces. Both sizes are multiples of this one, so a piece ends at one of them.
 TORN_PIECE = 1008
 #: Where a piece can end inside a line below 4096 bytes (MAX_LINE_BYTES).
-TORN_ENDS = (1008, 2016, 3024)
-#: bash 5.2's size, the common case (tests).
-TORN_AT = 2016
+TORN_ENDS = (TORN_PIECE, 2 * TORN_PIECE, 3 * TORN_PIECE)
 #: An event line's head: version, kind, time, pid, trace and span ids.
 _START = b"gw1\x09"           # an event line starts so (a reader: not a producer of lines)
 _HEAD = re.compile(rb"gw1\x09[A-Z]\t[0-9]+(?:\.[0-9]+)?\t[0-9]+\t[0-9a-f]{32}\t[0-9a-f]{16}(?:\t|$)")
