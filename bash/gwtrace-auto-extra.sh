@@ -447,7 +447,7 @@ _gwtrace_auto_rettext() {
   # (bash < 5.2: never the script's text alone, ours goes in front of it
   # below; and bash < 4.4 would put the old text back over one set from our
   # functions as they return: execute_function, set_return_trap)
-  [[ -n ${1-} && -n ${_gwtrace_auT-} ]] && (( _gwtrace_aurT <= _gwtrace_aurdep && (BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] > 1)) )) \
+  [[ -n ${1-} && -n ${_gwtrace_auT-} ]] && (( _gwtrace_aurT <= _gwtrace_aurdep && _gwtrace_a52 )) \
     || _gwtrace_aurraw='' _gwtrace_aurw='{ (( _gwtrace_arr = $?, 1 )); } 2>&-; if { [[ ${FUNCNAME-} != _gwtrace_* && ${FUNCNAME-} != trap ]] && { [[ ${FUNCNAME-} == source ]] || (( _gwtrace_arv = ${#FUNCNAME[@]} <= _gwtrace_aurdep || _gwtrace_aurT <= _gwtrace_aurdep, _gwtrace_aurdep < ${#FUNCNAME[@]} || (_gwtrace_aurdep = ${#FUNCNAME[@]} - 1), _gwtrace_aurT < ${#FUNCNAME[@]} || _gwtrace_aurT == 999999 || (_gwtrace_aurT = ${#FUNCNAME[@]} - 1), _gwtrace_arv )); }; } 2>&-; then { _gwtrace_auto_rc "$_gwtrace_arr" "$_" && : "$_"; } 2>&-; '"$_gwtrace_aur"
   [[ -n $_gwtrace_aurraw ]] || _gwtrace_aurx=$_gwtrace_aurw$'\nfi'
   # bash < 5.2: a pipeline element's RETURN trap in front, on the same line,
@@ -457,7 +457,7 @@ _gwtrace_auto_rettext() {
   # the two that give back $? and $_ (the second runs if $? is 0) are
   # skipped instead (_gwtrace_askipx), on bash 4 only `: "$_"` (it skips
   # the other by BASH_COMMAND, which there is ours: a count would stay)
-  (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] > 1) )) && builtin return 0
+  (( _gwtrace_a52 )) && builtin return 0
   _gwtrace_auto_cold
   builtin local _gwtrace_lskip='_gwtrace_arr == 0 ? 2 : 1'
   (( BASH_VERSINFO[0] >= 5 )) || _gwtrace_lskip='_gwtrace_arr == 0'

@@ -124,7 +124,7 @@ _gwtrace_auto_subenter() {
   fi
   _gwtrace_asub=$BASHPID
   builtin trap -- "$_gwtrace_aexit1" EXIT
-  (( BASH_VERSINFO[0] > 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] > 1) )) || { _gwtrace_auto_cold; _gwtrace_auto_subold; }   # note 14
+  (( _gwtrace_a52 )) || { _gwtrace_auto_cold; _gwtrace_auto_subold; }   # note 14
   _gwtrace_auto_seed                           # ready for _gwtrace_auto_enter's written-out entry
   _gwtrace_auto_own
   _gwtrace_aown=$BASHPID

@@ -10,7 +10,7 @@
 {
 [[ -z ${_gwtrace_auto_loaded-} ]] || return 0
 _gwtrace_auto_loaded=1 _gwtrace_adir=${BASH_SOURCE[0]%/*} _gwtrace_alevel=0 _gwtrace_amain=$BASHPID
-_gwtrace_ar='' _gwtrace_awh='' _gwtrace_abusy=0 _gwtrace_atop='' _gwtrace_adbg='' _gwtrace_atsp='' _gwtrace_aw='' _gwtrace_aprem=0 _gwtrace_a44=
+_gwtrace_ar='' _gwtrace_awh='' _gwtrace_abusy=0 _gwtrace_atop='' _gwtrace_adbg='' _gwtrace_atsp='' _gwtrace_aw='' _gwtrace_aprem=0 _gwtrace_a44='' _gwtrace_a52=''
 _gwtrace_atend=(_gwtrace_auto_top_end) _gwtrace_aso='' _gwtrace_apfx='' _gwtrace_actr=1999999 _gwtrace_arngpid='' _gwtrace_arng=0 _gwtrace_aroot='' _gwtrace_aadopt='' _gwtrace_aexit='' _gwtrace_auxset='' _gwtrace_audbg='' _gwtrace_acmd='' _gwtrace_apend=''
 # The EXIT trap: record the status, end the spans (around a handler of the
 # script's own: gwtrace-auto-extra.sh); its redirection: note 9.
@@ -99,6 +99,7 @@ while :; do                # once: `break` ends the set-up early (note 1)
     _gwtrace_apfx=${_gwtrace_lu:17:10} _gwtrace_actr=1000000 _gwtrace_arngpid=$BASHPID _gwtrace_arng=$(( 16#${_gwtrace_lu:17:15} ))
   fi
   (( _gwtrace_lv >= 404 )) && _gwtrace_a44=1
+  (( _gwtrace_lv >= 502 )) && _gwtrace_a52=1
   # the accelerator: only the copy the load check verified for this bash binary (note 7)
   _gwtrace_aso=$_gwtrace_adir/gwtrace-accel.d/gwa1_$BASH_VERSION${BASH//\//%}.so
   if [[ ${GWTRACE_ACCEL-} == 0 ]]; then
