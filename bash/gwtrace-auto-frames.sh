@@ -277,7 +277,8 @@ _gwtrace_auto_sync() {
 # (_gwtrace_askipx, set as the group's redirection is expanded, before any
 # DEBUG run) and makes the others run busy; both are undone at its end.
 # _gwtrace_aprbody: its commands, for _gwtrace_auto_rettext to put in front
-# of the script's own RETURN trap.
+# of the script's own RETURN trap (it cuts `_gwtrace_abusy -= 1, ` out of the
+# last one, to stay busy until the script's text: keep those words as they are).
 # shellcheck disable=SC2016  # the trap's text
 _gwtrace_apdep=-1 _gwtrace_aprbody='_gwtrace_apr=$? _gwtrace_apc=$BASH_COMMAND _gwtrace_apl=$_ _gwtrace_abusy=$(( _gwtrace_abusy + 1 )); (( ${#FUNCNAME[@]} != _gwtrace_apdep )) || _gwtrace_auto_pipe_end "$_gwtrace_apc"; (( _gwtrace_abusy -= 1, _gwtrace_askipx = 0, 1 )); '
 # shellcheck disable=SC2016  # the trap's text
